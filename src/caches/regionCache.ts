@@ -1,0 +1,291 @@
+import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
+import { classifyOperation } from "../cosmos/operationKind.js";
+import { logger } from "../log.js";
+import { assertRegionList, describe, normalizeRegionName } from "./regionNames.js";
+
+/** One region of the account: its name and its regional endpoint. */
+export interface RegionEndpoint {
+  /** The region's name as the account reports it, for example `"West US 2"`. */
+  readonly name: string;
+  /** The regional endpoint, for example `"https://myaccount-westus2.documents.azure.com:443/"`. */
+  readonly endpoint: string;
+}
+
+/** What a database-account response says about the account's regions. */
+export interface AccountTopology {
+  /** The read regions, in the account's order. */
+  readonly readRegions: readonly RegionEndpoint[];
+  /** The write regions, in the account's order (one on a single-write account). */
+  readonly writeRegions: readonly RegionEndpoint[];
+  /** `enableMultipleWriteLocations`: every write region accepts writes. */
+  readonly multipleWriteLocations: boolean;
+  /** `enablePerPartitionFailoverBehavior`: per-partition automatic failover (PPAF), which turns hedging on by default. */
+  readonly perPartitionFailover: boolean;
+  /** `disableCrossRegionalHedging`: the account operator's switch that suppresses all hedging while set. */
+  readonly crossRegionalHedgingDisabled: boolean;
+}
+
+/** A topology given explicitly, for clients that never read the database account. */
+export interface AccountTopologyInit {
+  /** The read regions, in the account's order; at least one. */
+  readRegions: readonly RegionEndpoint[];
+  /** The write regions; defaults to the first read region. */
+  writeRegions?: readonly RegionEndpoint[];
+  /** Whether every write region accepts writes. Default `false`. */
+  multipleWriteLocations?: boolean;
+  /** Whether the account has per-partition automatic failover. Default `false`. */
+  perPartitionFailover?: boolean;
+  /** Whether the account operator has switched hedging off. Default `false`. */
+  crossRegionalHedgingDisabled?: boolean;
+}
+
+/** Options of a {@link RegionCache}. */
+export interface RegionCacheOptions {
+  /** A topology to start with; replaced by the next database-account response that flows through the pipeline. */
+  topology?: AccountTopologyInit;
+  /** The preferred-region order (the `preferredLocations` of `@azure/cosmos`). Empty means the account's order. */
+  preferredRegions?: readonly string[];
+  /** Regions that no request and no hedge may go to, client-wide. */
+  excludedRegions?: readonly string[];
+}
+
+/** Whether an operation reads (any read region) or writes (write regions only). */
+export type RegionAccess = "read" | "write";
+
+/** The most locations a database-account response may list before it is treated as malformed. */
+const maxLocations = 256;
+
+class MalformedTopology extends Error {}
+
+function parseEndpoint(where: string, value: unknown, Failure: new (message: string) => Error): string {
+  if (typeof value !== "string") throw new Failure(`${where} must be a URL string; got ${describe(value)}`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Failure(`${where} is not a URL: ${describe(value)}`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new Failure(`${where} must be an http(s) URL; got scheme ${describe(url.protocol)}`);
+  }
+  return url.href;
+}
+
+function parseLocations(where: string, value: unknown, Failure: new (message: string) => Error): RegionEndpoint[] {
+  if (!Array.isArray(value)) throw new Failure(`${where} must be an array; got ${describe(value)}`);
+  if (value.length > maxLocations) throw new Failure(`${where} lists ${value.length} locations, more than ${maxLocations}`);
+  return value.map((entry: unknown, index) => {
+    if (entry === null || typeof entry !== "object") {
+      throw new Failure(`${where}[${index}] must be an object; got ${describe(entry)}`);
+    }
+    const { name } = entry as { name?: unknown };
+    if (typeof name !== "string" || name.trim() === "") {
+      throw new Failure(`${where}[${index}].name must be a non-empty string; got ${describe(name)}`);
+    }
+    const endpoint = parseEndpoint(
+      `${where}[${index}].endpoint`,
+      (entry as { endpoint?: unknown; databaseAccountEndpoint?: unknown }).endpoint ??
+        (entry as { databaseAccountEndpoint?: unknown }).databaseAccountEndpoint,
+      Failure,
+    );
+    return { name, endpoint };
+  });
+}
+
+function optionalFlag(body: Record<string, unknown>, field: string): boolean {
+  const value = body[field];
+  if (value === undefined || value === null) return false;
+  if (typeof value === "boolean") return value;
+  logger.warning(`Database account field ${field} is ${describe(value)}, not a boolean; treating it as false.`);
+  return false;
+}
+
+/** Parses a database-account body. Throws {@link MalformedTopology} when it cannot be trusted. */
+function parseAccountBody(text: string): AccountTopology {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new MalformedTopology("the body is not JSON");
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw new MalformedTopology("the body is not a JSON object");
+  }
+  const record = body as Record<string, unknown>;
+  const readRegions = parseLocations("readableLocations", record["readableLocations"], MalformedTopology);
+  const writeRegions = parseLocations("writableLocations", record["writableLocations"], MalformedTopology);
+  if (readRegions.length === 0) throw new MalformedTopology("readableLocations is empty");
+  if (writeRegions.length === 0) throw new MalformedTopology("writableLocations is empty");
+  return {
+    readRegions,
+    writeRegions,
+    multipleWriteLocations: optionalFlag(record, "enableMultipleWriteLocations"),
+    perPartitionFailover: optionalFlag(record, "enablePerPartitionFailoverBehavior"),
+    crossRegionalHedgingDisabled: optionalFlag(record, "disableCrossRegionalHedging"),
+  };
+}
+
+function validateInit(init: AccountTopologyInit): AccountTopology {
+  if (init === null || typeof init !== "object") {
+    throw new TypeError(`topology must be an object; got ${describe(init)}.`);
+  }
+  const readRegions = parseLocations("topology.readRegions", init.readRegions, TypeError);
+  if (readRegions.length === 0) throw new TypeError("topology.readRegions must list at least one region.");
+  const writeRegions =
+    init.writeRegions === undefined
+      ? readRegions.slice(0, 1)
+      : parseLocations("topology.writeRegions", init.writeRegions, TypeError);
+  for (const flag of ["multipleWriteLocations", "perPartitionFailover", "crossRegionalHedgingDisabled"] as const) {
+    if (init[flag] !== undefined && typeof init[flag] !== "boolean") {
+      throw new TypeError(`topology.${flag} must be a boolean; got ${describe(init[flag])}.`);
+    }
+  }
+  return {
+    readRegions,
+    writeRegions,
+    multipleWriteLocations: init.multipleWriteLocations ?? false,
+    perPartitionFailover: init.perPartitionFailover ?? false,
+    crossRegionalHedgingDisabled: init.crossRegionalHedgingDisabled ?? false,
+  };
+}
+
+function originOf(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The account's regions, shared by every policy of a client: the single
+ * source of truth for where a request may go.
+ *
+ * It learns the topology from each database-account response that flows
+ * through the pipeline (see {@link RegionCache.observe}), or takes one
+ * explicitly. It holds the preferred order and the client-level exclusions,
+ * both changeable at runtime, and answers which regions a request may use.
+ */
+export class RegionCache {
+  private current: AccountTopology | undefined;
+  private byOrigin = new Map<string, RegionEndpoint>();
+  private preferred: readonly string[] = [];
+  private excluded: ReadonlySet<string> = new Set();
+  private excludedNames: readonly string[] = [];
+
+  constructor(options: RegionCacheOptions = {}) {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(`RegionCache options must be an object; got ${describe(options)}.`);
+    }
+    if (options.topology !== undefined) this.setTopology(options.topology);
+    if (options.preferredRegions !== undefined) this.setPreferredRegions(options.preferredRegions);
+    if (options.excludedRegions !== undefined) this.setExcludedRegions(options.excludedRegions);
+  }
+
+  /** The current topology, or `undefined` before the account has been read. */
+  get topology(): AccountTopology | undefined {
+    return this.current;
+  }
+
+  /** The preferred-region order in force. */
+  get preferredRegions(): readonly string[] {
+    return this.preferred;
+  }
+
+  /** The client-level excluded regions in force. */
+  get excludedRegions(): readonly string[] {
+    return this.excludedNames;
+  }
+
+  /** Replaces the topology with one given explicitly. Throws a `TypeError` on bad input. */
+  setTopology(topology: AccountTopologyInit): void {
+    this.install(validateInit(topology));
+  }
+
+  /** Sets the preferred-region order; takes effect on the next request. */
+  setPreferredRegions(regions: readonly string[]): void {
+    this.preferred = assertRegionList("preferredRegions", regions);
+  }
+
+  /** Sets the client-level excluded regions; takes effect on the next request. */
+  setExcludedRegions(regions: readonly string[]): void {
+    const names = assertRegionList("excludedRegions", regions);
+    this.excludedNames = names;
+    this.excluded = new Set(names.map(normalizeRegionName));
+  }
+
+  /**
+   * Learns the topology from a database-account response (a `GET` on the
+   * account root). Other responses are ignored. A malformed body keeps the
+   * previous topology and logs a warning; this never throws.
+   * @returns whether the topology was replaced.
+   */
+  observe(request: PipelineRequest, response: PipelineResponse): boolean {
+    if (response.status !== 200 || classifyOperation(request) !== "accountRead") return false;
+    const text = response.bodyAsText;
+    if (typeof text !== "string") return false;
+    try {
+      this.install(parseAccountBody(text));
+      return true;
+    } catch (error) {
+      if (!(error instanceof MalformedTopology)) throw error;
+      logger.warning(`Ignoring a malformed database-account response (${error.message}); keeping the previous topology.`);
+      return false;
+    }
+  }
+
+  /** The region whose endpoint has the URL's origin, or `undefined` for an unknown host. */
+  regionOf(url: string): RegionEndpoint | undefined {
+    const origin = originOf(url);
+    return origin === undefined ? undefined : this.byOrigin.get(origin);
+  }
+
+  /** The read or write region of that name (any case and spacing), or `undefined`. */
+  regionNamed(name: string, access: RegionAccess = "read"): RegionEndpoint | undefined {
+    const wanted = normalizeRegionName(name);
+    return this.regionsFor(access).find((region) => normalizeRegionName(region.name) === wanted);
+  }
+
+  /** Whether a region is excluded client-wide or by the given extra exclusions (region names, any case and spacing). */
+  isExcluded(region: RegionEndpoint, extraExcluded?: readonly string[]): boolean {
+    const key = normalizeRegionName(region.name);
+    return this.excluded.has(key) || (extraExcluded?.some((name) => normalizeRegionName(name) === key) ?? false);
+  }
+
+  /**
+   * The regions a request may use, in hedge order: the preferred order
+   * intersected with the account's read (or write) regions, or the account's
+   * order without a preferred list, minus the excluded regions.
+   * @param extraExcluded - per-request exclusions: region names, any case and spacing.
+   */
+  applicableRegions(access: RegionAccess, extraExcluded?: readonly string[]): RegionEndpoint[] {
+    return this.orderedRegions(access).filter((region) => !this.isExcluded(region, extraExcluded));
+  }
+
+  private orderedRegions(access: RegionAccess): RegionEndpoint[] {
+    const regions = this.regionsFor(access);
+    if (this.preferred.length === 0) return [...regions];
+    const ordered: RegionEndpoint[] = [];
+    for (const name of this.preferred) {
+      const wanted = normalizeRegionName(name);
+      const match = regions.find((region) => normalizeRegionName(region.name) === wanted);
+      if (match !== undefined && !ordered.includes(match)) ordered.push(match);
+    }
+    return ordered;
+  }
+
+  private regionsFor(access: RegionAccess): readonly RegionEndpoint[] {
+    if (this.current === undefined) return [];
+    return access === "read" ? this.current.readRegions : this.current.writeRegions;
+  }
+
+  private install(topology: AccountTopology): void {
+    const byOrigin = new Map<string, RegionEndpoint>();
+    for (const region of [...topology.readRegions, ...topology.writeRegions]) {
+      const origin = originOf(region.endpoint);
+      if (origin !== undefined && !byOrigin.has(origin)) byOrigin.set(origin, region);
+    }
+    this.current = topology;
+    this.byOrigin = byOrigin;
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * Region names compare without case and spaces, so "West US", "westus" and
+ * "WestUS" name one region, as they do in the Azure portal and the other SDKs.
+ */
+export function normalizeRegionName(name: string): string {
+  return name.replace(/\s+/g, "").toLowerCase();
+}
+
+/** Validates a user-supplied list of region names; the error names the option. */
+export function assertRegionList(option: string, value: unknown): readonly string[] {
+  if (!Array.isArray(value)) {
+    throw new TypeError(`${option} must be an array of region names; got ${describe(value)}.`);
+  }
+  value.forEach((entry, index) => {
+    if (typeof entry !== "string" || entry.trim() === "") {
+      throw new TypeError(`${option}[${index}] must be a non-empty region name; got ${describe(entry)}.`);
+    }
+  });
+  return [...(value as string[])];
+}
+
+/** A short, safe rendering of a bad value for an error message. */
+export function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  if (typeof value === "number" || typeof value === "boolean" || value == null) return String(value);
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return `a ${typeof value}`;
+}

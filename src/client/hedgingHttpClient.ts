@@ -1,0 +1,89 @@
+import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-pipeline";
+import type { HttpClient, Pipeline } from "@azure/core-rest-pipeline";
+import { RegionCache } from "../caches/regionCache.js";
+import { assertRegionList, describe } from "../caches/regionNames.js";
+import type { RequestSigner } from "../cosmos/masterKeySigner.js";
+import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
+import { optionalFunction, optionsObject } from "../hedging/validation.js";
+import type { CrossRegionHedgingPolicyOptions } from "../policies/crossRegionHedgingPolicy.js";
+import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.js";
+
+/** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
+export type CrossRegionHedgingOptions = Omit<CrossRegionHedgingPolicyOptions, "regions" | "enabled" | "onDiagnostics" | "signer">;
+
+/** Options of {@link createHedgingHttpClient} and {@link withHedging}. */
+export interface HedgingOptions {
+  /**
+   * Data-plane hedging: `true` turns it on with the defaults (500 ms, step
+   * 100 ms), an object turns it on with those settings, `false` turns it off.
+   * Unset: on while the account reports per-partition automatic failover.
+   */
+  crossRegion?: boolean | CrossRegionHedgingOptions;
+  /** The preferred-region order. {@link withHedging} defaults it to `connectionPolicy.preferredLocations`. */
+  preferredRegions?: readonly string[];
+  /** Regions that no request or hedge may go to; changeable later through `regions`. */
+  excludedRegions?: readonly string[];
+  /** Called with the diagnostics of every request a hedging policy considered. */
+  onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
+}
+
+/** Options of {@link createHedgingHttpClient}. */
+export interface HedgingHttpClientOptions extends HedgingOptions {
+  /** The transport the pipeline runs over. Default: core-rest-pipeline's default HTTP client. */
+  httpClient?: HttpClient;
+  /** Re-signs each arm of a race, for example {@link masterKeySigner}. */
+  signer?: RequestSigner;
+  /** The client's per-attempt request timeout, for the PPAF default threshold. Default 60000. */
+  requestTimeout?: number;
+}
+
+/** An `HttpClient` that runs the hedging policies over a real transport. */
+export interface HedgingHttpClient extends HttpClient {
+  /** The pipeline holding the hedging policies; add your own with `pipeline.addPolicy(...)`. */
+  readonly pipeline: Pipeline;
+  /** The region cache every policy of this client shares; change preferred or excluded regions on it at runtime. */
+  readonly regions: RegionCache;
+}
+
+function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegionHedgingPolicyOptions {
+  if (setting === undefined) return { enabled: "followAccount" };
+  if (typeof setting === "boolean") return { enabled: setting };
+  if (setting === null || typeof setting !== "object") {
+    throw new TypeError(`crossRegion must be a boolean or an options object; got ${describe(setting)}.`);
+  }
+  return { ...setting, enabled: true };
+}
+
+/**
+ * Creates an `HttpClient` whose every request runs through a core-rest-pipeline
+ * `Pipeline` holding the hedging policies, over the real transport. Hand it
+ * to any client that takes an `httpClient`, such as `@azure/cosmos`'s
+ * `CosmosClient` (see {@link withHedging}).
+ */
+export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}): HedgingHttpClient {
+  optionsObject("createHedgingHttpClient options", options);
+  optionalFunction("onDiagnostics", options.onDiagnostics);
+  if (options.httpClient !== undefined && typeof options.httpClient?.sendRequest !== "function") {
+    throw new TypeError(`httpClient must have a sendRequest function; got ${describe(options.httpClient)}.`);
+  }
+  const regions = new RegionCache({
+    ...(options.preferredRegions !== undefined ? { preferredRegions: assertRegionList("preferredRegions", options.preferredRegions) } : {}),
+    ...(options.excludedRegions !== undefined ? { excludedRegions: assertRegionList("excludedRegions", options.excludedRegions) } : {}),
+  });
+  const pipeline = createEmptyPipeline();
+  pipeline.addPolicy(
+    crossRegionHedgingPolicy({
+      ...crossRegionOptions(options.crossRegion),
+      regions,
+      ...(options.requestTimeout !== undefined ? { requestTimeout: options.requestTimeout } : {}),
+      ...(options.signer !== undefined ? { signer: options.signer } : {}),
+      ...(options.onDiagnostics !== undefined ? { onDiagnostics: options.onDiagnostics } : {}),
+    }),
+  );
+  const transport = options.httpClient ?? createDefaultHttpClient();
+  return {
+    pipeline,
+    regions,
+    sendRequest: (request) => pipeline.sendRequest(transport, request),
+  };
+}

@@ -1,0 +1,45 @@
+import type { CosmosClientOptions } from "@azure/cosmos";
+import { describe } from "../caches/regionNames.js";
+import { masterKeySigner } from "../cosmos/masterKeySigner.js";
+import { optionsObject } from "../hedging/validation.js";
+import type { HedgingOptions } from "./hedgingHttpClient.js";
+import { createHedgingHttpClient } from "./hedgingHttpClient.js";
+
+function isMasterKey(key: string): boolean {
+  // Resource tokens and SAS tokens are not master keys and cannot re-sign.
+  return !key.startsWith("type=");
+}
+
+/**
+ * Returns new `CosmosClientOptions` whose `httpClient` hedges requests across
+ * regions; the input is not changed. Pass the result to `new CosmosClient(...)`.
+ * It wraps your own `httpClient` when you set one, takes the preferred
+ * regions from `connectionPolicy.preferredLocations` unless `preferredRegions`
+ * is given, and derives the PPAF default threshold from
+ * `connectionPolicy.requestTimeout`. With a master `key`, every hedge is
+ * re-signed with a fresh date.
+ *
+ * @example
+ * ```ts
+ * const client = new CosmosClient(
+ *   withHedging({ endpoint, key, connectionPolicy: { preferredLocations: ["West US", "East US"] } },
+ *               { crossRegion: { threshold: 100 } }),
+ * );
+ * ```
+ */
+export function withHedging<T extends CosmosClientOptions>(cosmosClientOptions: T, hedgingOptions: HedgingOptions = {}): T {
+  if (cosmosClientOptions === null || typeof cosmosClientOptions !== "object") {
+    throw new TypeError(`cosmosClientOptions must be an object; got ${describe(cosmosClientOptions)}.`);
+  }
+  optionsObject("hedgingOptions", hedgingOptions);
+  const { connectionPolicy, key, httpClient } = cosmosClientOptions;
+  const preferredRegions = hedgingOptions.preferredRegions ?? connectionPolicy?.preferredLocations;
+  const hedgingClient = createHedgingHttpClient({
+    ...hedgingOptions,
+    ...(preferredRegions !== undefined ? { preferredRegions } : {}),
+    ...(httpClient !== undefined ? { httpClient } : {}),
+    ...(connectionPolicy?.requestTimeout !== undefined ? { requestTimeout: connectionPolicy.requestTimeout } : {}),
+    ...(typeof key === "string" && isMasterKey(key) ? { signer: masterKeySigner(key) } : {}),
+  });
+  return { ...cosmosClientOptions, httpClient: hedgingClient };
+}

@@ -1,0 +1,28 @@
+import { logger } from "../log.js";
+
+/** The environment variable that forces metadata hedging on (`true`) or off (`false`). */
+export const metadataHedgingEnvironmentVariable = "AZURE_COSMOS_METADATA_HEDGING_ENABLED";
+
+const warnedValues = new Set<string>();
+
+/**
+ * Reads a tri-state boolean switch from the environment: `true`/`false`
+ * (any case, surrounding spaces ignored), or `undefined` when unset or empty.
+ * Any other value is ignored with one warning per distinct value, so a typo
+ * never breaks a request and never floods the log.
+ */
+export function readBooleanSwitch(name: string): boolean | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const value = raw.trim().toLowerCase();
+  if (value === "true") return true;
+  if (value === "false") return false;
+  const key = `${name}=${raw}`;
+  if (!warnedValues.has(key)) {
+    warnedValues.add(key);
+    logger.warning(
+      `Ignoring ${name}=${JSON.stringify(raw.slice(0, 64))}: accepted values are "true" and "false".`,
+    );
+  }
+  return undefined;
+}

@@ -1,0 +1,147 @@
+import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { CosmosHeaders } from "./headers.js";
+
+/**
+ * What a Cosmos DB HTTP request does, as far as hedging cares. Derived from
+ * the method, the path and a few headers only (see {@link classifyOperation}).
+ */
+export type OperationKind =
+  | "accountRead"
+  | "collectionRead"
+  | "partitionKeyRangeReadFeed"
+  | "partitionKeyRangeReadFeedContinuation"
+  | "pointRead"
+  | "query"
+  | "queryPlan"
+  | "readFeed"
+  | "changeFeed"
+  | "batch"
+  | "create"
+  | "upsert"
+  | "replace"
+  | "patch"
+  | "delete"
+  | "other";
+
+/** The document reads: the operations that data-plane hedging may always hedge. */
+export const documentReadKinds: ReadonlySet<OperationKind> = new Set<OperationKind>([
+  "pointRead",
+  "query",
+  "queryPlan",
+  "readFeed",
+  "changeFeed",
+]);
+
+/** The document writes: hedged only on multi-write accounts, and only on request. */
+export const documentWriteKinds: ReadonlySet<OperationKind> = new Set<OperationKind>([
+  "batch",
+  "create",
+  "upsert",
+  "replace",
+  "patch",
+  "delete",
+]);
+
+/** Whether an operation kind reads (so any read region may serve it) or writes. */
+export function isReadKind(kind: OperationKind): boolean {
+  return !documentWriteKinds.has(kind) && kind !== "other";
+}
+
+/** The parts of a request that classification looks at. */
+export interface RequestShape {
+  method: string;
+  url: string;
+  header(name: string): string | undefined;
+}
+
+function isTrue(value: string | undefined): boolean {
+  return value !== undefined && value.trim().toLowerCase() === "true";
+}
+
+function hasValue(value: string | undefined): boolean {
+  return value !== undefined && value.trim() !== "";
+}
+
+/** Splits a request path into its decoded resource segments: `/dbs/a/colls/b` is `["dbs","a","colls","b"]`. */
+export function pathSegments(url: string): string[] {
+  let pathname: string;
+  try {
+    pathname = new URL(url).pathname;
+  } catch {
+    pathname = url.split("?")[0] ?? "";
+  }
+  return pathname
+    .split("/")
+    .filter((segment) => segment !== "")
+    .map((segment) => {
+      try {
+        return decodeURIComponent(segment);
+      } catch {
+        return segment;
+      }
+    });
+}
+
+function classifyDocuments(shape: RequestShape, method: string, isFeed: boolean): OperationKind {
+  if (isFeed) {
+    if (method === "POST") {
+      if (isTrue(shape.header(CosmosHeaders.isQueryPlan))) return "queryPlan";
+      if (
+        isTrue(shape.header(CosmosHeaders.isQuery)) ||
+        shape.header(CosmosHeaders.contentType)?.toLowerCase().startsWith("application/query+json")
+      ) {
+        return "query";
+      }
+      if (isTrue(shape.header(CosmosHeaders.isBatch))) return "batch";
+      if (isTrue(shape.header(CosmosHeaders.isUpsert))) return "upsert";
+      return "create";
+    }
+    if (method === "GET") {
+      return shape.header(CosmosHeaders.aIm)?.trim().toLowerCase() === "incremental feed"
+        ? "changeFeed"
+        : "readFeed";
+    }
+    return "other";
+  }
+  switch (method) {
+    case "GET":
+      return "pointRead";
+    case "PUT":
+      return "replace";
+    case "PATCH":
+      return "patch";
+    case "DELETE":
+      return "delete";
+    default:
+      return "other";
+  }
+}
+
+/** Classifies a request by its method, path and wire headers. Pure; never throws. */
+export function classifyShape(shape: RequestShape): OperationKind {
+  const method = shape.method.toUpperCase();
+  const segments = pathSegments(shape.url);
+  if (segments.length === 0) return method === "GET" ? "accountRead" : "other";
+  if (segments[0] !== "dbs" || segments[2] !== "colls") return "other";
+  if (segments.length === 4) return method === "GET" ? "collectionRead" : "other";
+  const child = segments[4];
+  if (child === "pkranges" && segments.length === 5 && method === "GET") {
+    return hasValue(shape.header(CosmosHeaders.continuation)) ||
+      hasValue(shape.header(CosmosHeaders.ifNoneMatch))
+      ? "partitionKeyRangeReadFeedContinuation"
+      : "partitionKeyRangeReadFeed";
+  }
+  if (child === "docs" && (segments.length === 5 || segments.length === 6)) {
+    return classifyDocuments(shape, method, segments.length === 5);
+  }
+  return "other";
+}
+
+/** Classifies a pipeline request into an {@link OperationKind}. */
+export function classifyOperation(request: PipelineRequest): OperationKind {
+  return classifyShape({
+    method: request.method,
+    url: request.url,
+    header: (name) => request.headers.get(name),
+  });
+}

@@ -1,0 +1,62 @@
+import type { PipelineResponse } from "@azure/core-rest-pipeline";
+import { CosmosHeaders } from "./headers.js";
+
+/** Well-known Cosmos DB sub-status codes that the tables below name. */
+export const SubStatus = {
+  readSessionNotAvailable: 1002,
+  databaseAccountNotFound: 1008,
+  leaseNotFound: 1022,
+} as const;
+
+/** What an arm of a race produced: a response (of any status) or a thrown error. */
+export type ArmResult =
+  | { readonly response: PipelineResponse; readonly error?: undefined }
+  | { readonly error: unknown; readonly response?: undefined };
+
+/** The sub-status of a response, or 0 when it has none or it is not a number. */
+export function subStatusOf(response: PipelineResponse): number {
+  const raw = response.headers.get(CosmosHeaders.subStatus);
+  const parsed = raw === undefined ? 0 : Number.parseInt(raw, 10);
+  return Number.isFinite(parsed) ? parsed : 0;
+}
+
+const finalErrorStatuses: ReadonlySet<number> = new Set([400, 401, 405, 409, 412, 413]);
+
+/**
+ * Data-plane hedging (.NET `IsFinalResult`): a final result ends the race;
+ * anything else (403, 404 with a sub-status, 408, 410, 429, 449, 5xx and
+ * transport errors) is transient and lets another region try.
+ */
+export function isFinalStatus(status: number, subStatus: number): boolean {
+  if (status < 400) return true;
+  if (finalErrorStatuses.has(status)) return true;
+  return status === 404 && subStatus === 0;
+}
+
+/** {@link isFinalStatus} over an arm's result; a thrown (transport) error is transient. */
+export function isFinalResult(result: ArmResult): boolean {
+  if (result.response === undefined) return false;
+  return isFinalStatus(result.response.status, subStatusOf(result.response));
+}
+
+/** The three outcome classes of metadata hedging, where the primary is authoritative. */
+export type MetadataOutcome = "success" | "regionalFailure" | "definitive";
+
+/**
+ * Metadata hedging: success is a status below 400; a regional failure is what
+ * another region could plausibly answer better (500, 503, 410/1022,
+ * 403/1008); everything else, every 404 and 401 included, is definitive.
+ */
+export function classifyMetadataStatus(status: number, subStatus: number): MetadataOutcome {
+  if (status < 400) return "success";
+  if (status === 500 || status === 503) return "regionalFailure";
+  if (status === 410 && subStatus === SubStatus.leaseNotFound) return "regionalFailure";
+  if (status === 403 && subStatus === SubStatus.databaseAccountNotFound) return "regionalFailure";
+  return "definitive";
+}
+
+/** {@link classifyMetadataStatus} over an arm's result; a transport error is a regional failure. */
+export function classifyMetadataResult(result: ArmResult): MetadataOutcome {
+  if (result.response === undefined) return "regionalFailure";
+  return classifyMetadataStatus(result.response.status, subStatusOf(result.response));
+}

@@ -1,0 +1,179 @@
+import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
+import { hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
+import type { OperationKind } from "../cosmos/operationKind.js";
+
+/** Which policy produced a {@link HedgeDiagnostics} record. */
+export type HedgePolicyKind = "crossRegion" | "metadata";
+
+/**
+ * Why an arm was sent: `primary` is the request the SDK made; `threshold`, a
+ * hedge launched when its threshold elapsed; `transientResult`, a hedge
+ * launched early because another arm came back transient; `regionalFailure`,
+ * a metadata hedge launched early because the primary failed regionally.
+ */
+export type HedgeArmReason = "primary" | "threshold" | "transientResult" | "regionalFailure";
+
+/**
+ * How an arm ended: `returned`, its outcome is what the caller got;
+ * `lost`, it settled but another outcome was returned; `aborted`, it was
+ * cancelled because the race was decided or the caller aborted.
+ */
+export type HedgeArmOutcome = "returned" | "lost" | "aborted";
+
+/**
+ * How a hedged request ended: `primaryWon` and `hedgeWon`, an arm produced
+ * the answer; `primaryOutcome`, no arm produced an acceptable answer and the
+ * primary's outcome was returned; `aborted`, the caller (or the SDK's request
+ * timeout) aborted it; `skipped`, hedging was considered and not used (see
+ * {@link HedgeDiagnostics.skipReason}).
+ */
+export type HedgeTerminalState = "primaryWon" | "hedgeWon" | "primaryOutcome" | "aborted" | "skipped";
+
+/**
+ * Why hedging was considered and not used, or why a race launched fewer
+ * hedges than it could have (`budgetExhausted`).
+ */
+export type HedgeSkipReason =
+  | "disabled"
+  | "accountSwitch"
+  | "notEligible"
+  | "singleRegion"
+  | "unknownRegion"
+  | "streamBody"
+  | "budgetExhausted"
+  | "pinnedRegion"
+  | "continuationPage"
+  | "noApplicableRegion";
+
+/** A thrown error of an arm, reduced to what is safe to log. */
+export interface HedgeArmError {
+  /** The error's `name`, for example `"RestError"`. */
+  name: string;
+  /** The error's `code` when it has one, for example `"ECONNRESET"`. */
+  code?: string;
+  /** The error's message, without any credential. */
+  message: string;
+}
+
+/** One arm of a race: one copy of the request, sent to one region. */
+export interface HedgeArmDiagnostics {
+  /** The region the arm went to. */
+  region: string;
+  /** Why the arm was sent. */
+  reason: HedgeArmReason;
+  /** Milliseconds from the start of the race to the arm's launch. */
+  startOffsetMs: number;
+  /** Milliseconds from launch until the arm settled or was aborted. */
+  durationMs?: number;
+  /** The HTTP status, when the arm got a response. */
+  status?: number;
+  /** The `x-ms-substatus`, when the response had one. */
+  subStatus?: number;
+  /** The error the arm threw, when it got no response. */
+  error?: HedgeArmError;
+  /** The response's `x-ms-activity-id`. */
+  activityId?: string;
+  /** The response's `x-ms-request-charge`, in request units. */
+  requestCharge?: number;
+  /** How the arm ended. */
+  outcome: HedgeArmOutcome;
+}
+
+/** What a hedging policy did for one request. */
+export interface HedgeDiagnostics {
+  /** The policy that produced the record. */
+  policy: HedgePolicyKind;
+  /** The operation, as classified from the request. */
+  operation: OperationKind;
+  /** The threshold in force, in milliseconds. */
+  thresholdMs?: number;
+  /** The step between later hedges, in milliseconds. */
+  thresholdStepMs?: number;
+  /** Where the threshold came from: options, the PPAF default, a per-request override or the adaptive estimate. */
+  thresholdSource?: "options" | "ppafDefault" | "request" | "adaptive";
+  /** The region the SDK addressed (the primary arm's region). */
+  primaryRegion?: string;
+  /** Every arm, in launch order; empty when hedging was skipped. */
+  arms: HedgeArmDiagnostics[];
+  /** Whether at least one hedge (an arm beyond the primary) was launched. */
+  hedgeFired: boolean;
+  /** Whether a hedge's outcome was returned. */
+  hedgeWon: boolean;
+  /** The region whose outcome was returned. */
+  winningRegion?: string;
+  /** The activity id of the returned response. */
+  winningActivityId?: string;
+  /** How the request ended. */
+  terminalState: HedgeTerminalState;
+  /** The request charge of every arm that got a response, losers included. */
+  totalRequestCharge: number;
+  /** Why hedging was skipped, or why fewer hedges were launched than planned. */
+  skipReason?: HedgeSkipReason;
+}
+
+const attached = new WeakMap<object, HedgeDiagnostics>();
+
+/**
+ * Attaches diagnostics to a response (as a WeakMap entry and as the
+ * `x-cosmos-hedging-diagnostics` header, which `@azure/cosmos` copies into
+ * `response.headers`) or to a thrown error.
+ */
+export function attachHedgeDiagnostics(target: PipelineResponse | object, diagnostics: HedgeDiagnostics): void {
+  attached.set(target, diagnostics);
+  const response = isPipelineResponse(target) ? target : responseOfError(target);
+  if (response !== undefined) {
+    attached.set(response, diagnostics);
+    response.headers.set(hedgeDiagnosticsHeaderName, JSON.stringify(diagnostics));
+  }
+}
+
+function isPipelineResponse(value: object): value is PipelineResponse {
+  return "status" in value && "headers" in value && "request" in value;
+}
+
+function responseOfError(error: object): PipelineResponse | undefined {
+  const response = (error as { response?: unknown }).response;
+  return typeof response === "object" && response !== null && isPipelineResponse(response) ? response : undefined;
+}
+
+function isHttpHeaders(value: object): value is HttpHeaders {
+  return typeof (value as { get?: unknown }).get === "function" && typeof (value as { toJSON?: unknown }).toJSON === "function";
+}
+
+function parseHeaderValue(value: unknown): HedgeDiagnostics | undefined {
+  if (typeof value !== "string") return undefined;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return typeof parsed === "object" && parsed !== null && "policy" in parsed ? (parsed as HedgeDiagnostics) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function fromHeaders(headers: unknown): HedgeDiagnostics | undefined {
+  if (typeof headers !== "object" || headers === null) return undefined;
+  if (isHttpHeaders(headers)) return parseHeaderValue(headers.get(hedgeDiagnosticsHeaderName));
+  return parseHeaderValue((headers as Record<string, unknown>)[hedgeDiagnosticsHeaderName]);
+}
+
+/**
+ * Reads the {@link HedgeDiagnostics} of a request from whatever the caller
+ * holds: a `PipelineResponse`, its `HttpHeaders`, the plain `headers` object
+ * of an `@azure/cosmos` response or error, an `@azure/cosmos` response
+ * itself (anything with `headers`), or an error thrown by a hedged request.
+ * @returns the diagnostics, or `undefined` when no hedging policy handled the request.
+ */
+export function getHedgeDiagnostics(source: unknown): HedgeDiagnostics | undefined {
+  if (typeof source !== "object" || source === null) return undefined;
+  const direct = attached.get(source);
+  if (direct !== undefined) return direct;
+  if (isHttpHeaders(source)) return fromHeaders(source);
+  const nested = (source as { headers?: unknown }).headers;
+  if (nested !== undefined) {
+    const found = fromHeaders(nested);
+    if (found !== undefined) return found;
+  }
+  const response = responseOfError(source);
+  if (response !== undefined) return getHedgeDiagnostics(response);
+  return fromHeaders(source);
+}

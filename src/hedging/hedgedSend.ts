@@ -1,0 +1,128 @@
+import { AbortError } from "@azure/abort-controller";
+import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
+import type { AzureLogger } from "@azure/logger";
+import type { RegionEndpoint } from "../caches/regionCache.js";
+import { CosmosHeaders } from "../cosmos/headers.js";
+import type { RequestSigner } from "../cosmos/masterKeySigner.js";
+import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
+import { attachHedgeDiagnostics } from "./diagnostics.js";
+import type { RaceStrategy } from "./race.js";
+import { runRace } from "./race.js";
+
+/** The part of a diagnostics record that a policy knows before it sends anything. */
+export type DiagnosticsHeader = Pick<
+  HedgeDiagnostics,
+  "policy" | "operation" | "thresholdMs" | "thresholdStepMs" | "thresholdSource" | "primaryRegion"
+>;
+
+/** Where a policy's diagnostics go besides the response: its callback, guarded. */
+export interface DiagnosticsSink {
+  readonly logger: AzureLogger;
+  readonly onDiagnostics?: ((diagnostics: HedgeDiagnostics) => void) | undefined;
+}
+
+function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics): void {
+  if (typeof target === "object" && target !== null) attachHedgeDiagnostics(target, diagnostics);
+  if (sink.onDiagnostics === undefined) return;
+  try {
+    sink.onDiagnostics(diagnostics);
+  } catch (error) {
+    // A metrics callback must never break the request it describes.
+    sink.logger.warning(`onDiagnostics threw and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+  }
+}
+
+function chargeOf(response: PipelineResponse): number {
+  const charge = Number.parseFloat(response.headers.get(CosmosHeaders.requestCharge) ?? "");
+  return Number.isFinite(charge) ? charge : 0;
+}
+
+/** Sends the request unhedged and records why hedging was skipped. */
+export async function sendSkipped(
+  request: PipelineRequest,
+  next: SendRequest,
+  header: DiagnosticsHeader,
+  skipReason: HedgeSkipReason,
+  sink: DiagnosticsSink,
+): Promise<PipelineResponse> {
+  const diagnostics = (totalRequestCharge: number): HedgeDiagnostics => ({
+    ...header,
+    arms: [],
+    hedgeFired: false,
+    hedgeWon: false,
+    ...(header.primaryRegion !== undefined ? { winningRegion: header.primaryRegion } : {}),
+    terminalState: "skipped",
+    totalRequestCharge,
+    skipReason,
+  });
+  try {
+    const response = await next(request);
+    publish(sink, response, diagnostics(chargeOf(response)));
+    return response;
+  } catch (error) {
+    publish(sink, error, diagnostics(0));
+    throw error;
+  }
+}
+
+function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
+  return arms.reduce((sum, arm) => sum + (arm.requestCharge ?? 0), 0);
+}
+
+/** A race to run: its arms' regions (the primary first) and its strategy. */
+export interface HedgePlan {
+  readonly targets: readonly RegionEndpoint[];
+  readonly strategy: RaceStrategy;
+  readonly signer?: RequestSigner | undefined;
+}
+
+/**
+ * Runs the race and turns its outcome into what the caller expects: the
+ * returned arm's response, its error rethrown, or an `AbortError` when the
+ * caller aborted. The diagnostics go on whichever of these the caller gets.
+ */
+export async function sendHedged(
+  request: PipelineRequest,
+  next: SendRequest,
+  header: DiagnosticsHeader,
+  plan: HedgePlan,
+  sink: DiagnosticsSink,
+): Promise<PipelineResponse> {
+  const outcome = await runRace({
+    request,
+    targets: plan.targets,
+    send: next,
+    strategy: plan.strategy,
+    prepare: plan.signer,
+  });
+  const common = {
+    ...header,
+    arms: outcome.arms,
+    hedgeFired: outcome.arms.length > 1,
+    totalRequestCharge: totalCharge(outcome.arms),
+    ...(outcome.hedgeRefused ? { skipReason: "budgetExhausted" as const } : {}),
+  };
+  if (outcome.kind === "aborted") {
+    const error = new AbortError("The operation was aborted.");
+    publish(sink, error, { ...common, hedgeWon: false, terminalState: "aborted" });
+    throw error;
+  }
+  const returned = outcome.arms[outcome.returnedIndex];
+  const hedgeWon = !outcome.fallback && outcome.returnedIndex > 0;
+  const diagnostics: HedgeDiagnostics = {
+    ...common,
+    hedgeWon,
+    terminalState: outcome.fallback ? "primaryOutcome" : hedgeWon ? "hedgeWon" : "primaryWon",
+    ...(returned !== undefined ? { winningRegion: returned.region } : {}),
+    ...(returned?.activityId !== undefined ? { winningActivityId: returned.activityId } : {}),
+  };
+  const { result } = outcome;
+  if (result.response === undefined) {
+    publish(sink, result.error, diagnostics);
+    throw result.error;
+  }
+  // Upper policies expect the response of the request they sent, not of a clone.
+  result.response.request = request;
+  publish(sink, result.response, diagnostics);
+  return result.response;
+}

@@ -1,0 +1,16 @@
+/**
+ * Credential shapes that may appear in text we did not write (an error
+ * message echoing a header, say): Cosmos DB master-key, AAD and resource
+ * token signatures, raw or URL-encoded, and bearer tokens.
+ */
+const credentialPatterns: readonly RegExp[] = [
+  /type(=|%3D)(master|aad|resource)(&|%26)\S*/gi,
+  /\bsig(=|%3D)[^\s&"']*/gi,
+  /\bbearer\s+[\w\-.~+/]+=*/gi,
+  /\bauthorization\s*[:=]\s*\S+/gi,
+];
+
+/** Replaces anything shaped like a credential with `[redacted]`. */
+export function redactCredentials(text: string): string {
+  return credentialPatterns.reduce((result, pattern) => result.replace(pattern, "[redacted]"), text);
+}

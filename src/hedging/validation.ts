@@ -1,0 +1,42 @@
+import { describe } from "../caches/regionNames.js";
+
+/** A finite number above zero, or a `RangeError` that names the option and the value. */
+export function positiveMilliseconds(option: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new RangeError(`${option} must be a finite number of milliseconds above 0; got ${describe(value)}.`);
+  }
+  return value;
+}
+
+/** A whole number of at least `min`, or a `RangeError` that names the option and the value. */
+export function wholeNumber(option: string, value: unknown, min: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
+    throw new RangeError(`${option} must be a whole number of at least ${min}; got ${describe(value)}.`);
+  }
+  return value;
+}
+
+/** A boolean or `undefined`, or a `TypeError` that names the option. */
+export function optionalBoolean(option: string, value: unknown): boolean | undefined {
+  if (value !== undefined && typeof value !== "boolean") {
+    throw new TypeError(`${option} must be true or false; got ${describe(value)}.`);
+  }
+  return value;
+}
+
+/** A function or `undefined`, or a `TypeError` that names the option. */
+export function optionalFunction<T>(option: string, value: T | undefined): T | undefined {
+  if (value !== undefined && typeof value !== "function") {
+    throw new TypeError(`${option} must be a function; got ${describe(value)}.`);
+  }
+  return value;
+}
+
+/** An object (options bag) or `undefined`, or a `TypeError` that names it. */
+export function optionsObject<T extends object>(option: string, value: T | undefined): T {
+  if (value === undefined) return {} as T;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new TypeError(`${option} must be an object; got ${describe(value)}.`);
+  }
+  return value;
+}
