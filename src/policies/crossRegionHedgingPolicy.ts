@@ -10,6 +10,8 @@ import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.j
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
 import { sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { RaceStrategy } from "../hedging/race.js";
+import type { RequestHedgingControls } from "../hedging/requestControls.js";
+import { requestControlsOf } from "../hedging/requestControls.js";
 import { raceTargets } from "../hedging/targets.js";
 import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
 import { describe } from "../caches/regionNames.js";
@@ -85,7 +87,7 @@ export interface CrossRegionHedgingPolicyOptions {
 interface ResolvedThresholds {
   readonly thresholdMs: number;
   readonly thresholdStepMs: number;
-  readonly thresholdSource: "options" | "ppafDefault";
+  readonly thresholdSource: "options" | "ppafDefault" | "request";
 }
 
 function validate(options: CrossRegionHedgingPolicyOptions): Required<Pick<CrossRegionHedgingPolicyOptions, "enabled" | "requestTimeout">> {
@@ -121,9 +123,20 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   const regions = options.regions ?? new RegionCache();
   const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics };
 
-  const thresholdsFor = (topology: AccountTopology | undefined): ResolvedThresholds | HedgeSkipReason => {
-    if (enabled === false) return "disabled";
+  const thresholdsFor = (
+    topology: AccountTopology | undefined,
+    override: RequestHedgingControls["hedging"],
+  ): ResolvedThresholds | HedgeSkipReason => {
+    if (override === false) return "disabled";
     if (topology?.crossRegionalHedgingDisabled) return "accountSwitch";
+    if (override !== undefined) {
+      return {
+        thresholdMs: override.threshold ?? options.threshold ?? crossRegionHedgingDefaults.threshold,
+        thresholdStepMs: override.thresholdStep ?? options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
+        thresholdSource: "request",
+      };
+    }
+    if (enabled === false) return "disabled";
     if (enabled === true) {
       return {
         thresholdMs: options.threshold ?? crossRegionHedgingDefaults.threshold,
@@ -146,14 +159,16 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     const topology = regions.topology;
     const primary = regions.regionOf(request.url);
     const header: DiagnosticsHeader = { policy: "crossRegion", operation, ...(primary ? { primaryRegion: primary.name } : {}) };
-    const thresholds = thresholdsFor(topology);
+    const controls = requestControlsOf(request);
+    const thresholds = thresholdsFor(topology, controls.hedging);
     if (typeof thresholds === "string") return sendSkipped(request, next, header, thresholds, sink);
     const withThresholds: DiagnosticsHeader = { ...header, ...thresholds };
     const isWrite = documentWriteKinds.has(operation);
     if (isWrite && !writeHedgingAllowed(topology)) return sendSkipped(request, next, withThresholds, "notEligible", sink);
     if (!isResendableBody(request)) return sendSkipped(request, next, withThresholds, "streamBody", sink);
+    if (controls.region !== undefined) return sendSkipped(request, next, withThresholds, "pinnedRegion", sink);
     if (primary === undefined) return sendSkipped(request, next, withThresholds, "unknownRegion", sink);
-    const targets = raceTargets(regions, primary, isWrite ? "write" : "read", request.url);
+    const targets = raceTargets(regions, primary, isWrite ? "write" : "read", request.url, controls.excludedRegions);
     if (targets.length < 2) return sendSkipped(request, next, withThresholds, "singleRegion", sink);
     const strategy: RaceStrategy = {
       delayBefore: (index) => (index === 1 ? thresholds.thresholdMs : thresholds.thresholdStepMs),
