@@ -1,0 +1,215 @@
+import assert from "node:assert/strict";
+import { performance } from "node:perf_hooks";
+import { ChangeFeedStartFrom } from "@azure/cosmos";
+import type { Container, CosmosClient } from "@azure/cosmos";
+import { ServiceClient } from "@azure/core-client";
+import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
+import { withHedging } from "../../src/client/withHedging.js";
+import { RegionCache } from "../../src/caches/regionCache.js";
+import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
+import { startEmulator } from "../emulator/index.js";
+import type { Emulator } from "../emulator/index.js";
+import { createTestClient, seedContainer } from "../support/cosmos.js";
+
+const items = Array.from({ length: 6 }, (_, i) => ({ id: `item-${i}`, pk: `pk-${i % 3}`, value: i }));
+const slow = 3000;
+const threshold = 100;
+
+describe("crossRegionHedgingPolicy through the real CosmosClient", function () {
+  let emulator: Emulator;
+  let container: Container;
+  let client: CosmosClient;
+  let diagnostics: HedgeDiagnostics[];
+
+  before(async function () {
+    emulator = await startEmulator();
+    const seeder = createTestClient(emulator);
+    await seedContainer(seeder, { database: "db", container: "items", items });
+    seeder.dispose();
+  });
+
+  after(async function () {
+    await emulator.close();
+  });
+
+  beforeEach(async function () {
+    diagnostics = [];
+    client = createTestClient(
+      emulator,
+      withHedging(
+        { endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { preferredLocations: ["West US", "East US", "North Europe"] } },
+        { crossRegion: { threshold, thresholdStep: 100 }, onDiagnostics: (record) => diagnostics.push(record) },
+      ),
+    );
+    container = client.database("db").container("items");
+    // Warm the SDK's account and container caches so that every test measures only its own operation.
+    await container.item("item-0", "pk-0").read();
+    emulator.resetCounters();
+    emulator.clearFaults();
+    diagnostics = [];
+  });
+
+  afterEach(function () {
+    client.dispose();
+    emulator.clearFaults();
+  });
+
+  async function timed<T>(operation: () => Promise<T>): Promise<{ result: T; ms: number }> {
+    const start = performance.now();
+    const result = await operation();
+    return { result, ms: performance.now() - start };
+  }
+
+  it("hedges a point read away from a slow preferred region and reports it in response.headers", async function () {
+    emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
+    const { result, ms } = await timed(() => container.item("item-1", "pk-1").read());
+    assert.equal(result.statusCode, 200);
+    assert.equal(result.resource?.value, 1);
+    assert.ok(ms < slow / 2, `the hedged read took ${ms.toFixed(0)} ms`);
+    const record = getHedgeDiagnostics(result.headers);
+    assert.ok(record, "diagnostics are in response.headers");
+    assert.equal(record.policy, "crossRegion");
+    assert.equal(record.operation, "pointRead");
+    assert.equal(record.primaryRegion, "West US");
+    assert.equal(record.hedgeFired, true);
+    assert.equal(record.hedgeWon, true);
+    assert.equal(record.winningRegion, "East US");
+    assert.equal(record.terminalState, "hedgeWon");
+    assert.deepEqual(
+      record.arms.map((arm) => [arm.region, arm.reason, arm.outcome]),
+      [
+        ["West US", "primary", "aborted"],
+        ["East US", "threshold", "returned"],
+      ],
+    );
+    assert.ok(record.arms[1]!.startOffsetMs >= threshold - 5);
+    assert.equal(emulator.region("West US").count("pointRead"), 1);
+    assert.equal(emulator.region("East US").count("pointRead"), 1);
+    assert.equal(emulator.region("North Europe").count("pointRead"), 0);
+  });
+
+  it("hedges a single-partition query", async function () {
+    emulator.region("West US").addFault({ operations: ["query", "queryPlan"], delayMs: slow });
+    const { result, ms } = await timed(() =>
+      container.items.query("SELECT * FROM c WHERE c.pk = 'pk-1'", { partitionKey: "pk-1" }).fetchAll(),
+    );
+    assert.deepEqual(result.resources.map((item) => item.id).sort(), ["item-1", "item-4"]);
+    assert.ok(ms < slow / 2, `the hedged query took ${ms.toFixed(0)} ms`);
+    const queries = diagnostics.filter((record) => record.operation === "query");
+    assert.ok(queries.length >= 1);
+    assert.ok(queries.every((record) => record.hedgeWon && record.winningRegion === "East US"));
+  });
+
+  it("hedges a cross-partition query, its query plan included", async function () {
+    emulator.region("West US").addFault({ operations: ["query", "queryPlan"], delayMs: slow });
+    const { result, ms } = await timed(() => container.items.query("SELECT * FROM c").fetchAll());
+    assert.equal(result.resources.length, items.length);
+    assert.ok(ms < slow / 2, `the hedged query took ${ms.toFixed(0)} ms`);
+    const hedged = diagnostics.filter((record) => record.operation === "query" || record.operation === "queryPlan");
+    assert.ok(hedged.some((record) => record.operation === "queryPlan"), "the query plan request was considered");
+    assert.ok(hedged.every((record) => record.hedgeWon));
+    assert.ok(emulator.region("East US").count(["query", "queryPlan"]) >= 2);
+  });
+
+  it("hedges a read feed (readAll, which @azure/cosmos sends as a query)", async function () {
+    emulator.region("West US").addFault({ operations: ["readFeed", "query", "queryPlan"], delayMs: slow });
+    const { result, ms } = await timed(() => container.items.readAll().fetchAll());
+    assert.equal(result.resources.length, items.length);
+    assert.ok(ms < slow / 2, `the hedged read feed took ${ms.toFixed(0)} ms`);
+    assert.ok(diagnostics.length >= 1);
+    assert.ok(diagnostics.every((record) => record.hedgeWon && record.winningRegion === "East US"));
+  });
+
+  it("hedges a change feed", async function () {
+    emulator.region("West US").addFault({ operations: ["changeFeed"], delayMs: slow });
+    const iterator = container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() });
+    const { result, ms } = await timed(() => iterator.readNext());
+    assert.equal(result.result.length, items.length);
+    assert.ok(ms < slow / 2, `the hedged change feed took ${ms.toFixed(0)} ms`);
+    const feeds = diagnostics.filter((record) => record.operation === "changeFeed");
+    assert.ok(feeds.length >= 1 && feeds.every((record) => record.hedgeWon && record.winningRegion === "East US"));
+  });
+
+  it("sends a create on a slow write region exactly once", async function () {
+    emulator.region("East US").addFault({ operations: ["create"], delayMs: 600 });
+    const { result, ms } = await timed(() => container.items.create({ id: "created-once", pk: "pk-9", value: 9 }));
+    assert.equal(result.statusCode, 201);
+    assert.ok(ms >= 600, "the create waited for the slow write region");
+    assert.equal(emulator.count("create"), 1, "one create reached the service, in any region");
+    assert.equal(emulator.region("East US").count("create"), 1);
+    const record = getHedgeDiagnostics(result.headers);
+    assert.equal(record?.terminalState, "skipped");
+    assert.equal(record?.skipReason, "notEligible");
+    await container.item("created-once", "pk-9").delete();
+  });
+
+  it("returns a fast 404 for a missing item without a hedge", async function () {
+    const error = await container
+      .item("missing", "pk-0")
+      .read()
+      .then(
+        (response) => response,
+        (thrown: unknown) => thrown,
+      );
+    const status = (error as { statusCode?: number; code?: number }).statusCode ?? (error as { code?: number }).code;
+    assert.equal(status, 404);
+    assert.equal(emulator.region("West US").count("pointRead"), 1);
+    assert.equal(emulator.region("East US").count("pointRead"), 0);
+    assert.equal(emulator.region("North Europe").count("pointRead"), 0);
+    const record = diagnostics.find((entry) => entry.operation === "pointRead");
+    assert.equal(record?.hedgeFired, false);
+    assert.equal(record?.terminalState, "primaryWon");
+  });
+
+  it("fails over within the race when the preferred region answers 503", async function () {
+    emulator.region("West US").addFault({ operations: ["pointRead"], status: 503 });
+    const { result, ms } = await timed(() => container.item("item-2", "pk-2").read());
+    assert.equal(result.statusCode, 200);
+    assert.ok(ms < threshold + 500, `a transient primary launched the hedge at once (${ms.toFixed(0)} ms)`);
+    const record = getHedgeDiagnostics(result.headers);
+    assert.equal(record?.arms[1]?.reason, "transientResult");
+    assert.equal(record?.winningRegion, "East US");
+  });
+});
+
+describe("crossRegionHedgingPolicy on a core-client ServiceClient", function () {
+  let emulator: Emulator;
+
+  before(async function () {
+    emulator = await startEmulator();
+    const seeder = createTestClient(emulator);
+    await seedContainer(seeder, { database: "db", container: "items", items });
+    seeder.dispose();
+  });
+
+  after(async function () {
+    await emulator.close();
+  });
+
+  it("hedges through client.pipeline.addPolicy", async function () {
+    const regions = new RegionCache({
+      topology: { readRegions: emulator.regions.map((region) => ({ name: region.name, endpoint: region.endpoint })) },
+      preferredRegions: ["West US", "East US"],
+    });
+    const client = new ServiceClient({ baseUri: emulator.region("West US").endpoint });
+    client.pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold }));
+    emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
+    const start = performance.now();
+    const response = await client.sendRequest(
+      createPipelineRequest({
+        url: new URL("dbs/db/colls/items/docs/item-3", emulator.region("West US").endpoint).href,
+        method: "GET",
+        allowInsecureConnection: true,
+        headers: createHttpHeaders({ "x-ms-documentdb-partitionkey": '["pk-0"]', "x-ms-version": "2020-07-15" }),
+      }),
+    );
+    const ms = performance.now() - start;
+    assert.equal(response.status, 200);
+    assert.equal(JSON.parse(response.bodyAsText ?? "{}").id, "item-3");
+    assert.ok(ms < slow / 2, `the hedged read took ${ms.toFixed(0)} ms`);
+    assert.equal(getHedgeDiagnostics(response)?.winningRegion, "East US");
+    assert.equal(emulator.region("East US").count("pointRead"), 1);
+  });
+});
