@@ -1,0 +1,120 @@
+import type { OperationKind } from "../../src/cosmos/operationKind.js";
+
+/** What a region does to the requests a rule names instead of (or before) serving them normally. */
+export interface FaultRule {
+  /** The operation kinds the rule applies to; every kind when absent. */
+  operations?: OperationKind[];
+  /** A delay before answering or forwarding, on top of the region's base latency: fixed, or uniform in `[min, max]`. */
+  delayMs?: number | { min: number; max: number };
+  /** Answer with this status instead of forwarding to the backend. */
+  status?: number;
+  /** Sent as `x-ms-substatus` with {@link FaultRule.status}. */
+  substatus?: number;
+  /** The JSON body to answer with, as given (account reads are not rewritten); with status 200, the default when only a body is given, it is a canned, possibly stale, answer. */
+  body?: unknown;
+  /** Extra response headers of the canned answer, for example `x-ms-retry-after-ms` on a 429. */
+  headers?: Record<string, string>;
+  /** Destroy the client's socket (after the delay, if any) instead of answering. */
+  connectionReset?: boolean;
+  /** The chance, 0..1, that a matching request is faulted. Default 1. */
+  probability?: number;
+  /** Apply at most this many times. */
+  count?: number;
+}
+
+/** A rule installed on a region. */
+export interface FaultHandle {
+  /** How many requests the rule has been applied to so far. */
+  readonly applied: number;
+  /** Uninstalls the rule; requests already being faulted are not affected. */
+  remove(): void;
+}
+
+/** What a region must do to one request: the chosen rule and its delay, drawn once. */
+export interface FaultDecision {
+  readonly rule: FaultRule;
+  readonly delayMs: number;
+}
+
+/** A small seeded PRNG (mulberry32): fault draws must repeat from run to run, which `Math.random` cannot give. */
+export function createPrng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function validateRule(rule: FaultRule): void {
+  const { delayMs, probability, count, status } = rule;
+  if (typeof delayMs === "number" && !(delayMs >= 0)) throw new RangeError(`delayMs must be >= 0; got ${delayMs}`);
+  if (typeof delayMs === "object" && !(delayMs.min >= 0 && delayMs.max >= delayMs.min)) {
+    throw new RangeError(`delayMs must satisfy 0 <= min <= max; got ${JSON.stringify(delayMs)}`);
+  }
+  if (probability !== undefined && !(probability >= 0 && probability <= 1)) {
+    throw new RangeError(`probability must be in [0, 1]; got ${probability}`);
+  }
+  if (count !== undefined && !(Number.isInteger(count) && count >= 0)) {
+    throw new RangeError(`count must be a non-negative integer; got ${count}`);
+  }
+  if (status !== undefined && !(Number.isInteger(status) && status >= 100 && status <= 599)) {
+    throw new RangeError(`status must be an HTTP status; got ${status}`);
+  }
+}
+
+interface InstalledRule {
+  readonly rule: FaultRule;
+  applied: number;
+}
+
+/** The fault rules of one region, evaluated in insertion order. */
+export class FaultList {
+  private rules: InstalledRule[] = [];
+
+  constructor(private readonly random: () => number) {}
+
+  add(rule: FaultRule): FaultHandle {
+    validateRule(rule);
+    // A private copy, so that a caller mutating its rule object cannot change a rule mid-run.
+    const installed: InstalledRule = {
+      rule: { ...rule, ...(rule.operations !== undefined ? { operations: [...rule.operations] } : {}) },
+      applied: 0,
+    };
+    this.rules.push(installed);
+    return {
+      get applied() {
+        return installed.applied;
+      },
+      remove: () => {
+        this.rules = this.rules.filter((candidate) => candidate !== installed);
+      },
+    };
+  }
+
+  clear(): void {
+    this.rules = [];
+  }
+
+  /** The first rule that names the kind, has count left and wins its draw; counts it as applied. */
+  decide(kind: OperationKind): FaultDecision | undefined {
+    for (const installed of this.rules) {
+      const { rule } = installed;
+      if (rule.operations !== undefined && !rule.operations.includes(kind)) continue;
+      if (rule.count !== undefined && installed.applied >= rule.count) continue;
+      // Draw only for real probabilities, so adding a certain rule does not shift the sequence of the others.
+      if (rule.probability !== undefined && rule.probability < 1 && !(this.random() < rule.probability)) continue;
+      installed.applied++;
+      return { rule, delayMs: this.drawDelay(rule.delayMs) };
+    }
+    return undefined;
+  }
+
+  private drawDelay(delay: FaultRule["delayMs"]): number {
+    if (delay === undefined) return 0;
+    if (typeof delay === "number") return delay;
+    return delay.min + this.random() * (delay.max - delay.min);
+  }
+}

@@ -1,0 +1,4 @@
+export { Emulator, EmulatorRegion, startEmulator } from "./emulator.js";
+export type { EmulatorAccountSettings, EmulatorOptions, EmulatorRegionSpec } from "./emulator.js";
+export type { FaultHandle, FaultRule } from "./faults.js";
+export type { RecordedRequest } from "./proxy.js";

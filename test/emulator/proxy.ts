@@ -1,0 +1,191 @@
+import { randomUUID } from "node:crypto";
+import http from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
+import { classifyShape } from "../../src/cosmos/operationKind.js";
+import type { OperationKind } from "../../src/cosmos/operationKind.js";
+import type { FaultDecision, FaultRule } from "./faults.js";
+
+/** One request as it reached a region, before any fault or latency. */
+export interface RecordedRequest {
+  method: string;
+  /** The path and query, as sent. */
+  path: string;
+  kind: OperationKind;
+  /** Request headers, lower-case names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  /** Arrival time, from `performance.now()`. */
+  at: number;
+}
+
+/** Timers the emulator owns, so that closing it can cancel every pending one. */
+export class TimerSet {
+  private readonly pending = new Set<NodeJS.Timeout>();
+
+  /** Runs `callback` after `ms`; the returned function cancels it. */
+  schedule(ms: number, callback: () => void): () => void {
+    const timer = setTimeout(() => {
+      this.pending.delete(timer);
+      callback();
+    }, ms);
+    this.pending.add(timer);
+    return () => {
+      clearTimeout(timer);
+      this.pending.delete(timer);
+    };
+  }
+
+  clear(): void {
+    for (const timer of this.pending) clearTimeout(timer);
+    this.pending.clear();
+  }
+}
+
+/** What every regional proxy shares: the backend and the account description. */
+export interface ProxyTarget {
+  readonly agent: http.Agent;
+  readonly backendPort: number;
+  readonly timers: TimerSet;
+  /** The backend's database-account body, rewritten to describe the emulated account. */
+  accountBody(backendBody: Buffer): Buffer;
+}
+
+/** What a regional proxy asks of its region for each request. */
+export interface RegionBehaviour {
+  readonly latencyMs: number;
+  arrived(request: RecordedRequest): void;
+  decide(kind: OperationKind): FaultDecision | undefined;
+}
+
+// Connection-level headers describe one hop; the proxy manages its own connections on each side.
+const hopByHopHeaders: ReadonlySet<string> = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
+// The proxy buffers (and may rewrite) response bodies, so it computes their length itself.
+const droppedResponseHeaders: ReadonlySet<string> = new Set([...hopByHopHeaders, "content-length"]);
+
+function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return flat;
+}
+
+function withoutHeaders(headers: IncomingHttpHeaders, drop: ReadonlySet<string>): http.OutgoingHttpHeaders {
+  const kept: http.OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && !drop.has(name)) kept[name] = value;
+  }
+  return kept;
+}
+
+function send(res: http.ServerResponse, status: number, headers: http.OutgoingHttpHeaders, body: Buffer): void {
+  if (res.destroyed || res.headersSent) return;
+  // 204 and 304 must not carry a body or a length.
+  const bodyless = status === 204 || status === 304;
+  res.writeHead(status, bodyless ? headers : { ...headers, "content-length": body.length });
+  res.end(bodyless ? undefined : body);
+}
+
+function errorCode(status: number): string {
+  return (http.STATUS_CODES[status] ?? "Error").replace(/[^A-Za-z]/g, "");
+}
+
+function answerFault(res: http.ServerResponse, rule: FaultRule): void {
+  const status = rule.status ?? 200;
+  const payload =
+    rule.body !== undefined
+      ? rule.body
+      : status >= 400
+        ? { code: errorCode(status), message: `Fault injected by the emulator: ${status}${rule.substatus !== undefined ? `/${rule.substatus}` : ""}` }
+        : undefined;
+  const headers: http.OutgoingHttpHeaders = {
+    "content-type": "application/json",
+    "x-ms-activity-id": randomUUID(),
+    "x-ms-request-charge": "1",
+    ...(rule.substatus !== undefined ? { "x-ms-substatus": String(rule.substatus) } : {}),
+    ...rule.headers,
+  };
+  send(res, status, headers, payload === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(payload)));
+}
+
+/**
+ * Serves one request that reached a region: records it, waits the region's
+ * latency plus any fault delay (cancelled if the client goes away), then
+ * applies the fault or forwards to the backend.
+ */
+export function serveRegionRequest(
+  region: RegionBehaviour,
+  target: ProxyTarget,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): void {
+  const method = req.method ?? "GET";
+  const path = req.url ?? "/";
+  const kind = classifyShape({
+    method,
+    url: `http://127.0.0.1${path}`,
+    header: (name) => {
+      const value = req.headers[name];
+      return Array.isArray(value) ? value.join(", ") : value;
+    },
+  });
+  region.arrived({ method, path, kind, headers: flattenHeaders(req.headers), at: performance.now() });
+  const decision = region.decide(kind);
+
+  let cancelDelay: (() => void) | undefined;
+  let upstream: http.ClientRequest | undefined;
+  // A hedge loser is aborted by its client: stop waiting and never reach the backend for it.
+  res.on("close", () => {
+    if (res.writableFinished) return;
+    cancelDelay?.();
+    upstream?.destroy();
+  });
+
+  const act = (): void => {
+    cancelDelay = undefined;
+    if (res.destroyed) return;
+    const rule = decision?.rule;
+    if (rule?.connectionReset === true) {
+      req.socket.destroy();
+    } else if (rule !== undefined && (rule.status !== undefined || rule.body !== undefined)) {
+      // Drain the unread request body so that the connection stays usable.
+      req.resume();
+      answerFault(res, rule);
+    } else {
+      upstream = forward(kind, target, req, res);
+    }
+  };
+
+  const delayMs = region.latencyMs + (decision?.delayMs ?? 0);
+  if (delayMs > 0) cancelDelay = target.timers.schedule(delayMs, act);
+  else act();
+}
+
+function forward(kind: OperationKind, target: ProxyTarget, req: http.IncomingMessage, res: http.ServerResponse): http.ClientRequest {
+  const upstream = http.request({
+    host: "127.0.0.1",
+    port: target.backendPort,
+    method: req.method,
+    path: req.url,
+    headers: withoutHeaders(req.headers, hopByHopHeaders),
+    agent: target.agent,
+  });
+  const fail = (): void => {
+    if (res.destroyed) return;
+    if (res.headersSent) res.destroy();
+    else send(res, 502, { "content-type": "application/json" }, Buffer.from(JSON.stringify({ code: "BadGateway", message: "The emulator backend did not answer." })));
+  };
+  upstream.on("error", fail);
+  upstream.on("response", (backendRes) => {
+    const chunks: Buffer[] = [];
+    backendRes.on("data", (chunk: Buffer) => chunks.push(chunk));
+    backendRes.on("error", fail);
+    backendRes.on("end", () => {
+      const status = backendRes.statusCode ?? 502;
+      let body: Buffer = Buffer.concat(chunks);
+      if (kind === "accountRead" && status === 200) body = target.accountBody(body);
+      send(res, status, withoutHeaders(backendRes.headers, droppedResponseHeaders), body);
+    });
+  });
+  req.pipe(upstream);
+  return upstream;
+}

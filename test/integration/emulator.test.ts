@@ -1,0 +1,362 @@
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { Container, CosmosClient } from "@azure/cosmos";
+import { createDefaultHttpClient } from "@azure/core-rest-pipeline";
+import type { HttpClient } from "@azure/core-rest-pipeline";
+import { RegionCache } from "../../src/caches/regionCache.js";
+import { startEmulator } from "../emulator/index.js";
+import type { Emulator } from "../emulator/index.js";
+import { createTestClient, seedContainer } from "../support/cosmos.js";
+
+const preferredLocations = ["West US", "East US"];
+
+/** A raw GET on a fresh connection, so that no pooled socket outlives the test. */
+function rawGet(url: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      })
+      .on("error", reject);
+  });
+}
+
+async function readAccount(emulator: Emulator): Promise<Record<string, unknown>> {
+  const response = await rawGet(emulator.endpoint);
+  assert.equal(response.status, 200);
+  assert.equal(Number(response.headers["content-length"]), Buffer.byteLength(response.body));
+  return JSON.parse(response.body) as Record<string, unknown>;
+}
+
+async function elapsed(work: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await work();
+  return performance.now() - start;
+}
+
+function resourceCounts(): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const resource of process.getActiveResourcesInfo()) counts.set(resource, (counts.get(resource) ?? 0) + 1);
+  return counts;
+}
+
+// Node's timers are millisecond-granular, so a measured delay can come out a fraction of a millisecond short.
+const timerSlackMs = 5;
+
+describe("multi-region emulator", function () {
+  let emulator: Emulator;
+  let client: CosmosClient;
+  let container: Container;
+
+  before(async function () {
+    emulator = await startEmulator();
+    client = createTestClient(emulator, { preferredLocations });
+    container = await seedContainer(client, {
+      database: "db",
+      container: "items",
+      items: [
+        { id: "1", pk: "a", value: 1 },
+        { id: "2", pk: "b", value: 2 },
+      ],
+    });
+  });
+
+  after(async function () {
+    client.dispose();
+    await emulator.close();
+  });
+
+  beforeEach(function () {
+    emulator.clearFaults();
+    emulator.resetCounters();
+    for (const region of emulator.regions) region.latencyMs = 0;
+  });
+
+  describe("routing", function () {
+    it("serves reads from the first preferred region", async function () {
+      const { resource } = await container.item("1", "a").read();
+      assert.equal(resource?.["value"], 1);
+      assert.equal(emulator.region("West US").count("pointRead"), 1);
+      assert.equal(emulator.region("East US").count("pointRead"), 0);
+      assert.equal(emulator.count("pointRead"), 1);
+    });
+
+    it("sends writes to the write region even when another region is preferred", async function () {
+      await container.items.create({ id: "w1", pk: "w" });
+      assert.equal(emulator.region("East US").count("create"), 1);
+      assert.equal(emulator.region("West US").count("create"), 0);
+    });
+
+    it("counts and records requests by kind", async function () {
+      await container.item("1", "a").read();
+      await container.items.upsert({ id: "w2", pk: "w" });
+      await container.items.query("SELECT * FROM c").fetchAll();
+
+      assert.equal(emulator.count("pointRead"), 1);
+      assert.equal(emulator.count(["create", "upsert"]), 1);
+      assert.ok(emulator.region("West US").count("query") >= 1);
+      const west = emulator.region("West US");
+      assert.equal(west.count(), west.requests.length);
+      const read = west.requests.find((request) => request.kind === "pointRead");
+      assert.ok(read);
+      assert.equal(read.method, "GET");
+      assert.equal(read.path, "/dbs/db/colls/items/docs/1");
+      assert.equal(read.headers["x-ms-documentdb-partitionkey"], '["a"]');
+      assert.ok(read.at > 0);
+
+      emulator.resetCounters();
+      assert.equal(emulator.count(), 0);
+      assert.equal(west.requests.length, 0);
+    });
+    it("keeps client connections alive", async function () {
+      const agent = new http.Agent({ keepAlive: true });
+      try {
+        const get = () =>
+          new Promise<boolean>((resolve, reject) => {
+            const request = http.get(emulator.endpoint, { agent }, (res) => {
+              res.resume();
+              res.on("end", () => resolve(request.reusedSocket));
+            });
+            request.on("error", reject);
+          });
+        assert.equal(await get(), false);
+        assert.equal(await get(), true);
+      } finally {
+        agent.destroy();
+      }
+    });
+  });
+
+  describe("faults", function () {
+    it("delays exactly the operations a rule names", async function () {
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 300 });
+      assert.ok((await elapsed(() => container.item("1", "a").read())) >= 300 - timerSlackMs);
+      assert.ok((await elapsed(() => container.items.query("SELECT * FROM c").fetchAll())) < 250);
+    });
+
+    it("adds the region's base latency to every request", async function () {
+      emulator.region("West US").latencyMs = 150;
+      assert.ok((await elapsed(() => container.item("1", "a").read())) >= 150 - timerSlackMs);
+      assert.ok((await elapsed(() => container.items.create({ id: "w3", pk: "w" }))) < 150);
+    });
+
+    it("draws a random delay within the given range", async function () {
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: { min: 60, max: 120 } });
+      const took = await elapsed(() => container.item("1", "a").read());
+      assert.ok(took >= 60 - timerSlackMs && took < 200, `took ${took} ms`);
+    });
+
+    it("fails exactly the operations a rule names, at most count times", async function () {
+      const west = emulator.region("West US");
+      const fault = west.addFault({ operations: ["pointRead"], status: 404, count: 2 });
+      assert.equal((await container.item("1", "a").read()).statusCode, 404);
+      const { resources } = await container.items.query("SELECT * FROM c").fetchAll();
+      assert.ok(resources.length >= 2);
+      assert.equal((await container.item("1", "a").read()).statusCode, 404);
+      assert.equal((await container.item("1", "a").read()).statusCode, 200);
+      assert.equal(fault.applied, 2);
+      assert.equal(west.count("pointRead"), 3);
+    });
+
+    it("answers a status fault without the backend, with Cosmos headers", async function () {
+      emulator.region("East US").addFault({ operations: ["accountRead"], status: 503, substatus: 21008 });
+      const response = await rawGet(emulator.endpoint);
+      assert.equal(response.status, 503);
+      assert.equal(response.headers["x-ms-substatus"], "21008");
+      assert.equal(response.headers["x-ms-request-charge"], "1");
+      assert.equal(response.headers["content-type"], "application/json");
+      assert.match(String(response.headers["x-ms-activity-id"]), /^[0-9a-f-]{36}$/);
+      assert.equal((JSON.parse(response.body) as { code: string }).code, "ServiceUnavailable");
+    });
+
+    it("moves a read that met a 503 to the next preferred region", async function () {
+      const fault = emulator.region("West US").addFault({ operations: ["pointRead"], status: 503 });
+      assert.equal((await container.item("1", "a").read()).statusCode, 200);
+      assert.equal(fault.applied, 1);
+      assert.equal(emulator.region("West US").count("pointRead"), 1);
+      assert.equal(emulator.region("East US").count("pointRead"), 1);
+    });
+
+    it("sends extra headers, so a throttled read is retried after the given pause", async function () {
+      const fault = emulator.region("West US").addFault({
+        operations: ["pointRead"],
+        status: 429,
+        headers: { "x-ms-retry-after-ms": "20" },
+        count: 1,
+      });
+      assert.equal((await container.item("1", "a").read()).statusCode, 200);
+      assert.equal(fault.applied, 1);
+      assert.equal(emulator.region("West US").count("pointRead"), 2);
+    });
+
+    it("answers with a canned body", async function () {
+      emulator.region("West US").addFault({ operations: ["pointRead"], body: { id: "1", pk: "a", value: "stale" } });
+      const { statusCode, resource } = await container.item("1", "a").read();
+      assert.equal(statusCode, 200);
+      assert.equal(resource?.["value"], "stale");
+    });
+
+    it("resets the connection", async function () {
+      const fault = emulator.region("East US").addFault({ operations: ["create"], connectionReset: true, count: 1 });
+      await assert.rejects(container.items.create({ id: "r1", pk: "r" }), { code: "ECONNRESET" });
+      assert.equal((await container.item("r1", "r").read()).statusCode, 404);
+      await container.items.create({ id: "r1", pk: "r" });
+      assert.equal(fault.applied, 1);
+    });
+
+    it("does not forward a request whose client gave up during the delay", async function () {
+      emulator.region("East US").addFault({ operations: ["create"], delayMs: 300 });
+      await assert.rejects(container.items.create({ id: "a1", pk: "x" }, { abortSignal: AbortSignal.timeout(50) }), {
+        name: "AbortError",
+      });
+      await new Promise((resolve) => setTimeout(resolve, 350));
+      assert.equal(emulator.region("East US").count("create"), 1);
+      assert.equal((await container.item("a1", "x").read()).statusCode, 404);
+    });
+
+    it("draws fault probabilities from the seed, repeatably", async function () {
+      async function pattern(seed: number): Promise<string> {
+        const seeded = await startEmulator({ seed });
+        const seededClient = createTestClient(seeded, { preferredLocations });
+        try {
+          const items = await seedContainer(seededClient, { database: "db", container: "items", items: [{ id: "1", pk: "a" }] });
+          seeded.region("West US").addFault({ operations: ["pointRead"], status: 404, probability: 0.5 });
+          let outcomes = "";
+          for (let i = 0; i < 16; i++) outcomes += (await items.item("1", "a").read()).statusCode === 404 ? "x" : ".";
+          return outcomes;
+        } finally {
+          seededClient.dispose();
+          await seeded.close();
+        }
+      }
+      const first = await pattern(7);
+      assert.equal(await pattern(7), first);
+      assert.match(first, /x/);
+      assert.match(first, /\./);
+      assert.notEqual(await pattern(8), first);
+    });
+  });
+});
+
+describe("emulated account", function () {
+  it("lists the regional proxies, and setAccount changes the next account read", async function () {
+    const emulator = await startEmulator();
+    try {
+      const endpoints = emulator.regions.map((region) => ({ name: region.name, databaseAccountEndpoint: region.endpoint }));
+      const initial = await readAccount(emulator);
+      assert.deepEqual(initial["readableLocations"], endpoints);
+      assert.deepEqual(initial["writableLocations"], endpoints.slice(0, 1));
+      assert.equal(initial["enableMultipleWriteLocations"], false);
+      assert.equal(initial["enablePerPartitionFailoverBehavior"], false);
+      assert.ok(!("disableCrossRegionalHedging" in initial));
+      assert.equal(emulator.count("accountRead"), 1);
+
+      emulator.setAccount({ multipleWriteLocations: true, perPartitionFailover: true, disableCrossRegionalHedging: true });
+      const multiWrite = await readAccount(emulator);
+      assert.deepEqual(multiWrite["writableLocations"], endpoints);
+      assert.equal(multiWrite["enableMultipleWriteLocations"], true);
+      assert.equal(multiWrite["enablePerPartitionFailoverBehavior"], true);
+      assert.equal(multiWrite["disableCrossRegionalHedging"], true);
+
+      emulator.setAccount({ writeRegions: ["North Europe"], disableCrossRegionalHedging: undefined });
+      const moved = await readAccount(emulator);
+      assert.deepEqual(moved["writableLocations"], [endpoints[2]]);
+      assert.equal(moved["enableMultipleWriteLocations"], true);
+      assert.ok(!("disableCrossRegionalHedging" in moved));
+      assert.throws(() => emulator.setAccount({ writeRegions: ["Mars"] }));
+    } finally {
+      await emulator.close();
+    }
+  });
+
+  it("routes writes to the preferred region once the account allows multiple write regions", async function () {
+    const emulator = await startEmulator({ multipleWriteLocations: true });
+    const client = createTestClient(emulator, { preferredLocations });
+    try {
+      await seedContainer(client, { database: "db", container: "items", items: [{ id: "1", pk: "a" }] });
+      assert.equal(emulator.region("West US").count(["create", "upsert"]), 1);
+      assert.equal(emulator.region("East US").count(["create", "upsert"]), 0);
+    } finally {
+      client.dispose();
+      await emulator.close();
+    }
+  });
+
+  it("teaches a RegionCache in the client's HTTP path the topology", async function () {
+    const emulator = await startEmulator({ perPartitionFailover: true, disableCrossRegionalHedging: false });
+    const cache = new RegionCache({ preferredRegions: preferredLocations });
+    const inner = createDefaultHttpClient();
+    const httpClient: HttpClient = {
+      sendRequest: async (request) => {
+        const response = await inner.sendRequest(request);
+        cache.observe(request, response);
+        return response;
+      },
+    };
+    const client = createTestClient(emulator, { preferredLocations, httpClient });
+    try {
+      await client.getDatabaseAccount();
+      const topology = cache.topology;
+      assert.ok(topology);
+      assert.deepEqual(
+        topology.readRegions.map((region) => region.name),
+        emulator.regions.map((region) => region.name),
+      );
+      assert.deepEqual(
+        topology.readRegions.map((region) => region.endpoint),
+        emulator.regions.map((region) => region.endpoint),
+      );
+      assert.deepEqual(topology.writeRegions, [{ name: "East US", endpoint: emulator.endpoint }]);
+      assert.equal(topology.multipleWriteLocations, false);
+      assert.equal(topology.perPartitionFailover, true);
+      assert.equal(topology.crossRegionalHedgingDisabled, false);
+      assert.equal(cache.regionOf(`${emulator.region("West US").endpoint}dbs/db`)?.name, "West US");
+      assert.deepEqual(
+        cache.applicableRegions("read").map((region) => region.name),
+        preferredLocations,
+      );
+    } finally {
+      client.dispose();
+      await emulator.close();
+    }
+  });
+});
+
+describe("emulator lifecycle", function () {
+  it("starts in under 2 seconds", async function () {
+    let emulator: Emulator | undefined;
+    const took = await elapsed(async () => {
+      emulator = await startEmulator();
+    });
+    await emulator?.close();
+    assert.ok(took < 2000, `took ${took} ms`);
+  });
+
+  it("leaves no handles or timers behind after close", async function () {
+    // Mocha arms this test's timeout only after the test function first yields; count it in the baseline.
+    await new Promise((resolve) => setImmediate(resolve));
+    const before = resourceCounts();
+    const emulator = await startEmulator({ regions: [{ name: "East US", latencyMs: 5 }, { name: "West US" }] });
+    const client = createTestClient(emulator, { preferredLocations });
+    const container = await seedContainer(client, { database: "db", container: "items", items: [{ id: "1", pk: "a" }] });
+    await container.item("1", "a").read();
+    // A request aborted while delayed, and one still delayed when the emulator closes: both timers must go.
+    emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 10_000 });
+    await assert.rejects(container.item("1", "a").read({ abortSignal: AbortSignal.timeout(20) }));
+    emulator.region("East US").addFault({ operations: ["accountRead"], delayMs: 10_000 });
+    const pending = assert.rejects(rawGet(emulator.endpoint));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    client.dispose();
+    await emulator.close();
+    await pending;
+
+    const after = resourceCounts();
+
+    for (const [resource, count] of after) {
+      assert.ok(count <= (before.get(resource) ?? 0), `${resource}: ${before.get(resource) ?? 0} before, ${count} after`);
+    }
+  });
+});
