@@ -68,6 +68,10 @@ function parseEndpoint(where: string, value: unknown, Failure: new (message: str
   if (url.protocol !== "https:" && url.protocol !== "http:") {
     throw new Failure(`${where} must be an http(s) URL; got scheme ${describe(url.protocol)}`);
   }
+  if (url.username !== "" || url.password !== "") {
+    // Credentials in an endpoint would travel into diagnostics and logs.
+    throw new Failure(`${where} must not carry credentials`);
+  }
   return url.href;
 }
 
@@ -149,6 +153,10 @@ function validateInit(init: AccountTopologyInit): AccountTopology {
   };
 }
 
+function sameRegionOrder(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((name, index) => normalizeRegionName(name) === normalizeRegionName(b[index] ?? ""));
+}
+
 function originOf(url: string): string | undefined {
   try {
     return new URL(url).origin;
@@ -170,6 +178,8 @@ export class RegionCache {
   private current: AccountTopology | undefined;
   private byOrigin = new Map<string, RegionEndpoint>();
   private preferred: readonly string[] = [];
+  private initialPreferred: readonly string[] = [];
+  private preferredChanged = false;
   private excluded: ReadonlySet<string> = new Set();
   private excludedNames: readonly string[] = [];
 
@@ -178,7 +188,10 @@ export class RegionCache {
       throw new TypeError(`RegionCache options must be an object; got ${describe(options)}.`);
     }
     if (options.topology !== undefined) this.setTopology(options.topology);
-    if (options.preferredRegions !== undefined) this.setPreferredRegions(options.preferredRegions);
+    if (options.preferredRegions !== undefined) {
+      this.preferred = assertRegionList("preferredRegions", options.preferredRegions);
+      this.initialPreferred = this.preferred;
+    }
     if (options.excludedRegions !== undefined) this.setExcludedRegions(options.excludedRegions);
   }
 
@@ -190,6 +203,25 @@ export class RegionCache {
   /** The preferred-region order in force. */
   get preferredRegions(): readonly string[] {
     return this.preferred;
+  }
+
+  /**
+   * The preferred-region order the cache was created with: the order the
+   * client (for example `@azure/cosmos` with the same `preferredLocations`)
+   * routes by on its own.
+   */
+  get initialPreferredRegions(): readonly string[] {
+    return this.initialPreferred;
+  }
+
+  /**
+   * Whether the preferred order in force differs from the one the cache was
+   * created with, because {@link RegionCache.setPreferredRegions} changed it
+   * at runtime. While it does, the client's own routing no longer matches
+   * the preference, and requests are re-pointed to follow it.
+   */
+  get preferredRegionsChangedAtRuntime(): boolean {
+    return this.preferredChanged;
   }
 
   /** The client-level excluded regions in force. */
@@ -205,6 +237,7 @@ export class RegionCache {
   /** Sets the preferred-region order; takes effect on the next request. */
   setPreferredRegions(regions: readonly string[]): void {
     this.preferred = assertRegionList("preferredRegions", regions);
+    this.preferredChanged = !sameRegionOrder(this.preferred, this.initialPreferred);
   }
 
   /** Sets the client-level excluded regions; takes effect on the next request. */

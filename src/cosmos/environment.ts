@@ -4,6 +4,8 @@ import { logger } from "../log.js";
 export const metadataHedgingEnvironmentVariable = "AZURE_COSMOS_METADATA_HEDGING_ENABLED";
 
 const warnedValues = new Set<string>();
+/** Enough to warn once about each of a few typos, without growing forever. */
+const maxWarnedValues = 64;
 
 /**
  * Reads a tri-state boolean switch from the environment: `true`/`false`
@@ -18,7 +20,7 @@ export function readBooleanSwitch(name: string): boolean | undefined {
   if (value === "true") return true;
   if (value === "false") return false;
   const key = `${name}=${raw}`;
-  if (!warnedValues.has(key)) {
+  if (!warnedValues.has(key) && warnedValues.size < maxWarnedValues) {
     warnedValues.add(key);
     logger.warning(
       `Ignoring ${name}=${JSON.stringify(raw.slice(0, 64))}: accepted values are "true" and "false".`,

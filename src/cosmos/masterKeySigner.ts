@@ -15,10 +15,15 @@ export type RequestSigner = (request: PipelineRequest) => void | Promise<void>;
  * covers: for `/dbs/a/colls/b/docs/c` the type `docs` and the link
  * `dbs/a/colls/b/docs/c`; for a feed such as `/dbs/a/colls/b/docs` the type
  * `docs` and the parent link `dbs/a/colls/b`; for the account root, both empty.
+ * An offer (`/offers/{rid}`) is addressed by its resource id alone, which
+ * `@azure/cosmos` signs in lower case.
  */
 export function signedResource(url: string): { resourceType: string; resourceLink: string } {
   const segments = pathSegments(url);
   if (segments.length === 0) return { resourceType: "", resourceLink: "" };
+  if (segments.length === 2 && segments[0] === "offers") {
+    return { resourceType: "offers", resourceLink: (segments[1] ?? "").toLowerCase() };
+  }
   if (segments.length % 2 === 0) {
     return { resourceType: segments[segments.length - 2] ?? "", resourceLink: segments.join("/") };
   }

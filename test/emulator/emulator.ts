@@ -3,7 +3,8 @@ import { setImmediate } from "node:timers/promises";
 import type { AddressInfo } from "node:net";
 import { createHttpServer } from "@vercel/cosmosdb-server";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
-import { FaultList, createPrng } from "./faults.js";
+import { seededRandom } from "../../src/hedging/seededRandom.js";
+import { FaultList } from "./faults.js";
 import type { FaultDecision, FaultHandle, FaultRule } from "./faults.js";
 import { TimerSet, serveRegionRequest } from "./proxy.js";
 import type { ProxyTarget, RecordedRequest, RegionBehaviour } from "./proxy.js";
@@ -297,7 +298,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         proxies[index] = proxy;
         const port = await listen(proxy);
         // Each region draws from its own sequence, so that traffic to one region cannot shift another's faults.
-        const random = createPrng((seed ^ Math.imul(index + 1, 0x9e3779b9)) >>> 0);
+        const random = seededRandom((seed ^ Math.imul(index + 1, 0x9e3779b9)) >>> 0);
         regions[index] = new EmulatorRegion(spec.name, `http://127.0.0.1:${port}/`, spec.latencyMs ?? 0, random, options.recordRequests ?? true);
       }),
     );

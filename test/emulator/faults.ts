@@ -36,18 +36,6 @@ export interface FaultDecision {
   readonly delayMs: number;
 }
 
-/** A small seeded PRNG (mulberry32): fault draws must repeat from run to run, which `Math.random` cannot give. */
-export function createPrng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function validateRule(rule: FaultRule): void {
   const { delayMs, probability, count, status } = rule;
   if (typeof delayMs === "number" && !(delayMs >= 0)) throw new RangeError(`delayMs must be >= 0; got ${delayMs}`);

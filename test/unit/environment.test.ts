@@ -1,0 +1,125 @@
+import assert from "node:assert/strict";
+import { AzureLogger, getLogLevel, setLogLevel } from "@azure/logger";
+import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../../src/cosmos/environment.js";
+
+describe("readBooleanSwitch", function () {
+  const savedEnv = { ...process.env };
+  let lines: string[];
+  let previousLog: typeof AzureLogger.log;
+  let previousLevel: ReturnType<typeof getLogLevel>;
+  let counter = 0;
+  // The warned-value memory is process-wide, so each test reads its own variable.
+  let name: string;
+
+  beforeEach(function () {
+    counter += 1;
+    name = `COSMOS_HEDGING_TEST_SWITCH_${process.pid}_${counter}`;
+    lines = [];
+    previousLog = AzureLogger.log;
+    previousLevel = getLogLevel();
+    setLogLevel("warning");
+    AzureLogger.log = (...args: unknown[]) => {
+      lines.push(args.map(String).join(" "));
+    };
+  });
+
+  afterEach(function () {
+    AzureLogger.log = previousLog;
+    setLogLevel(previousLevel);
+    for (const key of Object.keys(process.env)) {
+      if (!(key in savedEnv)) delete process.env[key];
+    }
+    Object.assign(process.env, savedEnv);
+  });
+
+  it("names the metadata hedging variable", function () {
+    assert.equal(metadataHedgingEnvironmentVariable, "AZURE_COSMOS_METADATA_HEDGING_ENABLED");
+  });
+
+  const accepted: Array<[string, boolean]> = [
+    ["true", true],
+    ["TRUE", true],
+    ["True", true],
+    [" true ", true],
+    ["\ttRuE\n", true],
+    ["false", false],
+    ["FALSE", false],
+    ["False", false],
+    ["  false", false],
+  ];
+  for (const [raw, expected] of accepted) {
+    it(`reads ${JSON.stringify(raw)} as ${expected} without a warning`, function () {
+      process.env[name] = raw;
+      assert.equal(readBooleanSwitch(name), expected);
+      assert.deepEqual(lines, []);
+    });
+  }
+
+  it("is undefined when the variable is unset", function () {
+    delete process.env[name];
+    assert.equal(readBooleanSwitch(name), undefined);
+    assert.deepEqual(lines, []);
+  });
+
+  for (const raw of ["", "   "]) {
+    it(`is undefined without a warning for ${JSON.stringify(raw)}`, function () {
+      process.env[name] = raw;
+      assert.equal(readBooleanSwitch(name), undefined);
+      assert.deepEqual(lines, []);
+    });
+  }
+
+  for (const raw of ["yes", "1", "0", "on", "truee", "t", "false!"]) {
+    it(`ignores ${JSON.stringify(raw)} with one warning naming the variable and the accepted values`, function () {
+      process.env[name] = raw;
+      assert.equal(readBooleanSwitch(name), undefined);
+      assert.equal(readBooleanSwitch(name), undefined);
+      assert.equal(readBooleanSwitch(name), undefined);
+      assert.equal(lines.length, 1, lines.join("\n"));
+      assert.ok(lines[0]?.includes(name), lines[0]);
+      assert.ok(lines[0]?.includes(JSON.stringify(raw)), lines[0]);
+      assert.match(lines[0] ?? "", /accepted values are "true" and "false"/);
+    });
+  }
+
+  it("warns once per distinct value, again for a new value, not again for an old one", function () {
+    process.env[name] = "yes";
+    readBooleanSwitch(name);
+    process.env[name] = "no";
+    readBooleanSwitch(name);
+    process.env[name] = "yes";
+    readBooleanSwitch(name);
+    process.env[name] = "true";
+    assert.equal(readBooleanSwitch(name), true);
+    assert.equal(lines.length, 2, lines.join("\n"));
+    assert.ok(lines[0]?.includes('"yes"'));
+    assert.ok(lines[1]?.includes('"no"'));
+  });
+
+  it("keeps the warnings of two variables with the same value apart", function () {
+    const other = `${name}_OTHER`;
+    process.env[name] = "enabled";
+    process.env[other] = "enabled";
+    readBooleanSwitch(name);
+    readBooleanSwitch(other);
+    assert.equal(lines.length, 2, lines.join("\n"));
+    assert.ok(lines[1]?.includes(other));
+  });
+
+  it("truncates a long value in the warning", function () {
+    process.env[name] = "x".repeat(500);
+    readBooleanSwitch(name);
+    assert.equal(lines.length, 1);
+    assert.ok(lines[0]?.includes(`"${"x".repeat(64)}"`));
+    assert.ok(!lines[0]?.includes("x".repeat(65)));
+  });
+
+  it("reads the metadata hedging variable from the live environment", function () {
+    process.env[metadataHedgingEnvironmentVariable] = "False";
+    assert.equal(readBooleanSwitch(metadataHedgingEnvironmentVariable), false);
+    process.env[metadataHedgingEnvironmentVariable] = "true";
+    assert.equal(readBooleanSwitch(metadataHedgingEnvironmentVariable), true);
+    delete process.env[metadataHedgingEnvironmentVariable];
+    assert.equal(readBooleanSwitch(metadataHedgingEnvironmentVariable), undefined);
+  });
+});

@@ -1,0 +1,141 @@
+import assert from "node:assert/strict";
+import {
+  optionalBoolean,
+  optionalFunction,
+  optionsObject,
+  positiveMilliseconds,
+  wholeNumber,
+} from "../../src/hedging/validation.js";
+
+function throwsNaming(work: () => unknown, type: typeof TypeError | typeof RangeError, option: string, shown: string): void {
+  assert.throws(work, (error: unknown) => {
+    assert.ok(error instanceof type, `expected a ${type.name}, got ${String(error)}`);
+    assert.ok(error.message.startsWith(`${option} `), `${error.message} should start with the option ${option}`);
+    assert.ok(error.message.includes(`got ${shown}.`), `${error.message} should show the value as ${shown}`);
+    return true;
+  });
+}
+
+describe("validation helpers", function () {
+  describe("positiveMilliseconds", function () {
+    for (const value of [1, 0.5, 500, 2 ** 31]) {
+      it(`accepts ${value}`, function () {
+        assert.equal(positiveMilliseconds("threshold", value), value);
+      });
+    }
+
+    const bad: Array<[unknown, string]> = [
+      [Number.NaN, "NaN"],
+      [Number.POSITIVE_INFINITY, "Infinity"],
+      [Number.NEGATIVE_INFINITY, "-Infinity"],
+      [-1, "-1"],
+      [0, "0"],
+      [-0.5, "-0.5"],
+      ["5", '"5"'],
+      [null, "null"],
+      [undefined, "undefined"],
+      [true, "true"],
+      [{}, "an object"],
+      [[5], "an array of 1"],
+    ];
+    for (const [value, shown] of bad) {
+      it(`rejects ${shown} with a RangeError naming the option and the value`, function () {
+        throwsNaming(() => positiveMilliseconds("thresholdStep", value), RangeError, "thresholdStep", shown);
+      });
+    }
+
+    it("shows a long string value truncated", function () {
+      assert.throws(() => positiveMilliseconds("threshold", "9".repeat(200)), (error: unknown) => {
+        assert.ok(error instanceof RangeError);
+        assert.ok(error.message.includes(`"${"9".repeat(80)}…"`), error.message);
+        assert.ok(!error.message.includes("9".repeat(81)));
+        return true;
+      });
+    });
+  });
+
+  describe("wholeNumber", function () {
+    it("accepts whole numbers at or above the minimum", function () {
+      assert.equal(wholeNumber("maxConcurrentHedges", 0, 0), 0);
+      assert.equal(wholeNumber("maxConcurrentHedges", 8, 1), 8);
+      assert.equal(wholeNumber("maxConcurrentHedges", 1, 1), 1);
+    });
+
+    const bad: Array<[unknown, string]> = [
+      [Number.NaN, "NaN"],
+      [Number.POSITIVE_INFINITY, "Infinity"],
+      [-1, "-1"],
+      [0, "0"],
+      [1.5, "1.5"],
+      ["5", '"5"'],
+      [null, "null"],
+    ];
+    for (const [value, shown] of bad) {
+      it(`rejects ${shown} (minimum 1) with a RangeError naming the option, the minimum and the value`, function () {
+        throwsNaming(() => wholeNumber("maxConcurrentHedges", value, 1), RangeError, "maxConcurrentHedges", shown);
+        assert.throws(() => wholeNumber("maxConcurrentHedges", value, 1), /at least 1/);
+      });
+    }
+  });
+
+  describe("optionalBoolean", function () {
+    it("passes booleans and undefined through", function () {
+      assert.equal(optionalBoolean("enabled", true), true);
+      assert.equal(optionalBoolean("enabled", false), false);
+      assert.equal(optionalBoolean("enabled", undefined), undefined);
+    });
+
+    const bad: Array<[unknown, string]> = [
+      ["true", '"true"'],
+      [0, "0"],
+      [Number.NaN, "NaN"],
+      [null, "null"],
+    ];
+    for (const [value, shown] of bad) {
+      it(`rejects ${shown} with a TypeError naming the option and the value`, function () {
+        throwsNaming(() => optionalBoolean("enableMultiWriteRegionHedge", value), TypeError, "enableMultiWriteRegionHedge", shown);
+      });
+    }
+  });
+
+  describe("optionalFunction", function () {
+    it("passes functions and undefined through", function () {
+      const callback = (): void => undefined;
+      assert.equal(optionalFunction("onDiagnostics", callback), callback);
+      assert.equal(optionalFunction("onDiagnostics", undefined), undefined);
+    });
+
+    const bad: Array<[unknown, string]> = [
+      ["callback", '"callback"'],
+      [null, "null"],
+      [5, "5"],
+      [{}, "an object"],
+    ];
+    for (const [value, shown] of bad) {
+      it(`rejects ${shown} with a TypeError naming the option and the value`, function () {
+        throwsNaming(() => optionalFunction("onDiagnostics", value), TypeError, "onDiagnostics", shown);
+      });
+    }
+  });
+
+  describe("optionsObject", function () {
+    it("turns undefined into an empty bag and passes objects through", function () {
+      assert.deepEqual(optionsObject("options", undefined), {});
+      const bag = { threshold: 5 };
+      assert.equal(optionsObject("options", bag), bag);
+    });
+
+    const bad: Array<[unknown, string]> = [
+      [null, "null"],
+      ["x", '"x"'],
+      [5, "5"],
+      [[], "an array of 0"],
+      [() => undefined, "a function"],
+    ];
+    for (const [value, shown] of bad) {
+      it(`rejects ${shown} with a TypeError naming the option and the value`, function () {
+        throwsNaming(() => optionsObject("crossRegionHedgingPolicy options", value as object), TypeError, "crossRegionHedgingPolicy options", shown);
+      });
+    }
+  });
+});
