@@ -43,3 +43,11 @@ export type {
   HedgingOptions,
 } from "./client/hedgingHttpClient.js";
 export { withHedging } from "./client/withHedging.js";
+export { faultInjectionPolicy, faultInjectionPolicyName } from "./policies/faultInjectionPolicy.js";
+export type {
+  FaultInjectionPolicy,
+  FaultInjectionPolicyOptions,
+  FaultResult,
+  FaultRule,
+  FaultRuleHandle,
+} from "./policies/faultInjectionPolicy.js";

@@ -1,0 +1,16 @@
+/**
+ * A small seeded pseudo-random generator (mulberry32) returning numbers in
+ * `[0, 1)`. Fault draws must repeat from run to run for a given seed, which
+ * `Math.random` cannot give; statistical quality beyond that does not matter
+ * here, and a few lines beat a runtime dependency.
+ */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
