@@ -22,7 +22,10 @@ export function retarget(url: string, region: RegionEndpoint): string {
   const target = new URL(region.endpoint);
   const result = new URL(url);
   result.protocol = target.protocol;
-  result.host = target.host;
+  result.hostname = target.hostname;
+  // Setting `host` without a port keeps the old one, so a request on a
+  // non-default port would keep it on a region that listens on another.
+  result.port = target.port;
   return result.toString();
 }
 

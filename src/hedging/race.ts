@@ -196,7 +196,12 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
     const sendArm = async (arm: ArmState, clone: PipelineRequest): Promise<void> => {
       let result: ArmResult;
       try {
-        if (prepare !== undefined) await prepare(clone);
+        if (prepare !== undefined) {
+          await prepare(clone);
+          // The race may have ended while the arm was being prepared; an arm
+          // that lost before it was sent must not go out at all.
+          if (arm.aborted) return;
+        }
         result = { response: await send(clone) };
       } catch (error) {
         result = { error };
@@ -207,7 +212,9 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
     function launch(reason: HedgeArmReason): boolean {
       const index = arms.length;
       const region = targets[index];
-      if (decided || region === undefined) return false;
+      // Once the strategy has refused a hedge, it is not asked again: a budget
+      // freed later must not revive a race that was already cut short.
+      if (decided || hedgeRefused || region === undefined) return false;
       if (index > 0 && strategy.admit !== undefined && !strategy.admit(index)) {
         hedgeRefused = true;
         if (timer !== undefined) clearTimeout(timer);
