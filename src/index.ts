@@ -35,12 +35,19 @@ export {
   crossRegionHedgingPolicyName,
 } from "./policies/crossRegionHedgingPolicy.js";
 export type { CrossRegionHedgingPolicyOptions } from "./policies/crossRegionHedgingPolicy.js";
+export {
+  metadataHedgingDefaults,
+  metadataHedgingPolicy,
+  metadataHedgingPolicyName,
+} from "./policies/metadataHedgingPolicy.js";
+export type { MetadataHedgingPolicyOptions } from "./policies/metadataHedgingPolicy.js";
 export { createHedgingHttpClient } from "./client/hedgingHttpClient.js";
 export type {
   CrossRegionHedgingOptions,
   HedgingHttpClient,
   HedgingHttpClientOptions,
   HedgingOptions,
+  MetadataHedgingOptions,
 } from "./client/hedgingHttpClient.js";
 export { withHedging } from "./client/withHedging.js";
 export { faultInjectionPolicy, faultInjectionPolicyName } from "./policies/faultInjectionPolicy.js";

@@ -7,9 +7,14 @@ import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
 import { optionalFunction, optionsObject } from "../hedging/validation.js";
 import type { CrossRegionHedgingPolicyOptions } from "../policies/crossRegionHedgingPolicy.js";
 import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.js";
+import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPolicy.js";
+import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
 
 /** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
 export type CrossRegionHedgingOptions = Omit<CrossRegionHedgingPolicyOptions, "regions" | "enabled" | "onDiagnostics" | "signer">;
+
+/** Metadata hedging settings of a hedging client: the policy's options less what the client shares. */
+export type MetadataHedgingOptions = Omit<MetadataHedgingPolicyOptions, "regions" | "enabled" | "onDiagnostics" | "signer">;
 
 /** Options of {@link createHedgingHttpClient} and {@link withHedging}. */
 export interface HedgingOptions {
@@ -19,6 +24,15 @@ export interface HedgingOptions {
    * Unset: on while the account reports per-partition automatic failover.
    */
   crossRegion?: boolean | CrossRegionHedgingOptions;
+  /**
+   * Hedging of the Collection and PartitionKeyRange metadata reads: `true`
+   * turns it on with the defaults (1500 ms, at most 8 hedges in flight), an
+   * object turns it on with those settings, `false` turns it off. Unset: on
+   * while the account reports per-partition automatic failover. The
+   * `AZURE_COSMOS_METADATA_HEDGING_ENABLED` environment variable overrides
+   * this either way.
+   */
+  metadata?: boolean | MetadataHedgingOptions;
   /** The preferred-region order. {@link withHedging} defaults it to `connectionPolicy.preferredLocations`. */
   preferredRegions?: readonly string[];
   /** Regions that no request or hedge may go to; changeable later through `regions`. */
@@ -54,6 +68,15 @@ function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegion
   return { ...setting, enabled: true };
 }
 
+function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPolicyOptions {
+  if (setting === undefined) return {};
+  if (typeof setting === "boolean") return { enabled: setting };
+  if (setting === null || typeof setting !== "object") {
+    throw new TypeError(`metadata must be a boolean or an options object; got ${describe(setting)}.`);
+  }
+  return { ...setting, enabled: true };
+}
+
 /**
  * Creates an `HttpClient` whose every request runs through a core-rest-pipeline
  * `Pipeline` holding the hedging policies, over the real transport. Hand it
@@ -70,16 +93,15 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
     ...(options.preferredRegions !== undefined ? { preferredRegions: assertRegionList("preferredRegions", options.preferredRegions) } : {}),
     ...(options.excludedRegions !== undefined ? { excludedRegions: assertRegionList("excludedRegions", options.excludedRegions) } : {}),
   });
+  const shared = {
+    regions,
+    ...(options.requestTimeout !== undefined ? { requestTimeout: options.requestTimeout } : {}),
+    ...(options.signer !== undefined ? { signer: options.signer } : {}),
+    ...(options.onDiagnostics !== undefined ? { onDiagnostics: options.onDiagnostics } : {}),
+  };
   const pipeline = createEmptyPipeline();
-  pipeline.addPolicy(
-    crossRegionHedgingPolicy({
-      ...crossRegionOptions(options.crossRegion),
-      regions,
-      ...(options.requestTimeout !== undefined ? { requestTimeout: options.requestTimeout } : {}),
-      ...(options.signer !== undefined ? { signer: options.signer } : {}),
-      ...(options.onDiagnostics !== undefined ? { onDiagnostics: options.onDiagnostics } : {}),
-    }),
-  );
+  pipeline.addPolicy(metadataHedgingPolicy({ ...metadataOptions(options.metadata), ...shared }));
+  pipeline.addPolicy(crossRegionHedgingPolicy({ ...crossRegionOptions(options.crossRegion), ...shared }));
   const transport = options.httpClient ?? createDefaultHttpClient();
   return {
     pipeline,

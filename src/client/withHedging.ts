@@ -16,14 +16,15 @@ function isMasterKey(key: string): boolean {
  * It wraps your own `httpClient` when you set one, takes the preferred
  * regions from `connectionPolicy.preferredLocations` unless `preferredRegions`
  * is given, and derives the PPAF default threshold from
- * `connectionPolicy.requestTimeout`. With a master `key`, every hedge is
- * re-signed with a fresh date.
+ * `connectionPolicy.requestTimeout`, below which the metadata hedging
+ * threshold must also sit. With a master `key`, every hedge is re-signed
+ * with a fresh date.
  *
  * @example
  * ```ts
  * const client = new CosmosClient(
  *   withHedging({ endpoint, key, connectionPolicy: { preferredLocations: ["West US", "East US"] } },
- *               { crossRegion: { threshold: 100 } }),
+ *               { crossRegion: { threshold: 100 }, metadata: { threshold: 1000 } }),
  * );
  * ```
  */

@@ -1,0 +1,243 @@
+import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
+import { FeedPins } from "../caches/feedPins.js";
+import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
+import { RegionCache } from "../caches/regionCache.js";
+import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../cosmos/environment.js";
+import { CosmosHeaders } from "../cosmos/headers.js";
+import type { RequestSigner } from "../cosmos/masterKeySigner.js";
+import type { OperationKind } from "../cosmos/operationKind.js";
+import { classifyOperation, pathSegments } from "../cosmos/operationKind.js";
+import { classifyMetadataResult } from "../cosmos/statusTables.js";
+import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
+import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
+import { getHedgeDiagnostics } from "../hedging/diagnostics.js";
+import { HedgeBudget } from "../hedging/hedgeBudget.js";
+import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
+import { sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
+import type { RaceStrategy } from "../hedging/race.js";
+import type { RequestHedgingControls } from "../hedging/requestControls.js";
+import { requestControlsOf } from "../hedging/requestControls.js";
+import { raceTargets } from "../hedging/targets.js";
+import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
+import { policyLogger } from "../log.js";
+import { sendObservingAccount } from "./accountObservation.js";
+
+/** The name of the {@link metadataHedgingPolicy}. */
+export const metadataHedgingPolicyName = "metadataHedgingPolicy";
+
+const logger = policyLogger(metadataHedgingPolicyName);
+
+/** The defaults of metadata hedging, as the .NET SDK defines them. */
+export const metadataHedgingDefaults = {
+  /** Milliseconds to wait for the primary before the hedge. */
+  threshold: 1500,
+  /** Hedges in flight at once, per client. */
+  maxConcurrentHedges: 8,
+  /** The `@azure/cosmos` default `connectionPolicy.requestTimeout`. */
+  requestTimeout: 60000,
+} as const;
+
+/** Options of the {@link metadataHedgingPolicy}. */
+export interface MetadataHedgingPolicyOptions {
+  /**
+   * The account's regions, shared with the client's other hedging policies.
+   * Default: a new {@link RegionCache} that learns the topology from the
+   * database-account responses passing through this policy.
+   */
+  regions?: RegionCache;
+  /**
+   * `true` hedges whatever the account says; `false` turns hedging off while
+   * keeping the policy in place. Unset: hedge while the account reports
+   * per-partition automatic failover (PPAF), as the other SDKs do. The
+   * `AZURE_COSMOS_METADATA_HEDGING_ENABLED` environment variable overrides
+   * this either way.
+   */
+  enabled?: boolean;
+  /**
+   * Milliseconds to wait for the primary before the hedge; must be below
+   * `requestTimeout`. Default 1500, or half of `requestTimeout` when that is
+   * smaller. A primary that fails regionally sooner launches the hedge at once.
+   */
+  threshold?: number;
+  /**
+   * The client's per-attempt request timeout in milliseconds; a hedge that
+   * could only launch after it would never run. Default 60000, as in `@azure/cosmos`.
+   */
+  requestTimeout?: number;
+  /**
+   * How many metadata hedges of this client may be in flight at once; a
+   * read that finds them all taken goes to the primary alone. Default 8.
+   */
+  maxConcurrentHedges?: number;
+  /**
+   * Re-signs each arm before it is sent, for example {@link masterKeySigner}.
+   * Policies after this one in the pipeline see every arm too, so a
+   * `bearerTokenAuthenticationPolicy` signs each arm without a signer here.
+   */
+  signer?: RequestSigner;
+  /** Called with the diagnostics of every metadata read this policy considered. Errors it throws are logged and ignored. */
+  onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
+}
+
+interface ResolvedThreshold {
+  readonly thresholdMs: number;
+  readonly thresholdSource: "options" | "request";
+}
+
+/** The operations this policy hedges: the two metadata reads on every operation's critical path. */
+const hedgedKinds: ReadonlySet<OperationKind> = new Set<OperationKind>(["collectionRead", "partitionKeyRangeReadFeed"]);
+
+function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number; maxConcurrentHedges: number } {
+  optionsObject("metadataHedgingPolicy options", options);
+  optionalBoolean("enabled", options.enabled);
+  const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? metadataHedgingDefaults.requestTimeout);
+  let thresholdMs: number;
+  if (options.threshold === undefined) {
+    thresholdMs = Math.min(metadataHedgingDefaults.threshold, requestTimeout / 2);
+  } else {
+    thresholdMs = positiveMilliseconds("threshold", options.threshold);
+    if (thresholdMs >= requestTimeout) {
+      throw new RangeError(`threshold must be below requestTimeout (${requestTimeout} ms); got ${describe(options.threshold)}.`);
+    }
+  }
+  optionalFunction("signer", options.signer);
+  optionalFunction("onDiagnostics", options.onDiagnostics);
+  if (options.regions !== undefined && !(options.regions instanceof RegionCache)) {
+    throw new TypeError(`regions must be a RegionCache; got ${describe(options.regions)}.`);
+  }
+  return { thresholdMs, maxConcurrentHedges: options.maxConcurrentHedges ?? metadataHedgingDefaults.maxConcurrentHedges };
+}
+
+/** The collection link a metadata request is about: `dbs/{db}/colls/{coll}`. */
+function collectionLinkOf(url: string): string {
+  return pathSegments(url).slice(0, 4).join("/");
+}
+
+function isIncrementalFeed(request: PipelineRequest): boolean {
+  return request.headers.get(CosmosHeaders.aIm)?.trim().toLowerCase() === "incremental feed";
+}
+
+/** The token a later page will carry: the continuation, or for an incremental (If-None-Match) feed the etag. */
+function nextPageToken(request: PipelineRequest, response: PipelineResponse): string | undefined {
+  const token = isIncrementalFeed(request) ? response.headers.get("etag") : response.headers.get(CosmosHeaders.continuation);
+  return token === undefined || token.trim() === "" ? undefined : token;
+}
+
+/** The token a later page carries. */
+function pageToken(request: PipelineRequest): string | undefined {
+  for (const name of [CosmosHeaders.continuation, CosmosHeaders.ifNoneMatch]) {
+    const token = request.headers.get(name);
+    if (token !== undefined && token.trim() !== "") return token;
+  }
+  return undefined;
+}
+
+/**
+ * Hedges the two metadata reads every Cosmos DB operation waits on when a
+ * client starts cold or refreshes its caches: the Collection read and the
+ * first page of the PartitionKeyRange read feed. When the primary has not
+ * answered within the threshold, or fails regionally before it, one hedge
+ * goes to the next applicable read region.
+ *
+ * The primary is authoritative: its success or definitive error (every 404
+ * included) is returned verbatim, even with a hedge in flight; a hedge wins
+ * only with a success while the primary has produced nothing better than a
+ * regional failure; when neither is good, the primary's outcome is returned
+ * or rethrown. Later pages of a feed whose first page a hedge won are sent
+ * to the winning region, so the continuation chain stays in one region.
+ */
+export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {
+  const { thresholdMs, maxConcurrentHedges } = validate(options);
+  const regions = options.regions ?? new RegionCache();
+  const budget = new HedgeBudget(maxConcurrentHedges, "maxConcurrentHedges");
+  const pins = new FeedPins();
+  const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics };
+
+  const thresholdFor = (
+    topology: AccountTopology | undefined,
+    override: RequestHedgingControls["hedging"],
+  ): ResolvedThreshold | HedgeSkipReason => {
+    // Read on every request, so that operators can switch hedging off without a restart.
+    const environment = readBooleanSwitch(metadataHedgingEnvironmentVariable);
+    if (environment === false || override === false) return "disabled";
+    if (topology?.crossRegionalHedgingDisabled) return "accountSwitch";
+    if (override !== undefined) return { thresholdMs: override.threshold ?? thresholdMs, thresholdSource: "request" };
+    const enabled = environment ?? options.enabled ?? topology?.perPartitionFailover === true;
+    return enabled ? { thresholdMs, thresholdSource: "options" } : "disabled";
+  };
+
+  const strategyFor = (threshold: number): RaceStrategy => ({
+    delayBefore: () => threshold,
+    judge: (arm) => {
+      const outcome = classifyMetadataResult(arm.result);
+      if (arm.index === 0) return outcome === "regionalFailure" ? "next" : "win";
+      return outcome === "success" ? "win" : "wait";
+    },
+    earlyLaunchReason: "regionalFailure",
+    admit: () => budget.tryAcquire(),
+    release: () => budget.release(),
+  });
+
+  const pinNextPage = (request: PipelineRequest, response: PipelineResponse, region: RegionEndpoint): void => {
+    const token = nextPageToken(request, response);
+    if (token !== undefined) pins.pin(collectionLinkOf(request.url), token, region);
+  };
+
+  /** The pinned region of a later page, as the account knows it now, unless the request may not go there. */
+  const pinnedTarget = (request: PipelineRequest, controls: RequestHedgingControls): RegionEndpoint | undefined => {
+    if (controls.region !== undefined) return undefined;
+    const token = pageToken(request);
+    if (token === undefined) return undefined;
+    const pinned = pins.regionFor(collectionLinkOf(request.url), token);
+    if (pinned === undefined) return undefined;
+    const wanted = normalizeRegionName(pinned.name);
+    return regions.applicableRegions("read", controls.excludedRegions).find((region) => normalizeRegionName(region.name) === wanted);
+  };
+
+  // Pins are honoured whether or not hedging is on now: a feed whose first
+  // page a hedge served needs its later pages in that region either way.
+  async function sendLaterPage(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
+    const pinned = pinnedTarget(request, requestControlsOf(request));
+    if (pinned !== undefined) request.url = retarget(request.url, pinned);
+    // Named after where the page went, so that the diagnostics' winning region is the one that answered.
+    const region = pinned ?? regions.regionOf(request.url);
+    const header: DiagnosticsHeader = { policy: "metadata", operation, ...(region ? { primaryRegion: region.name } : {}) };
+    const response = await sendSkipped(request, next, header, "continuationPage", sink);
+    if (pinned !== undefined) pinNextPage(request, response, pinned);
+    return response;
+  }
+
+  async function sendMetadataRead(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
+    const primary = regions.regionOf(request.url);
+    const header: DiagnosticsHeader = { policy: "metadata", operation, ...(primary ? { primaryRegion: primary.name } : {}) };
+    const controls = requestControlsOf(request);
+    const threshold = thresholdFor(regions.topology, controls.hedging);
+    if (typeof threshold === "string") return sendSkipped(request, next, header, threshold, sink);
+    const withThreshold: DiagnosticsHeader = { ...header, ...threshold };
+    if (!isResendableBody(request)) return sendSkipped(request, next, withThreshold, "streamBody", sink);
+    if (controls.region !== undefined) return sendSkipped(request, next, withThreshold, "pinnedRegion", sink);
+    if (primary === undefined) return sendSkipped(request, next, withThreshold, "unknownRegion", sink);
+    // One hedge at most: the primary and the first other applicable region.
+    const targets = raceTargets(regions, primary, "read", request.url, controls.excludedRegions).slice(0, 2);
+    const hedgeRegion = targets[1];
+    if (hedgeRegion === undefined) return sendSkipped(request, next, withThreshold, "singleRegion", sink);
+    const plan = { targets, strategy: strategyFor(threshold.thresholdMs), signer: options.signer };
+    const response = await sendHedged(request, next, withThreshold, plan, sink);
+    if (operation === "partitionKeyRangeReadFeed" && getHedgeDiagnostics(response)?.hedgeWon === true) {
+      pinNextPage(request, response, hedgeRegion);
+    }
+    return response;
+  }
+
+  return {
+    name: metadataHedgingPolicyName,
+    sendRequest(request, next) {
+      const operation = classifyOperation(request);
+      if (operation === "accountRead") return sendObservingAccount(regions, request, next);
+      if (operation === "partitionKeyRangeReadFeedContinuation") return sendLaterPage(request, next, operation);
+      if (!hedgedKinds.has(operation)) return next(request);
+      return sendMetadataRead(request, next, operation);
+    },
+  };
+}
