@@ -50,6 +50,11 @@ export type {
   MetadataHedgingOptions,
 } from "./client/hedgingHttpClient.js";
 export { withHedging } from "./client/withHedging.js";
+export { excludedRegionsPolicy, excludedRegionsPolicyName } from "./policies/excludedRegionsPolicy.js";
+export type { ExcludedRegionsPolicyOptions } from "./policies/excludedRegionsPolicy.js";
+export { hedgingRequestOptions, withRequestHedgingOptions } from "./client/requestOptions.js";
+export type { HedgingRequestOptionsResult, InitialHeaders, RequestHedgingOptions } from "./client/requestOptions.js";
+export type { RequestRouting, RerouteReason } from "./hedging/requestControls.js";
 export { faultInjectionPolicy, faultInjectionPolicyName } from "./policies/faultInjectionPolicy.js";
 export type {
   FaultInjectionPolicy,

@@ -9,6 +9,7 @@ import type { CrossRegionHedgingPolicyOptions } from "../policies/crossRegionHed
 import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.js";
 import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPolicy.js";
 import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
+import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
 
 /** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
 export type CrossRegionHedgingOptions = Omit<CrossRegionHedgingPolicyOptions, "regions" | "enabled" | "onDiagnostics" | "signer">;
@@ -55,7 +56,7 @@ export interface HedgingHttpClientOptions extends HedgingOptions {
 export interface HedgingHttpClient extends HttpClient {
   /** The pipeline holding the hedging policies; add your own with `pipeline.addPolicy(...)`. */
   readonly pipeline: Pipeline;
-  /** The region cache every policy of this client shares; change preferred or excluded regions on it at runtime. */
+  /** The region cache every policy of this client shares; change preferred or excluded regions on it at runtime and the next request follows them, primary included. */
   readonly regions: RegionCache;
 }
 
@@ -100,6 +101,7 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
     ...(options.onDiagnostics !== undefined ? { onDiagnostics: options.onDiagnostics } : {}),
   };
   const pipeline = createEmptyPipeline();
+  pipeline.addPolicy(excludedRegionsPolicy({ regions }));
   pipeline.addPolicy(metadataHedgingPolicy({ ...metadataOptions(options.metadata), ...shared }));
   pipeline.addPolicy(crossRegionHedgingPolicy({ ...crossRegionOptions(options.crossRegion), ...shared }));
   const transport = options.httpClient ?? createDefaultHttpClient();

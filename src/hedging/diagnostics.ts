@@ -1,6 +1,7 @@
 import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
 import { hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
+import type { RequestRouting } from "./requestControls.js";
 
 /** Which policy produced a {@link HedgeDiagnostics} record. */
 export type HedgePolicyKind = "crossRegion" | "metadata";
@@ -93,6 +94,12 @@ export interface HedgeDiagnostics {
   thresholdSource?: "options" | "ppafDefault" | "request" | "adaptive";
   /** The region the SDK addressed (the primary arm's region). */
   primaryRegion?: string;
+  /**
+   * What the excludedRegionsPolicy did before hedging: the region the SDK
+   * addressed and why the request was re-pointed, or that exclusions were
+   * ignored because they left no region.
+   */
+  routing?: RequestRouting;
   /** Every arm, in launch order; empty when hedging was skipped. */
   arms: HedgeArmDiagnostics[];
   /** Whether at least one hedge (an arm beyond the primary) was launched. */

@@ -12,7 +12,7 @@ import { runRace } from "./race.js";
 /** The part of a diagnostics record that a policy knows before it sends anything. */
 export type DiagnosticsHeader = Pick<
   HedgeDiagnostics,
-  "policy" | "operation" | "thresholdMs" | "thresholdStepMs" | "thresholdSource" | "primaryRegion"
+  "policy" | "operation" | "thresholdMs" | "thresholdStepMs" | "thresholdSource" | "primaryRegion" | "routing"
 >;
 
 /** Where a policy's diagnostics go besides the response: its callback, guarded. */

@@ -1,4 +1,25 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { logger } from "../log.js";
+
+/** Per-request hedging settings: `false` turns hedging off, an object overrides the policy's timing. */
+export type RequestHedgingSetting = false | { readonly threshold?: number; readonly thresholdStep?: number };
+
+/** Why the `excludedRegionsPolicy` sent a request somewhere other than where the SDK sent it. */
+export type RerouteReason = "excludedRegion" | "pinnedRegion" | "preferredRegions";
+
+/** What the routing policy did with a request, for the diagnostics. */
+export interface RequestRouting {
+  /**
+   * The exclusions would have left the request no region at all, so they
+   * were not applied to it: it went where the SDK sent it.
+   */
+  readonly exclusionsIgnored?: boolean;
+  /** The region the SDK addressed, when the request was re-pointed at another one. */
+  readonly sdkRegion?: string;
+  /** Why the request was re-pointed. */
+  readonly rerouteReason?: RerouteReason;
+}
 
 /** Hedging choices made for one request (see `hedgingRequestOptions`). */
 export interface RequestHedgingControls {
@@ -7,18 +28,205 @@ export interface RequestHedgingControls {
   /** The one region this request must go to; it is not hedged. */
   readonly region?: string;
   /** `false`: no hedge for this request; an object: hedge it with these settings. */
-  readonly hedging?: false | { readonly threshold?: number; readonly thresholdStep?: number };
+  readonly hedging?: RequestHedgingSetting;
+  /** Set by the routing policy: what it did with the request. */
+  readonly routing?: RequestRouting;
 }
+
+/**
+ * The request headers that carry per-request controls from `@azure/cosmos`'s
+ * `initialHeaders` to the policies. The first policy of this package to see
+ * a request removes them, so they never leave the process.
+ * `excludedRegions` and `region` are JSON (a string array, a string) with
+ * every non-ASCII character escaped; `hedging` is `off` or a JSON object
+ * `{"threshold":…,"thresholdStep":…}`.
+ */
+export const requestControlHeaders = {
+  excludedRegions: "x-cosmos-hedging-excluded-regions",
+  region: "x-cosmos-hedging-region",
+  hedging: "x-cosmos-hedging",
+} as const;
+
+/** The value of the {@link requestControlHeaders}.hedging header that turns hedging off. */
+export const hedgingOffHeaderValue = "off";
+
+/** Bounds on control values: anything beyond them is certainly not a list of real regions. */
+export const requestControlLimits = {
+  /** The most regions a request may exclude. */
+  maxRegions: 256,
+  /** The longest region name; real ones are a few dozen characters. */
+  maxRegionNameLength: 128,
+} as const;
 
 const noControls: RequestHedgingControls = Object.freeze({});
 const controlsByRequest = new WeakMap<PipelineRequest, RequestHedgingControls>();
+const scope = new AsyncLocalStorage<RequestHedgingControls>();
 
-/** Records the controls of a request, for the policies after this point in the pipeline. */
+// Hedge arms are copies of a request; `cloneRequestFor` links each copy to
+// its original under this symbol (core-client's own link), so the copy
+// inherits the original's controls.
+const originalRequestSymbol = Symbol.for("@azure/core-client original request");
+
+/** Whether a string is usable as a region name: not blank, not absurdly long, no control characters. */
+function isPlausibleRegionName(value: unknown): value is string {
+  return (
+    typeof value === "string" &&
+    value.trim() !== "" &&
+    value.length <= requestControlLimits.maxRegionNameLength &&
+    // eslint-disable-next-line no-control-regex
+    !/[\u0000-\u001f\u007f]/.test(value)
+  );
+}
+
+/** Whether a value is a finite number above zero. */
+function isPositive(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0;
+}
+
+class GarbageHeader extends Error {}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new GarbageHeader("it is not valid JSON");
+  }
+}
+
+function parseExcludedRegions(text: string): readonly string[] {
+  const value = parseJson(text);
+  if (!Array.isArray(value)) throw new GarbageHeader("it is not a JSON array");
+  if (value.length > requestControlLimits.maxRegions) {
+    throw new GarbageHeader(`it lists more than ${requestControlLimits.maxRegions} regions`);
+  }
+  if (!value.every(isPlausibleRegionName)) throw new GarbageHeader("an entry is not a region name");
+  return Object.freeze([...value]);
+}
+
+function parseRegion(text: string): string {
+  const value = parseJson(text);
+  if (!isPlausibleRegionName(value)) throw new GarbageHeader("it is not a JSON string naming a region");
+  return value;
+}
+
+function parseHedging(text: string): RequestHedgingSetting {
+  if (text.trim().toLowerCase() === hedgingOffHeaderValue) return false;
+  const notAnObject = new GarbageHeader(`it is neither "${hedgingOffHeaderValue}" nor a JSON object`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw notAnObject;
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw notAnObject;
+  const record = value as Record<string, unknown>;
+  const setting: { threshold?: number; thresholdStep?: number } = {};
+  for (const [key, field] of Object.entries(record)) {
+    if (key !== "threshold" && key !== "thresholdStep") throw new GarbageHeader("it has a field other than threshold and thresholdStep");
+    if (!isPositive(field)) throw new GarbageHeader(`its ${key} is not a positive number`);
+    setting[key] = field;
+  }
+  return Object.freeze(setting);
+}
+
+const warned = new Set<string>();
+
+/** Warns once per header and problem: a hand-made header repeated on every request must not flood the log. */
+function warnGarbage(header: string, problem: string): void {
+  const key = `${header}:${problem}`;
+  if (warned.has(key)) return;
+  warned.add(key);
+  logger.warning(`Ignoring the ${header} request header: ${problem}.`);
+}
+
+function parseHeader<T>(request: PipelineRequest, header: string, parse: (text: string) => T): T | undefined {
+  const text = request.headers.get(header);
+  if (text === undefined) return undefined;
+  request.headers.delete(header);
+  try {
+    return parse(text);
+  } catch (error) {
+    if (!(error instanceof GarbageHeader)) throw error;
+    warnGarbage(header, error.message);
+    return undefined;
+  }
+}
+
+function hasControlHeader(request: PipelineRequest): boolean {
+  return (
+    request.headers.has(requestControlHeaders.excludedRegions) ||
+    request.headers.has(requestControlHeaders.region) ||
+    request.headers.has(requestControlHeaders.hedging)
+  );
+}
+
+function stripControlHeaders(request: PipelineRequest): void {
+  request.headers.delete(requestControlHeaders.excludedRegions);
+  request.headers.delete(requestControlHeaders.region);
+  request.headers.delete(requestControlHeaders.hedging);
+}
+
+function parseControlHeaders(request: PipelineRequest): RequestHedgingControls {
+  const excludedRegions = parseHeader(request, requestControlHeaders.excludedRegions, parseExcludedRegions);
+  const region = parseHeader(request, requestControlHeaders.region, parseRegion);
+  const hedging = parseHeader(request, requestControlHeaders.hedging, parseHedging);
+  return Object.freeze({
+    ...(excludedRegions !== undefined ? { excludedRegions } : {}),
+    ...(region !== undefined ? { region } : {}),
+    ...(hedging !== undefined ? { hedging } : {}),
+  });
+}
+
+/** `inner`'s choices over `outer`'s, field by field. */
+function overlay(outer: RequestHedgingControls | undefined, inner: RequestHedgingControls): RequestHedgingControls {
+  if (outer === undefined) return inner;
+  return Object.freeze({ ...outer, ...inner });
+}
+
+function originalOf(request: PipelineRequest): PipelineRequest | undefined {
+  const original = (request as unknown as Record<symbol, unknown>)[originalRequestSymbol];
+  return typeof original === "object" && original !== null ? (original as PipelineRequest) : undefined;
+}
+
+/**
+ * Records the controls of a request, for the policies after this point in
+ * the pipeline. Any control headers still on the request are removed, so
+ * that they never leave the process.
+ */
 export function setRequestControls(request: PipelineRequest, controls: RequestHedgingControls): void {
+  stripControlHeaders(request);
   controlsByRequest.set(request, controls);
 }
 
-/** The controls of a request; empty when none were given. */
+/**
+ * The controls of a request; empty when none were given. The first call for
+ * a request reads and removes its control headers (see
+ * {@link requestControlHeaders}), merges them over the scope of
+ * {@link runWithRequestControls} (the headers win, field by field) and
+ * remembers the result; later calls return it. A hedge arm that carries no
+ * control headers of its own gets its original request's controls. A
+ * malformed control header is logged and ignored: this never throws.
+ */
 export function requestControlsOf(request: PipelineRequest): RequestHedgingControls {
-  return controlsByRequest.get(request) ?? noControls;
+  const known = controlsByRequest.get(request);
+  if (known !== undefined) return known;
+  let controls: RequestHedgingControls;
+  if (hasControlHeader(request)) {
+    controls = overlay(scope.getStore(), parseControlHeaders(request));
+  } else {
+    const original = originalOf(request);
+    controls = (original !== undefined ? controlsByRequest.get(original) : undefined) ?? scope.getStore() ?? noControls;
+  }
+  controlsByRequest.set(request, controls);
+  return controls;
+}
+
+/**
+ * Runs `fn` with `controls` applying to every request it starts in this
+ * asynchronous context; a request's own control headers win over them,
+ * field by field. Nested calls add to the enclosing controls, the inner
+ * ones winning field by field. The controls must already be validated.
+ */
+export function runWithRequestControls<T>(controls: RequestHedgingControls, fn: () => T): T {
+  return scope.run(overlay(scope.getStore(), Object.freeze({ ...controls })), fn);
 }

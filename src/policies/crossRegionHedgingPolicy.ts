@@ -158,8 +158,13 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   async function sendDocumentRequest(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
     const topology = regions.topology;
     const primary = regions.regionOf(request.url);
-    const header: DiagnosticsHeader = { policy: "crossRegion", operation, ...(primary ? { primaryRegion: primary.name } : {}) };
     const controls = requestControlsOf(request);
+    const header: DiagnosticsHeader = {
+      policy: "crossRegion",
+      operation,
+      ...(primary ? { primaryRegion: primary.name } : {}),
+      ...(controls.routing !== undefined ? { routing: controls.routing } : {}),
+    };
     const thresholds = thresholdsFor(topology, controls.hedging);
     if (typeof thresholds === "string") return sendSkipped(request, next, header, thresholds, sink);
     const withThresholds: DiagnosticsHeader = { ...header, ...thresholds };
@@ -181,6 +186,8 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   return {
     name: crossRegionHedgingPolicyName,
     sendRequest(request, next) {
+      // Reading the controls also strips their headers, so none reaches the wire even without excludedRegionsPolicy.
+      requestControlsOf(request);
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);

@@ -198,11 +198,17 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   // Pins are honoured whether or not hedging is on now: a feed whose first
   // page a hedge served needs its later pages in that region either way.
   async function sendLaterPage(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
-    const pinned = pinnedTarget(request, requestControlsOf(request));
+    const controls = requestControlsOf(request);
+    const pinned = pinnedTarget(request, controls);
     if (pinned !== undefined) request.url = retarget(request.url, pinned);
     // Named after where the page went, so that the diagnostics' winning region is the one that answered.
     const region = pinned ?? regions.regionOf(request.url);
-    const header: DiagnosticsHeader = { policy: "metadata", operation, ...(region ? { primaryRegion: region.name } : {}) };
+    const header: DiagnosticsHeader = {
+      policy: "metadata",
+      operation,
+      ...(region ? { primaryRegion: region.name } : {}),
+      ...(controls.routing !== undefined ? { routing: controls.routing } : {}),
+    };
     const response = await sendSkipped(request, next, header, "continuationPage", sink);
     if (pinned !== undefined) pinNextPage(request, response, pinned);
     return response;
@@ -210,8 +216,13 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
 
   async function sendMetadataRead(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
     const primary = regions.regionOf(request.url);
-    const header: DiagnosticsHeader = { policy: "metadata", operation, ...(primary ? { primaryRegion: primary.name } : {}) };
     const controls = requestControlsOf(request);
+    const header: DiagnosticsHeader = {
+      policy: "metadata",
+      operation,
+      ...(primary ? { primaryRegion: primary.name } : {}),
+      ...(controls.routing !== undefined ? { routing: controls.routing } : {}),
+    };
     const threshold = thresholdFor(regions.topology, controls.hedging);
     if (typeof threshold === "string") return sendSkipped(request, next, header, threshold, sink);
     const withThreshold: DiagnosticsHeader = { ...header, ...threshold };
@@ -233,6 +244,8 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   return {
     name: metadataHedgingPolicyName,
     sendRequest(request, next) {
+      // Reading the controls also strips their headers, so none reaches the wire even without excludedRegionsPolicy.
+      requestControlsOf(request);
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       if (operation === "partitionKeyRangeReadFeedContinuation") return sendLaterPage(request, next, operation);

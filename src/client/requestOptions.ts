@@ -1,0 +1,201 @@
+import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import type { RequestHedgingControls, RequestHedgingSetting } from "../hedging/requestControls.js";
+import {
+  hedgingOffHeaderValue,
+  requestControlHeaders,
+  requestControlLimits,
+  runWithRequestControls,
+} from "../hedging/requestControls.js";
+import { positiveMilliseconds } from "../hedging/validation.js";
+
+/** Hedging choices for one request, or for every request of a block of code. */
+export interface RequestHedgingOptions {
+  /**
+   * Regions this request and its hedges must not go to, on top of the
+   * client's excluded regions. When they would leave no region at all, the
+   * request goes where the SDK sent it and the diagnostics say so. An empty
+   * list clears the exclusions of an enclosing {@link withRequestHedgingOptions}.
+   */
+  excludedRegions?: readonly string[];
+  /**
+   * The one region this request must go to; it is not hedged. Reads may
+   * name any read region of the account, writes a write region only; any
+   * other region fails the request before it is sent.
+   */
+  region?: string;
+  /**
+   * `false`: no hedge for this request. An object: hedge this request, even
+   * where the client's policy would not, with these settings in milliseconds
+   * (each defaulting to the policy's).
+   */
+  hedging?: false | { threshold?: number; thresholdStep?: number };
+}
+
+/** Request headers in the shape of `@azure/cosmos`'s `initialHeaders`. */
+export type InitialHeaders = Record<string, string | number | boolean>;
+
+/** A partial `@azure/cosmos` request-options object, to spread into the options of any call. */
+export interface HedgingRequestOptionsResult {
+  /** The control headers; the hedging policies read and remove them, so they never reach the service. */
+  initialHeaders: Record<string, string>;
+}
+
+const optionNames: ReadonlySet<string> = new Set(["excludedRegions", "region", "hedging"]);
+const hedgingFieldNames: ReadonlySet<string> = new Set(["threshold", "thresholdStep"]);
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function regionName(option: string, value: unknown): string {
+  if (typeof value !== "string" || value.trim() === "") {
+    throw new TypeError(`${option} must be a non-empty region name; got ${describe(value)}.`);
+  }
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(value)) {
+    throw new TypeError(`${option} must not contain CR, LF or another control character; got ${describe(value)}.`);
+  }
+  if (value.length > requestControlLimits.maxRegionNameLength) {
+    throw new TypeError(`${option} is longer than ${requestControlLimits.maxRegionNameLength} characters; got ${describe(value)}.`);
+  }
+  return value;
+}
+
+function excludedRegionList(value: unknown): readonly string[] {
+  if (!Array.isArray(value)) {
+    throw new TypeError(`excludedRegions must be an array of region names; got ${describe(value)}.`);
+  }
+  if (value.length > requestControlLimits.maxRegions) {
+    throw new TypeError(`excludedRegions lists ${value.length} regions, more than ${requestControlLimits.maxRegions}.`);
+  }
+  return Object.freeze(value.map((entry: unknown, index) => regionName(`excludedRegions[${index}]`, entry)));
+}
+
+function hedgingSetting(value: unknown): RequestHedgingSetting {
+  if (value === false) return false;
+  if (!isPlainObject(value)) {
+    throw new TypeError(`hedging must be false or an object with threshold and thresholdStep; got ${describe(value)}.`);
+  }
+  const setting: { threshold?: number; thresholdStep?: number } = {};
+  for (const [key, field] of Object.entries(value)) {
+    if (!hedgingFieldNames.has(key)) {
+      throw new TypeError(`Unknown hedging option ${describe(key)}; expected threshold or thresholdStep.`);
+    }
+    if (field === undefined) continue;
+    setting[key as "threshold" | "thresholdStep"] = positiveMilliseconds(`hedging.${key}`, field);
+  }
+  return Object.freeze(setting);
+}
+
+/** Validates request hedging options into controls; throws a `TypeError` or `RangeError` naming the problem. */
+function validateOptions(options: unknown): RequestHedgingControls {
+  if (!isPlainObject(options)) {
+    throw new TypeError(`request hedging options must be an object; got ${describe(options)}.`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!optionNames.has(key)) {
+      throw new TypeError(`Unknown request hedging option ${describe(key)}; expected excludedRegions, region or hedging.`);
+    }
+  }
+  const excludedRegions = options["excludedRegions"] === undefined ? undefined : excludedRegionList(options["excludedRegions"]);
+  const region = options["region"] === undefined ? undefined : regionName("region", options["region"]);
+  const hedging = options["hedging"] === undefined ? undefined : hedgingSetting(options["hedging"]);
+  if (region !== undefined && excludedRegions?.some((name) => normalizeRegionName(name) === normalizeRegionName(region))) {
+    throw new TypeError(`region ${describe(region)} is also in excludedRegions; a request cannot both require and exclude a region.`);
+  }
+  return Object.freeze({
+    ...(excludedRegions !== undefined ? { excludedRegions } : {}),
+    ...(region !== undefined ? { region } : {}),
+    ...(hedging !== undefined ? { hedging } : {}),
+  });
+}
+
+/** JSON with every non-ASCII character escaped: header values must be Latin-1, region names need not be. */
+function headerJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+function controlHeaders(controls: RequestHedgingControls): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (controls.excludedRegions !== undefined) headers[requestControlHeaders.excludedRegions] = headerJson(controls.excludedRegions);
+  if (controls.region !== undefined) headers[requestControlHeaders.region] = headerJson(controls.region);
+  if (controls.hedging !== undefined) {
+    headers[requestControlHeaders.hedging] = controls.hedging === false ? hedgingOffHeaderValue : headerJson(controls.hedging);
+  }
+  return headers;
+}
+
+/**
+ * Hedging choices for one `@azure/cosmos` request: exclude regions, pin it
+ * to a region, or turn hedging off or tune it. Returns a partial request
+ * options object to spread into the options of any call; with your own
+ * request options as the second argument, returns a copy of them whose
+ * `initialHeaders` hold both yours and the hedging ones.
+ *
+ * The choices travel as request headers that the hedging policies read and
+ * remove, so they never reach the service. Bad input throws before anything
+ * is sent: a `TypeError` for an unknown option, a region that is not a
+ * non-empty string, a value with CR, LF or another control character, or a
+ * `hedging` that is neither `false` nor an object; a `RangeError` for a
+ * threshold that is not a positive number.
+ *
+ * @example
+ * ```ts
+ * await container.item(id, pk).read(hedgingRequestOptions({ excludedRegions: ["West US"] }));
+ * await container.items.query(sql, hedgingRequestOptions({ hedging: false }, { maxItemCount: 10 })).fetchAll();
+ * ```
+ */
+export function hedgingRequestOptions(options: RequestHedgingOptions): HedgingRequestOptionsResult;
+/**
+ * Hedging choices for one `@azure/cosmos` request, merged into a copy of
+ * your own request options: the copy's `initialHeaders` hold both yours and
+ * the hedging ones (a control header of yours that a choice sets, in any
+ * case, is replaced). Validation is as for the single-argument form.
+ * @param options - the hedging choices.
+ * @param requestOptions - your own request options; they are copied, not changed.
+ */
+export function hedgingRequestOptions<T extends object>(
+  options: RequestHedgingOptions,
+  requestOptions: T,
+): T & { initialHeaders: InitialHeaders };
+export function hedgingRequestOptions(
+  options: RequestHedgingOptions,
+  requestOptions?: object,
+): HedgingRequestOptionsResult | { initialHeaders: InitialHeaders } {
+  const headers = controlHeaders(validateOptions(options));
+  if (requestOptions === undefined) return { initialHeaders: headers };
+  if (!isPlainObject(requestOptions)) {
+    throw new TypeError(`requestOptions must be an object; got ${describe(requestOptions)}.`);
+  }
+  const own = requestOptions["initialHeaders"];
+  if (own !== undefined && !isPlainObject(own)) {
+    throw new TypeError(`requestOptions.initialHeaders must be an object; got ${describe(own)}.`);
+  }
+  const replaced = new Set(Object.keys(headers));
+  const merged: InitialHeaders = {};
+  // HTTP header names ignore case: a differently cased copy of a control header would compete with ours.
+  for (const [name, value] of Object.entries(own ?? {})) {
+    if (!replaced.has(name.toLowerCase())) merged[name] = value as string | number | boolean;
+  }
+  return { ...requestOptions, initialHeaders: { ...merged, ...headers } };
+}
+
+/**
+ * Runs `fn` with hedging choices applying to every request it makes, for
+ * code paths where request options cannot be passed. The choices follow
+ * the asynchronous work that `fn` starts (through `AsyncLocalStorage`);
+ * choices given to a request itself win over them, field by field, and
+ * nested calls add to the enclosing choices the same way. Options are
+ * validated as by `hedgingRequestOptions`, before `fn` runs.
+ *
+ * @returns what `fn` returns (a promise when `fn` is async).
+ * @example
+ * ```ts
+ * const items = await withRequestHedgingOptions({ excludedRegions: ["West US"] }, () => loadDashboard(container));
+ * ```
+ */
+export function withRequestHedgingOptions<T>(options: RequestHedgingOptions, fn: () => T): T {
+  const controls = validateOptions(options);
+  if (typeof fn !== "function") throw new TypeError(`fn must be a function; got ${describe(fn)}.`);
+  return runWithRequestControls(controls, fn);
+}

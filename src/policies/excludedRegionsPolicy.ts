@@ -1,0 +1,153 @@
+import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
+import type { RegionAccess, RegionEndpoint } from "../caches/regionCache.js";
+import { RegionCache } from "../caches/regionCache.js";
+import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import type { OperationKind } from "../cosmos/operationKind.js";
+import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
+import { retarget } from "../hedging/cloneRequest.js";
+import type { RequestHedgingControls, RequestRouting } from "../hedging/requestControls.js";
+import { requestControlsOf, setRequestControls } from "../hedging/requestControls.js";
+import { optionsObject } from "../hedging/validation.js";
+import { policyLogger } from "../log.js";
+import { sendObservingAccount } from "./accountObservation.js";
+
+/** The name of the {@link excludedRegionsPolicy}. */
+export const excludedRegionsPolicyName = "excludedRegionsPolicy";
+
+const logger = policyLogger(excludedRegionsPolicyName);
+
+/** Options of the {@link excludedRegionsPolicy}. */
+export interface ExcludedRegionsPolicyOptions {
+  /**
+   * The account's regions, shared with the client's hedging policies: its
+   * `excludedRegions` are the client-level exclusions and its preferred
+   * order the routing order, both changeable at runtime. Default: a new
+   * {@link RegionCache} that learns the topology from the database-account
+   * responses passing through this policy.
+   */
+  regions?: RegionCache;
+}
+
+/** Where a request goes, and what to record about it. */
+interface Route {
+  readonly target?: RegionEndpoint;
+  readonly routing?: RequestRouting;
+}
+
+const stay: Route = Object.freeze({});
+
+function sameRegion(a: RegionEndpoint | undefined, b: RegionEndpoint | undefined): boolean {
+  return a !== undefined && b !== undefined && normalizeRegionName(a.name) === normalizeRegionName(b.name);
+}
+
+/** Re-pointing an `https` request at an `http` endpoint would send its authorization in clear text. */
+function wouldDowngrade(requestUrl: string, region: RegionEndpoint): boolean {
+  return requestUrl.startsWith("https:") && !region.endpoint.startsWith("https:");
+}
+
+function regionList(regions: readonly RegionEndpoint[]): string {
+  return regions.map((region) => JSON.stringify(region.name)).join(", ");
+}
+
+/**
+ * Steers Cosmos DB document requests between regions, ahead of the hedging
+ * policies, without recreating the client:
+ *
+ * - Excluded regions, client-level (the `RegionCache`'s) and per request:
+ *   a request the SDK sent to an excluded region is re-pointed at the first
+ *   applicable region (reads among the read regions, writes among the write
+ *   regions). When the exclusions leave no region, the request goes where
+ *   the SDK sent it and the diagnostics say so: exclusions alone never fail
+ *   a request. A write on a single-write account therefore stays put.
+ * - A region chosen for the request (`hedgingRequestOptions({ region })`):
+ *   the request is re-pointed there and not hedged. A write may only name a
+ *   write region, and a read a read region; any other region fails the
+ *   request before it is sent.
+ * - A preferred order changed at runtime (`RegionCache.setPreferredRegions`):
+ *   reads that the SDK sent to its own first choice are re-pointed at the
+ *   first applicable region of the new order. Reads the SDK sent elsewhere are
+ *   its failover or retries, and are left alone.
+ *
+ * The hedging policies keep every hedge away from the excluded regions.
+ * Every request loses its control headers here, so none reach the service.
+ */
+export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}): PipelinePolicy {
+  optionsObject("excludedRegionsPolicy options", options);
+  if (options.regions !== undefined && !(options.regions instanceof RegionCache)) {
+    throw new TypeError(`regions must be a RegionCache; got ${describe(options.regions)}.`);
+  }
+  const regions = options.regions ?? new RegionCache();
+
+  const pinnedRoute = (request: PipelineRequest, access: RegionAccess, name: string, current: RegionEndpoint | undefined): Route => {
+    const target = regions.regionNamed(name, access);
+    if (target === undefined) {
+      const topology = regions.topology;
+      const known =
+        topology === undefined
+          ? "the account's regions are not known yet"
+          : `its ${access} regions are ${regionList(access === "read" ? topology.readRegions : topology.writeRegions)}`;
+      throw new RangeError(`Cannot send this ${access} to region ${describe(name)}: it is not a ${access} region of the account; ${known}.`);
+    }
+    if (wouldDowngrade(request.url, target)) {
+      throw new RangeError(`Cannot send this https request to region ${describe(name)}: its endpoint is not https.`);
+    }
+    if (sameRegion(current, target)) return stay;
+    return { target, routing: { ...(current !== undefined ? { sdkRegion: current.name } : {}), rerouteReason: "pinnedRegion" } };
+  };
+
+  /** The read region `@azure/cosmos` picks on its own: the first of its (initial) preferred regions that the account has. */
+  const sdkFirstReadRegion = (): RegionEndpoint | undefined => {
+    for (const name of regions.initialPreferredRegions) {
+      const region = regions.regionNamed(name, "read");
+      if (region !== undefined) return region;
+    }
+    return regions.topology?.readRegions[0];
+  };
+
+  const route = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls): Route => {
+    const current = regions.regionOf(request.url);
+    if (controls.region !== undefined) return pinnedRoute(request, access, controls.region, current);
+    if (current === undefined) return stay;
+    const candidates = () => regions.applicableRegions(access, controls.excludedRegions).filter((region) => !wouldDowngrade(request.url, region));
+    if (regions.isExcluded(current, controls.excludedRegions)) {
+      const target = candidates()[0];
+      if (target === undefined) return { routing: { exclusionsIgnored: true } };
+      return { target, routing: { sdkRegion: current.name, rerouteReason: "excludedRegion" } };
+    }
+    if (access === "read" && regions.preferredRegionsChangedAtRuntime && sameRegion(current, sdkFirstReadRegion())) {
+      const target = candidates()[0];
+      if (target === undefined || sameRegion(current, target)) return stay;
+      return { target, routing: { sdkRegion: current.name, rerouteReason: "preferredRegions" } };
+    }
+    return stay;
+  };
+
+  async function sendDocumentRequest(
+    request: PipelineRequest,
+    next: SendRequest,
+    operation: OperationKind,
+    controls: RequestHedgingControls,
+  ): Promise<PipelineResponse> {
+    const { target, routing } = route(request, documentWriteKinds.has(operation) ? "write" : "read", controls);
+    if (routing !== undefined) setRequestControls(request, { ...controls, routing });
+    if (target !== undefined) {
+      logger.verbose(`Sending a ${operation} to ${target.name} instead of ${routing?.sdkRegion ?? "the SDK's region"} (${routing?.rerouteReason}).`);
+      request.url = retarget(request.url, target);
+    } else if (routing?.exclusionsIgnored) {
+      logger.verbose(`Every applicable region of a ${operation} is excluded; sending it where the SDK did.`);
+    }
+    return next(request);
+  }
+
+  return {
+    name: excludedRegionsPolicyName,
+    async sendRequest(request, next) {
+      // First, for every request: this is what removes the control headers before anything is sent.
+      const controls = requestControlsOf(request);
+      const operation = classifyOperation(request);
+      if (operation === "accountRead") return sendObservingAccount(regions, request, next);
+      if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);
+      return sendDocumentRequest(request, next, operation, controls);
+    },
+  };
+}
