@@ -27,8 +27,14 @@ export class LatencyRecorder {
     this.histogram.recordValue(Math.max(1, Math.round(ms * 1000)));
   }
 
+  /** The latency at a percentile (0 to 100), in milliseconds. */
+  valueAt(percentile: number): number {
+    // The histogram reports the top of a value's bucket; no percentile can exceed the largest sample.
+    return Math.min(this.histogram.getValueAtPercentile(percentile), this.histogram.maxValue) / 1000;
+  }
+
   summary(): LatencySummary {
-    const at = (percentile: number): number => this.histogram.getValueAtPercentile(percentile) / 1000;
+    const at = (percentile: number): number => this.valueAt(percentile);
     return {
       count: this.histogram.totalCount,
       p50: at(50),
