@@ -165,6 +165,30 @@ function originOf(url: string): string | undefined {
   }
 }
 
+const defaultPorts: Readonly<Record<string, string>> = { "http:": ":80", "https:": ":443" };
+
+/**
+ * The origin of a request URL by string scanning, as `new URL(url).origin`
+ * would give it for the URLs the SDKs build (scheme and host in lower case,
+ * the default port dropped), because every request asks. Anything unusual
+ * (user info, IPv6, no scheme) takes the exact path.
+ */
+function requestOriginOf(url: string): string | undefined {
+  const schemeEnd = url.indexOf("://");
+  if (schemeEnd === -1) return originOf(url);
+  let hostEnd = url.length;
+  for (const delimiter of ["/", "?", "#"]) {
+    const at = url.indexOf(delimiter, schemeEnd + 3);
+    if (at !== -1 && at < hostEnd) hostEnd = at;
+  }
+  const authority = url.slice(schemeEnd + 3, hostEnd).toLowerCase();
+  if (authority.includes("@") || authority.includes("[") || authority.includes("%")) return originOf(url);
+  const scheme = url.slice(0, schemeEnd + 1).toLowerCase();
+  const defaultPort = defaultPorts[scheme];
+  const host = defaultPort !== undefined && authority.endsWith(defaultPort) ? authority.slice(0, -defaultPort.length) : authority;
+  return `${scheme}//${host}`;
+}
+
 /**
  * The account's regions, shared by every policy of a client: the single
  * source of truth for where a request may go.
@@ -269,7 +293,7 @@ export class RegionCache {
 
   /** The region whose endpoint has the URL's origin, or `undefined` for an unknown host. */
   regionOf(url: string): RegionEndpoint | undefined {
-    const origin = originOf(url);
+    const origin = requestOriginOf(url);
     return origin === undefined ? undefined : this.byOrigin.get(origin);
   }
 

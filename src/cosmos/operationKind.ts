@@ -62,24 +62,34 @@ function hasValue(value: string | undefined): boolean {
   return value !== undefined && value.trim() !== "";
 }
 
-/** Splits a request path into its decoded resource segments: `/dbs/a/colls/b` is `["dbs","a","colls","b"]`. */
-export function pathSegments(url: string): string[] {
-  let pathname: string;
+function decodeSegment(segment: string): string {
+  if (!segment.includes("%")) return segment;
   try {
-    pathname = new URL(url).pathname;
+    return decodeURIComponent(segment);
   } catch {
-    pathname = url.split("?")[0] ?? "";
+    return segment;
   }
-  return pathname
-    .split("/")
-    .filter((segment) => segment !== "")
-    .map((segment) => {
-      try {
-        return decodeURIComponent(segment);
-      } catch {
-        return segment;
-      }
-    });
+}
+
+/**
+ * Splits a request path into its decoded resource segments: `/dbs/a/colls/b`
+ * is `["dbs","a","colls","b"]`. String scanning rather than `new URL`,
+ * because every request of a client passes through here.
+ */
+export function pathSegments(url: string): string[] {
+  const schemeEnd = url.indexOf("://");
+  const pathStart = schemeEnd === -1 ? 0 : url.indexOf("/", schemeEnd + 3);
+  if (pathStart === -1) return [];
+  let pathEnd = url.length;
+  for (const delimiter of ["?", "#"]) {
+    const at = url.indexOf(delimiter, pathStart);
+    if (at !== -1 && at < pathEnd) pathEnd = at;
+  }
+  const segments: string[] = [];
+  for (const segment of url.slice(pathStart, pathEnd).split("/")) {
+    if (segment !== "") segments.push(decodeSegment(segment));
+  }
+  return segments;
 }
 
 function classifyDocuments(shape: RequestShape, method: string, isFeed: boolean): OperationKind {
@@ -137,11 +147,22 @@ export function classifyShape(shape: RequestShape): OperationKind {
   return "other";
 }
 
-/** Classifies a pipeline request into an {@link OperationKind}. */
+const classified = new WeakMap<PipelineRequest, OperationKind>();
+
+/**
+ * Classifies a pipeline request into an {@link OperationKind}. The answer is
+ * remembered per request object, since every policy of a client asks and
+ * none of them changes what decides it (the method, the path, the wire headers).
+ */
 export function classifyOperation(request: PipelineRequest): OperationKind {
-  return classifyShape({
-    method: request.method,
-    url: request.url,
-    header: (name) => request.headers.get(name),
-  });
+  let kind = classified.get(request);
+  if (kind === undefined) {
+    kind = classifyShape({
+      method: request.method,
+      url: request.url,
+      header: (name) => request.headers.get(name),
+    });
+    classified.set(request, kind);
+  }
+  return kind;
 }

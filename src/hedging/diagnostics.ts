@@ -120,6 +120,28 @@ export interface HedgeDiagnostics {
 
 const attached = new WeakMap<object, HedgeDiagnostics>();
 
+/** Serialized skip records without their charge; a client sees few distinct ones. */
+const skipPrefixes = new Map<string, string>();
+const maxSkipPrefixes = 256;
+
+/**
+ * The header value of a record. A skipped request (the common case) differs
+ * from the previous skipped request of the same kind only in its charge, so
+ * its JSON is assembled from a cached prefix instead of serialized afresh.
+ */
+function headerValue(diagnostics: HedgeDiagnostics): string {
+  if (diagnostics.terminalState !== "skipped" || diagnostics.routing !== undefined) return JSON.stringify(diagnostics);
+  const { totalRequestCharge, ...rest } = diagnostics;
+  const key = `${rest.policy}|${rest.operation}|${rest.primaryRegion}|${rest.thresholdMs}|${rest.thresholdStepMs}|${rest.thresholdSource}|${rest.skipReason}|${rest.winningRegion}`;
+  let prefix = skipPrefixes.get(key);
+  if (prefix === undefined) {
+    if (skipPrefixes.size >= maxSkipPrefixes) skipPrefixes.clear();
+    prefix = JSON.stringify(rest).slice(0, -1);
+    skipPrefixes.set(key, prefix);
+  }
+  return `${prefix},"totalRequestCharge":${JSON.stringify(totalRequestCharge)}}`;
+}
+
 /**
  * Attaches diagnostics to a response (as a WeakMap entry and as the
  * `x-cosmos-hedging-diagnostics` header, which `@azure/cosmos` copies into
@@ -130,7 +152,7 @@ export function attachHedgeDiagnostics(target: PipelineResponse | object, diagno
   const response = isPipelineResponse(target) ? target : responseOfError(target);
   if (response !== undefined) {
     attached.set(response, diagnostics);
-    response.headers.set(hedgeDiagnosticsHeaderName, JSON.stringify(diagnostics));
+    response.headers.set(hedgeDiagnosticsHeaderName, headerValue(diagnostics));
   }
 }
 
