@@ -1,0 +1,87 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+interface SampleRun {
+  code: number | null;
+  output: string;
+}
+
+/** What each sample must print: the line that shows it did what it demonstrates. */
+const expectations: Record<string, RegExp[]> = {
+  quickstart: [/^read item-1: 200 in \d+ ms; served by East US, hedgeWon=true, totalRequestCharge=\d+(\.\d+)? RU \(arms: West US aborted, East US returned\)$/m],
+  coreClient: [/^GET item-4: 200 in \d+ ms \(value 4\); primary West US, served by East US, terminalState=hedgeWon$/m],
+  perRequestOptions: [
+    /^default: hedged after 100 ms +\d+ ms {2}pointRead → East US \(hedgeWon\)$/m,
+    /^excludedRegions: \[East US\] +\d+ ms {2}pointRead → North Europe \(hedgeWon\)$/m,
+    /^region: North Europe \(pinned, never hedged\) +\d+ ms {2}pointRead → North Europe \(not hedged: pinnedRegion/m,
+    /^hedging: false \(waits for the slow region\) +\d+ ms {2}pointRead → West US \(not hedged: disabled\)$/m,
+    /"initialHeaders":\{"x-app-correlation-id":"sample-42","x-cosmos-hedging-excluded-regions":"\[\\"West US\\"\]"\}/,
+    /^withRequestHedgingOptions excluding West US .*pointRead → East US \(primaryWon, moved off West US\)/m,
+  ],
+  diagnostics: [
+    /terminalState: 'hedgeWon'/,
+    /^ {3}create of an existing item: status 409, skipped \(notEligible\)/m,
+    /^ {3}by outcome: .*hedgeWon: \d+/m,
+  ],
+  outage: [
+    /^2\. West US browns out[^\n]*\n[^\n]*\n {2}4 reads: [^;]*; served by East US ×4; requests sent to West US ×4, East US ×4$/m,
+    /^3\. regions\.setPreferredRegions[^\n]*\n {2}hedge order: East US → West US → North Europe\n {2}4 reads: [^;]*; served by East US ×4; requests sent to East US ×4$/m,
+    /^4\. regions\.setExcludedRegions[^\n]*\n {2}hedge order: East US → North Europe$/m,
+    /^5\. West US has recovered[^\n]*\n[^\n]*\n {2}4 reads: [^;]*; served by West US ×4; requests sent to West US ×4$/m,
+  ],
+  faultInjection: [/hedged read: \d+ ms, served by East US/, /rules off: served by West US, no hedge/, /503 in West US: served by East US/],
+};
+
+function runSample(name: string): Promise<SampleRun> {
+  // Never a real account, whatever the environment says.
+  const env = { ...process.env };
+  delete env["COSMOS_ENDPOINT"];
+  delete env["COSMOS_KEY"];
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", `samples/${name}.ts`],
+      { cwd: root, env, timeout: 25_000, maxBuffer: 4 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null;
+        resolve({ code, output: `${stdout}${stderr}` });
+      },
+    );
+  });
+}
+
+describe("samples", function () {
+  this.timeout(30_000);
+  const runs = new Map<string, Promise<SampleRun>>();
+
+  before(function () {
+    if (!existsSync(`${root}dist/esm/index.js`)) {
+      throw new Error("The samples import the package by its name, which resolves to dist/: run `npm run build` first.");
+    }
+    // One per core at a time: each is mostly start-up work, and an idle core keeps a sample's timings honest.
+    const lanes = Math.max(2, availableParallelism());
+    const names = Object.keys(expectations);
+    names.forEach((name, index) => {
+      const previous = index >= lanes ? runs.get(names[index - lanes]!)! : Promise.resolve();
+      runs.set(name, previous.then(() => runSample(name)));
+    });
+  });
+
+  after(async function () {
+    await Promise.all(runs.values());
+  });
+
+  for (const [name, patterns] of Object.entries(expectations)) {
+    it(`${name} runs on the emulator, exits 0 and prints what it demonstrates`, async function () {
+      const { code, output } = await runs.get(name)!;
+      assert.equal(code, 0, `samples/${name}.ts exited with ${code}:\n${output}`);
+      assert.match(output, /^Running on the multi-region emulator on loopback/m);
+      for (const pattern of patterns) assert.match(output, pattern, `samples/${name}.ts output:\n${output}`);
+    });
+  }
+});
