@@ -7,12 +7,11 @@
  *
  * Run: npm run sample -- coreClient
  */
-import { createHmac } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { ServiceClient } from "@azure/core-client";
 import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
 import type { PipelinePolicy } from "@azure/core-rest-pipeline";
-import { RegionCache, crossRegionHedgingPolicy, getHedgeDiagnostics } from "cosmos-hedging";
+import { RegionCache, crossRegionHedgingPolicy, getHedgeDiagnostics, masterKeySigner } from "cosmos-hedging";
 import { containerId, databaseId, openSampleAccount, since, slowDownRegion } from "./support/account.js";
 
 /**
@@ -20,19 +19,11 @@ import { containerId, databaseId, openSampleAccount, since, slowDownRegion } fro
  * the hedging policy, so every arm of a race is signed for itself.
  */
 function masterKeyAuthPolicy(key: string): PipelinePolicy {
-  const secret = Buffer.from(key, "base64");
+  const sign = masterKeySigner(key);
   return {
     name: "masterKeyAuthPolicy",
-    sendRequest(request, next) {
-      const segments = new URL(request.url).pathname.split("/").filter((segment) => segment !== "");
-      // A resource (even segment count) signs its own link; a feed (odd) signs its parent's.
-      const linkSegments = segments.length % 2 === 0 ? segments : segments.slice(0, -1);
-      const resourceType = segments.length % 2 === 0 ? (segments.at(-2) ?? "") : (segments.at(-1) ?? "");
-      const date = new Date().toUTCString();
-      const text = `${request.method.toLowerCase()}\n${resourceType.toLowerCase()}\n${linkSegments.join("/")}\n${date.toLowerCase()}\n\n`;
-      const signature = createHmac("sha256", secret).update(text).digest("base64");
-      request.headers.set("x-ms-date", date);
-      request.headers.set("authorization", encodeURIComponent(`type=master&ver=1.0&sig=${signature}`));
+    async sendRequest(request, next) {
+      await sign(request);
       return next(request);
     },
   };

@@ -2,7 +2,7 @@ import type { CosmosClientOptions } from "@azure/cosmos";
 import { describe } from "../caches/regionNames.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import { optionsObject } from "../hedging/validation.js";
-import type { HedgingOptions } from "./hedgingHttpClient.js";
+import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
 import { createHedgingHttpClient } from "./hedgingHttpClient.js";
 
 function isMasterKey(key: string): boolean {
@@ -18,7 +18,8 @@ function isMasterKey(key: string): boolean {
  * is given, and derives the PPAF default threshold from
  * `connectionPolicy.requestTimeout`, below which the metadata hedging
  * threshold must also sit. With a master `key`, every hedge is re-signed
- * with a fresh date.
+ * with a fresh date. Its `httpClient` is a {@link HedgingHttpClient}: keep
+ * the options to steer regions at runtime through `httpClient.regions`.
  *
  * @example
  * ```ts
@@ -28,7 +29,10 @@ function isMasterKey(key: string): boolean {
  * );
  * ```
  */
-export function withHedging<T extends CosmosClientOptions>(cosmosClientOptions: T, hedgingOptions: HedgingOptions = {}): T {
+export function withHedging<T extends CosmosClientOptions>(
+  cosmosClientOptions: T,
+  hedgingOptions: HedgingOptions = {},
+): T & { httpClient: HedgingHttpClient } {
   if (cosmosClientOptions === null || typeof cosmosClientOptions !== "object") {
     throw new TypeError(`cosmosClientOptions must be an object; got ${describe(cosmosClientOptions)}.`);
   }

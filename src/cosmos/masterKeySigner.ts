@@ -45,7 +45,9 @@ const base64 = /^[A-Za-z0-9+/]+={0,2}$/;
  * `x-ms-date`, exactly as `@azure/cosmos` signs a request. Arms whose
  * `authorization` header is not a master-key signature (an AAD token or a
  * resource token) are left as they are: those are scoped to the account, not
- * to a region, so they stay valid on every regional endpoint.
+ * to a region, so they stay valid on every regional endpoint. A request
+ * without an `authorization` header is signed, so the signer also serves as
+ * the sign step of a core-client pipeline talking to Cosmos DB.
  * @param key - the account's primary or secondary key (base64).
  */
 export function masterKeySigner(key: string): RequestSigner {
@@ -56,7 +58,7 @@ export function masterKeySigner(key: string): RequestSigner {
   const secret = Buffer.from(key.trim(), "base64");
   return (request) => {
     const current = request.headers.get(CosmosHeaders.authorization);
-    if (current === undefined || !isMasterKeySignature(current)) return;
+    if (current !== undefined && !isMasterKeySignature(current)) return;
     const date = new Date().toUTCString();
     request.headers.set(CosmosHeaders.date, date);
     request.headers.set(CosmosHeaders.authorization, masterKeyAuthorization(secret, request.method, request.url, date));
