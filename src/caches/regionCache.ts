@@ -52,6 +52,17 @@ export interface RegionCacheOptions {
 /** Whether an operation reads (any read region) or writes (write regions only). */
 export type RegionAccess = "read" | "write";
 
+/** The longest region name accepted; Azure's are under 30 characters. */
+const maxRegionNameLength = 128;
+
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
+
 /** The most locations a database-account response may list before it is treated as malformed. */
 const maxLocations = 256;
 
@@ -85,6 +96,10 @@ function parseLocations(where: string, value: unknown, Failure: new (message: st
     const { name } = entry as { name?: unknown };
     if (typeof name !== "string" || name.trim() === "") {
       throw new Failure(`${where}[${index}].name must be a non-empty string; got ${describe(name)}`);
+    }
+    // Region names end up in log lines and diagnostics: a line break in one could forge a log line.
+    if (name.length > maxRegionNameLength || hasControlCharacter(name)) {
+      throw new Failure(`${where}[${index}].name must be at most ${maxRegionNameLength} printable characters`);
     }
     const endpoint = parseEndpoint(
       `${where}[${index}].endpoint`,
@@ -206,6 +221,7 @@ export class RegionCache {
   private preferredChanged = false;
   private excluded: ReadonlySet<string> = new Set();
   private excludedNames: readonly string[] = [];
+  private readonly observed = new WeakSet<PipelineResponse>();
 
   constructor(options: RegionCacheOptions = {}) {
     if (options === null || typeof options !== "object") {
@@ -279,6 +295,9 @@ export class RegionCache {
    */
   observe(request: PipelineRequest, response: PipelineResponse): boolean {
     if (response.status !== 200 || classifyOperation(request) !== "accountRead") return false;
+    // Every policy of a client passes the same account response here; learn from it (and warn about it) once.
+    if (this.observed.has(response)) return false;
+    this.observed.add(response);
     const text = response.bodyAsText;
     if (typeof text !== "string") return false;
     try {
