@@ -11,8 +11,17 @@ export type {
   AccountTopologyInit,
   RegionAccess,
   RegionCacheOptions,
+  RegionDemotion,
   RegionEndpoint,
 } from "./caches/regionCache.js";
+export type { LatencyClass, LatencySummary } from "./caches/latencyWindows.js";
+export { demotionDefaults } from "./caches/regionRanking.js";
+export type { RegionRouting } from "./caches/regionRanking.js";
+export { adaptiveThresholdDefaults } from "./hedging/adaptiveThreshold.js";
+export type { AdaptiveThresholdOptions } from "./hedging/adaptiveThreshold.js";
+export { loadBudgetDefaults } from "./hedging/loadBudget.js";
+export type { HedgeLoadBudgetOptions } from "./hedging/loadBudget.js";
+export type { HedgingMetrics, RegionHedgingMetrics } from "./hedging/metrics.js";
 export { classifyOperation } from "./cosmos/operationKind.js";
 export type { OperationKind } from "./cosmos/operationKind.js";
 export { hedgeDiagnosticsHeaderName } from "./cosmos/headers.js";
@@ -26,6 +35,8 @@ export type {
   HedgeArmReason,
   HedgeDiagnostics,
   HedgePolicyKind,
+  HedgeRanking,
+  HedgeRankingReason,
   HedgeSkipReason,
   HedgeTerminalState,
 } from "./hedging/diagnostics.js";
@@ -34,7 +45,7 @@ export {
   crossRegionHedgingPolicy,
   crossRegionHedgingPolicyName,
 } from "./policies/crossRegionHedgingPolicy.js";
-export type { CrossRegionHedgingPolicyOptions } from "./policies/crossRegionHedgingPolicy.js";
+export type { CrossRegionHedgingPolicy, CrossRegionHedgingPolicyOptions } from "./policies/crossRegionHedgingPolicy.js";
 export {
   metadataHedgingDefaults,
   metadataHedgingPolicy,

@@ -52,6 +52,18 @@ export interface RegionCacheOptions {
 /** Whether an operation reads (any read region) or writes (write regions only). */
 export type RegionAccess = "read" | "write";
 
+/**
+ * A read region that the region ranking of the `crossRegionHedgingPolicy`
+ * has demoted, because hedges to another region kept beating it: reads go
+ * first to that region instead, until the demoted one serves well again.
+ */
+export interface RegionDemotion {
+  /** The demoted region, as named when it was demoted. */
+  readonly region: string;
+  /** The region that beat it; it takes the demoted region's place in the read order. */
+  readonly inFavourOf: string;
+}
+
 /** The longest region name accepted; Azure's are under 30 characters. */
 const maxRegionNameLength = 128;
 
@@ -222,6 +234,7 @@ export class RegionCache {
   private excluded: ReadonlySet<string> = new Set();
   private excludedNames: readonly string[] = [];
   private readonly observed = new WeakSet<PipelineResponse>();
+  private demotions: readonly RegionDemotion[] = [];
 
   constructor(options: RegionCacheOptions = {}) {
     if (options === null || typeof options !== "object") {
@@ -267,6 +280,47 @@ export class RegionCache {
   /** The client-level excluded regions in force. */
   get excludedRegions(): readonly string[] {
     return this.excludedNames;
+  }
+
+  /** The demoted read regions, oldest demotion first. */
+  get demotedRegions(): readonly RegionDemotion[] {
+    return this.demotions;
+  }
+
+  /**
+   * Demotes a read region in favour of another: from the next request on,
+   * {@link RegionCache.applicableRegions} puts `inFavourOf` where `region`
+   * was in the read order and `region` last. Writes are not affected.
+   * Demoting a region again replaces its earlier demotion. Names compare in
+   * any case and spacing; a region that the account does not have (now or
+   * yet) is kept and simply does not affect the order.
+   */
+  demoteRegion(region: string, inFavourOf: string): void {
+    const [demoted, winner] = assertRegionList("demoteRegion arguments", [region, inFavourOf]) as [string, string];
+    const key = normalizeRegionName(demoted);
+    if (key === normalizeRegionName(winner)) {
+      throw new RangeError(`Cannot demote region ${describe(demoted)} in favour of itself.`);
+    }
+    this.demotions = [...this.demotions.filter((entry) => normalizeRegionName(entry.region) !== key), { region: demoted, inFavourOf: winner }];
+  }
+
+  /**
+   * Lifts the demotion of a read region (any case and spacing).
+   * @returns whether the region was demoted.
+   */
+  restoreRegion(region: string): boolean {
+    const [name] = assertRegionList("restoreRegion argument", [region]) as [string];
+    const key = normalizeRegionName(name);
+    const remaining = this.demotions.filter((entry) => normalizeRegionName(entry.region) !== key);
+    const restored = remaining.length !== this.demotions.length;
+    this.demotions = remaining;
+    return restored;
+  }
+
+  /** Whether a read region (or a region of that name, any case and spacing) is demoted. */
+  isDemoted(region: RegionEndpoint | string): boolean {
+    const key = normalizeRegionName(typeof region === "string" ? region : region.name);
+    return this.demotions.some((entry) => normalizeRegionName(entry.region) === key);
   }
 
   /** Replaces the topology with one given explicitly. Throws a `TypeError` on bad input. */
@@ -331,11 +385,34 @@ export class RegionCache {
   /**
    * The regions a request may use, in hedge order: the preferred order
    * intersected with the account's read (or write) regions, or the account's
-   * order without a preferred list, minus the excluded regions.
+   * order without a preferred list, minus the excluded regions. For reads,
+   * each demoted region (see {@link RegionCache.demoteRegion}) gives its
+   * place to the region it was demoted in favour of and goes last.
    * @param extraExcluded - per-request exclusions: region names, any case and spacing.
    */
   applicableRegions(access: RegionAccess, extraExcluded?: readonly string[]): RegionEndpoint[] {
-    return this.orderedRegions(access).filter((region) => !this.isExcluded(region, extraExcluded));
+    const ordered = this.orderedRegions(access);
+    const ranked = access === "read" ? this.applyDemotions(ordered) : ordered;
+    return ranked.filter((region) => !this.isExcluded(region, extraExcluded));
+  }
+
+  private applyDemotions(regions: RegionEndpoint[]): RegionEndpoint[] {
+    const indexOf = (name: string): number => {
+      const key = normalizeRegionName(name);
+      return regions.findIndex((region) => normalizeRegionName(region.name) === key);
+    };
+    for (const { region, inFavourOf } of this.demotions) {
+      const demotedAt = indexOf(region);
+      if (demotedAt < 0) continue;
+      const [demoted] = regions.splice(demotedAt, 1) as [RegionEndpoint];
+      const winnerAt = indexOf(inFavourOf);
+      if (winnerAt > demotedAt) {
+        const [winner] = regions.splice(winnerAt, 1) as [RegionEndpoint];
+        regions.splice(demotedAt, 0, winner);
+      }
+      regions.push(demoted);
+    }
+    return regions;
   }
 
   private orderedRegions(access: RegionAccess): RegionEndpoint[] {

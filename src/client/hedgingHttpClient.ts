@@ -4,6 +4,7 @@ import { RegionCache } from "../caches/regionCache.js";
 import { assertRegionList, describe } from "../caches/regionNames.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
+import type { HedgingMetrics } from "../hedging/metrics.js";
 import { optionalFunction, optionsObject } from "../hedging/validation.js";
 import type { CrossRegionHedgingPolicyOptions } from "../policies/crossRegionHedgingPolicy.js";
 import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.js";
@@ -12,17 +13,24 @@ import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
 import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
 
 /** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
-export type CrossRegionHedgingOptions = Omit<CrossRegionHedgingPolicyOptions, "regions" | "enabled" | "onDiagnostics" | "signer">;
+export type CrossRegionHedgingOptions = Omit<
+  CrossRegionHedgingPolicyOptions,
+  "regions" | "enabled" | "onDiagnostics" | "signer" | "requestTimeout"
+>;
 
 /** Metadata hedging settings of a hedging client: the policy's options less what the client shares. */
-export type MetadataHedgingOptions = Omit<MetadataHedgingPolicyOptions, "regions" | "enabled" | "onDiagnostics" | "signer">;
+export type MetadataHedgingOptions = Omit<
+  MetadataHedgingPolicyOptions,
+  "regions" | "enabled" | "onDiagnostics" | "signer" | "requestTimeout"
+>;
 
 /** Options of {@link createHedgingHttpClient} and {@link withHedging}. */
 export interface HedgingOptions {
   /**
    * Data-plane hedging: `true` turns it on with the defaults (500 ms, step
-   * 100 ms), an object turns it on with those settings, `false` turns it off.
-   * Unset: on while the account reports per-partition automatic failover.
+   * 100 ms), an object turns it on with those settings (for example
+   * `{ threshold: "adaptive" }`), `false` turns it off. Unset: on while the
+   * account reports per-partition automatic failover.
    */
   crossRegion?: boolean | CrossRegionHedgingOptions;
   /**
@@ -58,6 +66,12 @@ export interface HedgingHttpClient extends HttpClient {
   readonly pipeline: Pipeline;
   /** The region cache every policy of this client shares; change preferred or excluded regions on it at runtime and the next request follows them, primary included. */
   readonly regions: RegionCache;
+  /**
+   * A snapshot of what data-plane hedging has done: requests, hedges fired
+   * and won, budget exhaustion, the request charge of losing arms, and per
+   * region the recent latency percentiles, demotion and throttling.
+   */
+  metrics(): HedgingMetrics;
 }
 
 function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegionHedgingPolicyOptions {
@@ -66,6 +80,7 @@ function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegion
   if (setting === null || typeof setting !== "object") {
     throw new TypeError(`crossRegion must be a boolean or an options object; got ${describe(setting)}.`);
   }
+  optionsObject("crossRegion", setting, ["threshold", "thresholdStep", "enableMultiWriteRegionHedge", "budget", "routing"]);
   return { ...setting, enabled: true };
 }
 
@@ -75,6 +90,7 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
   if (setting === null || typeof setting !== "object") {
     throw new TypeError(`metadata must be a boolean or an options object; got ${describe(setting)}.`);
   }
+  optionsObject("metadata", setting, ["threshold", "maxConcurrentHedges"]);
   return { ...setting, enabled: true };
 }
 
@@ -85,7 +101,16 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
  * `CosmosClient` (see {@link withHedging}).
  */
 export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}): HedgingHttpClient {
-  optionsObject("createHedgingHttpClient options", options);
+  optionsObject("createHedgingHttpClient options", options, [
+    "crossRegion",
+    "metadata",
+    "preferredRegions",
+    "excludedRegions",
+    "onDiagnostics",
+    "httpClient",
+    "signer",
+    "requestTimeout",
+  ]);
   optionalFunction("onDiagnostics", options.onDiagnostics);
   if (options.httpClient !== undefined && typeof options.httpClient?.sendRequest !== "function") {
     throw new TypeError(`httpClient must have a sendRequest function; got ${describe(options.httpClient)}.`);
@@ -103,11 +128,13 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
   const pipeline = createEmptyPipeline();
   pipeline.addPolicy(excludedRegionsPolicy({ regions }));
   pipeline.addPolicy(metadataHedgingPolicy({ ...metadataOptions(options.metadata), ...shared }));
-  pipeline.addPolicy(crossRegionHedgingPolicy({ ...crossRegionOptions(options.crossRegion), ...shared }));
+  const crossRegion = crossRegionHedgingPolicy({ ...crossRegionOptions(options.crossRegion), ...shared });
+  pipeline.addPolicy(crossRegion);
   const transport = options.httpClient ?? createDefaultHttpClient();
   return {
     pipeline,
     regions,
     sendRequest: (request) => pipeline.sendRequest(transport, request),
+    metrics: () => crossRegion.metrics(),
   };
 }

@@ -44,7 +44,26 @@ export type HedgeSkipReason =
   | "budgetExhausted"
   | "pinnedRegion"
   | "continuationPage"
-  | "noApplicableRegion";
+  | "noApplicableRegion"
+  | "regionThrottled";
+
+/**
+ * Why the region ranking sent a read where it went: `demoted`, the region
+ * the request addressed is demoted and the read went first to the region
+ * that beat it; `probe`, the addressed region is demoted and this read is
+ * one of the probes that find out whether it serves well again;
+ * `thompson`, the order of the arms was sampled from the regions' latency
+ * posteriors.
+ */
+export type HedgeRankingReason = "demoted" | "probe" | "thompson";
+
+/** What the region ranking did with a read. */
+export interface HedgeRanking {
+  /** Why the read went where it went. */
+  reason: HedgeRankingReason;
+  /** The region the request addressed when it reached the policy. */
+  addressedRegion: string;
+}
 
 /** A thrown error of an arm, reduced to what is safe to log. */
 export interface HedgeArmError {
@@ -90,10 +109,18 @@ export interface HedgeDiagnostics {
   thresholdMs?: number;
   /** The step between later hedges, in milliseconds. */
   thresholdStepMs?: number;
-  /** Where the threshold came from: options, the PPAF default, a per-request override or the adaptive estimate. */
-  thresholdSource?: "options" | "ppafDefault" | "request" | "adaptive";
-  /** The region the SDK addressed (the primary arm's region). */
+  /**
+   * Where the threshold came from: options, the PPAF default, a per-request
+   * override, the adaptive estimate, or (`adaptiveWarmup`) the adaptive
+   * mode's ceiling while no latency window holds enough samples.
+   */
+  thresholdSource?: "options" | "ppafDefault" | "request" | "adaptive" | "adaptiveWarmup";
+  /** The region whose latency baseline set an adaptive threshold. */
+  thresholdRegion?: string;
+  /** The primary arm's region: the region the SDK addressed, unless the region ranking chose another (see `ranking`). */
   primaryRegion?: string;
+  /** Set when the region ranking chose the primary or the order of the arms. */
+  ranking?: HedgeRanking;
   /**
    * What the excludedRegionsPolicy did before hedging: the region the SDK
    * addressed and why the request was re-pointed, or that exclusions were
@@ -114,7 +141,11 @@ export interface HedgeDiagnostics {
   terminalState: HedgeTerminalState;
   /** The request charge of every arm that got a response, losers included. */
   totalRequestCharge: number;
-  /** Why hedging was skipped, or why fewer hedges were launched than planned. */
+  /**
+   * Why hedging was skipped, or why fewer hedges were launched than planned.
+   * `regionThrottled`: every other region is answering 429 and is not
+   * hedged into until its `x-ms-retry-after-ms` has passed.
+   */
   skipReason?: HedgeSkipReason;
 }
 

@@ -12,7 +12,15 @@ import { runRace } from "./race.js";
 /** The part of a diagnostics record that a policy knows before it sends anything. */
 export type DiagnosticsHeader = Pick<
   HedgeDiagnostics,
-  "policy" | "operation" | "thresholdMs" | "thresholdStepMs" | "thresholdSource" | "primaryRegion" | "routing"
+  | "policy"
+  | "operation"
+  | "thresholdMs"
+  | "thresholdStepMs"
+  | "thresholdSource"
+  | "thresholdRegion"
+  | "primaryRegion"
+  | "routing"
+  | "ranking"
 >;
 
 /** Where a policy's diagnostics go besides the response: its callback, guarded. */

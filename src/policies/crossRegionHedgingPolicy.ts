@@ -1,20 +1,31 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
-import type { AccountTopology } from "../caches/regionCache.js";
+import type { LatencyClass } from "../caches/latencyWindows.js";
+import { LatencyWindows, latencyClassOf } from "../caches/latencyWindows.js";
+import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
 import { RegionCache } from "../caches/regionCache.js";
+import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import type { RankedTargets, RegionRouting } from "../caches/regionRanking.js";
+import { DemotionTracker, ThompsonRanking } from "../caches/regionRanking.js";
+import { CosmosHeaders } from "../cosmos/headers.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import { isFinalResult } from "../cosmos/statusTables.js";
-import { isResendableBody } from "../hedging/cloneRequest.js";
-import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
+import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hedging/adaptiveThreshold.js";
+import { adaptiveThreshold, adaptiveThresholdDefaults, isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
+import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
+import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
 import { sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
+import type { HedgeLoadBudgetOptions } from "../hedging/loadBudget.js";
+import { LoadBudget, resolveLoadBudget } from "../hedging/loadBudget.js";
+import type { HedgingMetrics } from "../hedging/metrics.js";
+import { HedgingMetricsRecorder } from "../hedging/metrics.js";
 import type { RaceStrategy } from "../hedging/race.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
 import { raceTargets } from "../hedging/targets.js";
 import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
-import { describe } from "../caches/regionNames.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
 
@@ -35,6 +46,10 @@ export const crossRegionHedgingDefaults = {
   ppafThresholdStep: 500,
   /** The `@azure/cosmos` default `connectionPolicy.requestTimeout`. */
   requestTimeout: 60000,
+  /** Milliseconds a region that answered 429 without `x-ms-retry-after-ms` is kept out of hedges. */
+  throttleWithoutRetryAfterMs: 1000,
+  /** The longest `x-ms-retry-after-ms` honoured, in milliseconds; a larger value is treated as this. */
+  maxRetryAfterMs: 60_000,
 } as const;
 
 /** Options of the {@link crossRegionHedgingPolicy}. */
@@ -55,9 +70,12 @@ export interface CrossRegionHedgingPolicyOptions {
   /**
    * Milliseconds to wait for the primary before the first hedge. Default 500
    * when enabled explicitly; `min(1000, requestTimeout / 2)` when following
-   * the account's PPAF state.
+   * the account's PPAF state. `"adaptive"` (or an {@link AdaptiveThresholdOptions}
+   * object) learns it instead: the 95th percentile (`1 - maxExtraLoad`) of
+   * the recent healthy latency of the best region, per latency class,
+   * between a floor of 5 ms and a ceiling of the fixed default.
    */
-  threshold?: number;
+  threshold?: number | "adaptive" | AdaptiveThresholdOptions;
   /**
    * Milliseconds between later hedges, each to the next applicable region.
    * Default 100 when enabled explicitly; 500 when following PPAF.
@@ -82,21 +100,82 @@ export interface CrossRegionHedgingPolicyOptions {
   signer?: RequestSigner;
   /** Called with the diagnostics of every document request this policy considered. Errors it throws are logged and ignored. */
   onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
+  /**
+   * Bounds the extra load of hedging, whatever the threshold: over a
+   * ten-second window each request deposits `maxExtraLoad` and each hedge
+   * withdraws 1, on top of `minHedgesPerSecond`; at most `maxHedgesInFlight`
+   * hedges run at once. A request whose hedge the budget refuses runs
+   * unhedged, with `skipReason: "budgetExhausted"`. Default: on, with a
+   * share of 0.15 (or the adaptive threshold's `maxExtraLoad` when larger),
+   * 1 hedge a second and 100 in flight. `false` turns the budget off.
+   */
+  budget?: false | HedgeLoadBudgetOptions;
+  /**
+   * How reads choose their primary and hedge order (see {@link RegionRouting}):
+   * `"preferred"`, `"demotion"` or `"thompson"`. Default `"demotion"` with
+   * the adaptive threshold, `"preferred"` otherwise. Writes always keep
+   * their region and the preferred order.
+   */
+  routing?: RegionRouting;
 }
 
-interface ResolvedThresholds {
-  readonly thresholdMs: number;
-  readonly thresholdStepMs: number;
-  readonly thresholdSource: "options" | "ppafDefault" | "request";
+/** A {@link crossRegionHedgingPolicy}: a pipeline policy that also reports what it has done. */
+export interface CrossRegionHedgingPolicy extends PipelinePolicy {
+  /** A snapshot of the policy's counters, per-region latency percentiles, demotions and budget. */
+  metrics(): HedgingMetrics;
 }
 
-function validate(options: CrossRegionHedgingPolicyOptions): Required<Pick<CrossRegionHedgingPolicyOptions, "enabled" | "requestTimeout">> {
-  optionsObject("crossRegionHedgingPolicy options", options);
+/** How long to wait before hedging, fixed or learned per request. */
+type Timing =
+  | {
+      readonly kind: "fixed";
+      readonly thresholdMs: number;
+      readonly thresholdStepMs: number;
+      readonly thresholdSource: "options" | "ppafDefault" | "request";
+    }
+  | { readonly kind: "adaptive"; readonly thresholdStepMs: number; readonly settings: AdaptiveThresholdSettings };
+
+/** What the learning from a finished race needs to know about it. */
+interface RaceContext {
+  readonly latencyClass: LatencyClass | undefined;
+  readonly thresholdMs: number | undefined;
+}
+
+const routings: readonly RegionRouting[] = ["preferred", "demotion", "thompson"];
+const timeoutErrorCodes: ReadonlySet<string> = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "ECONNABORTED"]);
+
+interface ValidatedOptions {
+  readonly enabled: boolean | "followAccount";
+  readonly requestTimeout: number;
+  readonly adaptive: AdaptiveThresholdSettings | undefined;
+  readonly budget: LoadBudget | undefined;
+  readonly routing: RegionRouting;
+}
+
+function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
+  optionsObject("crossRegionHedgingPolicy options", options, [
+    "regions",
+    "enabled",
+    "threshold",
+    "thresholdStep",
+    "requestTimeout",
+    "enableMultiWriteRegionHedge",
+    "signer",
+    "onDiagnostics",
+    "budget",
+    "routing",
+  ]);
   const { enabled = true } = options;
   if (enabled !== true && enabled !== false && enabled !== "followAccount") {
     throw new TypeError(`enabled must be true, false or "followAccount"; got ${describe(enabled)}.`);
   }
-  if (options.threshold !== undefined) positiveMilliseconds("threshold", options.threshold);
+  const threshold = options.threshold;
+  if (typeof threshold === "number") positiveMilliseconds("threshold", threshold);
+  else if (threshold !== undefined && !isAdaptiveThreshold(threshold)) {
+    throw new RangeError(
+      `threshold must be a finite number of milliseconds above 0, "adaptive" or { mode: "adaptive", ... }; got ${describe(threshold)}.`,
+    );
+  }
   if (options.thresholdStep !== undefined) positiveMilliseconds("thresholdStep", options.thresholdStep);
   const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? crossRegionHedgingDefaults.requestTimeout);
   optionalBoolean("enableMultiWriteRegionHedge", options.enableMultiWriteRegionHedge);
@@ -105,7 +184,41 @@ function validate(options: CrossRegionHedgingPolicyOptions): Required<Pick<Cross
   if (options.regions !== undefined && !(options.regions instanceof RegionCache)) {
     throw new TypeError(`regions must be a RegionCache; got ${describe(options.regions)}.`);
   }
-  return { enabled, requestTimeout };
+  const fixedDefault =
+    enabled === "followAccount"
+      ? Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2)
+      : crossRegionHedgingDefaults.threshold;
+  const adaptive = threshold !== undefined && isAdaptiveThreshold(threshold) ? resolveAdaptiveThreshold(threshold, fixedDefault) : undefined;
+  const budget =
+    options.budget === false
+      ? undefined
+      : new LoadBudget(resolveLoadBudget(options.budget ?? {}, adaptive?.maxExtraLoad));
+  const routing = options.routing ?? (adaptive !== undefined ? "demotion" : "preferred");
+  if (!routings.includes(routing)) {
+    throw new TypeError(`routing must be "preferred", "demotion" or "thompson"; got ${describe(routing)}.`);
+  }
+  return { enabled, requestTimeout, adaptive, budget, routing };
+}
+
+/** A response the service answered in full: a success, or a plain not-found. */
+function answered(arm: HedgeArmDiagnostics): boolean {
+  return arm.status !== undefined && (arm.status < 400 || (arm.status === 404 && arm.subStatus === undefined));
+}
+
+function timedOut(arm: HedgeArmDiagnostics): boolean {
+  if (arm.status === 408) return true;
+  const error = arm.error;
+  return error !== undefined && (error.name === "TimeoutError" || (error.code !== undefined && timeoutErrorCodes.has(error.code)));
+}
+
+/** Whether a read continues a feed, whose later pages must not be moved to another region by the ranking. */
+function continuesFeed(request: PipelineRequest, operation: OperationKind): boolean {
+  if (request.headers.has(CosmosHeaders.continuation)) return true;
+  return (operation === "changeFeed" || operation === "readFeed") && request.headers.has(CosmosHeaders.ifNoneMatch);
+}
+
+function sameRegion(a: RegionEndpoint, b: RegionEndpoint | undefined): boolean {
+  return b !== undefined && normalizeRegionName(a.name) === normalizeRegionName(b.name);
 }
 
 /**
@@ -117,70 +230,228 @@ function validate(options: CrossRegionHedgingPolicyOptions): Required<Pick<Cross
  * the primary's outcome is returned, so the SDK's retry policy reasons about
  * the region it addressed. Writes are hedged only on multi-write accounts with
  * `enableMultiWriteRegionHedge`.
+ *
+ * Every arm's latency feeds per-region windows, from which an adaptive
+ * threshold can be learned (`threshold: "adaptive"`); a budget bounds the
+ * extra load; regions answering 429 are not hedged into until their
+ * retry-after has passed; and reads can be routed away from a region that
+ * keeps losing to its hedges (`routing`). `metrics()` reports all of it.
+ *
+ * On a core-client pipeline, add it after the Retry phase
+ * (`pipeline.addPolicy(policy, { afterPhase: "Retry" })`): each arm then goes
+ * out once, the retry policy retries the whole race, and the Sign phase signs
+ * every arm.
  */
-export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOptions = {}): PipelinePolicy {
-  const { enabled, requestTimeout } = validate(options);
+export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOptions = {}): CrossRegionHedgingPolicy {
+  const { enabled, requestTimeout, adaptive, budget, routing } = validate(options);
   const regions = options.regions ?? new RegionCache();
-  const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics };
+  const windows = new LatencyWindows();
+  const recorder = new HedgingMetricsRecorder();
+  const demotions = routing === "demotion" ? new DemotionTracker(regions) : undefined;
+  const thompson = routing === "thompson" ? new ThompsonRanking() : undefined;
+  /** Until when (on the `performance.now()` clock) each region, by normalized name, answers 429. */
+  const throttledUntil = new Map<string, number>();
+  const fixedThreshold = typeof options.threshold === "number" ? options.threshold : undefined;
 
-  const thresholdsFor = (
-    topology: AccountTopology | undefined,
-    override: RequestHedgingControls["hedging"],
-  ): ResolvedThresholds | HedgeSkipReason => {
+  /** The timing of the policy's mode: explicit, following the account's PPAF state, or off. */
+  const modeTiming = (topology: AccountTopology | undefined): Timing | HedgeSkipReason => {
+    if (enabled === false) return "disabled";
+    const ppaf = enabled === "followAccount";
+    if (ppaf && !topology?.perPartitionFailover) return "disabled";
+    const thresholdStepMs =
+      options.thresholdStep ?? (ppaf ? crossRegionHedgingDefaults.ppafThresholdStep : crossRegionHedgingDefaults.thresholdStep);
+    if (adaptive !== undefined) return { kind: "adaptive", thresholdStepMs, settings: adaptive };
+    if (fixedThreshold !== undefined) return { kind: "fixed", thresholdMs: fixedThreshold, thresholdStepMs, thresholdSource: "options" };
+    return ppaf
+      ? {
+          kind: "fixed",
+          thresholdMs: Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2),
+          thresholdStepMs,
+          thresholdSource: "ppafDefault",
+        }
+      : { kind: "fixed", thresholdMs: crossRegionHedgingDefaults.threshold, thresholdStepMs, thresholdSource: "options" };
+  };
+
+  const timingFor = (topology: AccountTopology | undefined, override: RequestHedgingControls["hedging"]): Timing | HedgeSkipReason => {
     if (override === false) return "disabled";
     if (topology?.crossRegionalHedgingDisabled) return "accountSwitch";
-    if (override !== undefined) {
-      return {
-        thresholdMs: override.threshold ?? options.threshold ?? crossRegionHedgingDefaults.threshold,
-        thresholdStepMs: override.thresholdStep ?? options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
-        thresholdSource: "request",
-      };
-    }
-    if (enabled === false) return "disabled";
-    if (enabled === true) {
-      return {
-        thresholdMs: options.threshold ?? crossRegionHedgingDefaults.threshold,
-        thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
-        thresholdSource: "options",
-      };
-    }
-    if (!topology?.perPartitionFailover) return "disabled";
-    return {
-      thresholdMs: options.threshold ?? Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2),
-      thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.ppafThresholdStep,
-      thresholdSource: options.threshold === undefined ? "ppafDefault" : "options",
-    };
+    const timing = modeTiming(topology);
+    // A request's own settings tune hedging that is on, field by field; they never turn it on.
+    if (typeof timing === "string" || override === undefined) return timing;
+    const thresholdStepMs = override.thresholdStep ?? timing.thresholdStepMs;
+    if (override.threshold === undefined) return { ...timing, thresholdStepMs };
+    return { kind: "fixed", thresholdMs: override.threshold, thresholdStepMs, thresholdSource: "request" };
   };
 
   const writeHedgingAllowed = (topology: AccountTopology | undefined): boolean =>
     options.enableMultiWriteRegionHedge === true && topology?.multipleWriteLocations === true;
 
+  const throttledForMs = (region: string): number => {
+    const key = normalizeRegionName(region);
+    const until = throttledUntil.get(key);
+    if (until === undefined) return 0;
+    const left = until - performance.now();
+    if (left > 0) return left;
+    throttledUntil.delete(key);
+    return 0;
+  };
+
+  const noteThrottling = (request: PipelineRequest, response: PipelineResponse): void => {
+    if (response.status !== 429) return;
+    const region = regions.regionOf(request.url);
+    if (region === undefined) return;
+    const header = Number.parseFloat(response.headers.get(CosmosHeaders.retryAfterMs) ?? "");
+    const waitMs = Number.isFinite(header) && header >= 0 ? Math.min(header, crossRegionHedgingDefaults.maxRetryAfterMs) : crossRegionHedgingDefaults.throttleWithoutRetryAfterMs;
+    throttledUntil.set(normalizeRegionName(region.name), performance.now() + waitMs);
+  };
+
+  /** The healthy latency a demoted region must match to be restored: the best baseline, or the threshold without one. */
+  const restoreWithinMs = (latencyClass: LatencyClass | undefined, thresholdMs: number | undefined): number => {
+    const settings = adaptive ?? { quantile: 1 - adaptiveThresholdDefaults.maxExtraLoad, floor: adaptiveThresholdDefaults.floor, minSamples: adaptiveThresholdDefaults.minSamples };
+    let best: number | undefined;
+    if (latencyClass !== undefined) {
+      for (const region of regions.applicableRegions("read")) {
+        const baseline = windows.baseline(region.name, latencyClass, settings.quantile, settings.minSamples);
+        if (baseline !== undefined && (best === undefined || baseline < best)) best = baseline;
+      }
+    }
+    if (best !== undefined) return Math.max(settings.floor, best);
+    return thresholdMs ?? 0;
+  };
+
+  /** Learns from a finished request: metrics, latency windows, Thompson posteriors and demotion streaks. */
+  const learn = (diagnostics: HedgeDiagnostics, context: RaceContext): void => {
+    recorder.record(diagnostics);
+    const { latencyClass } = context;
+    const primaryArm = diagnostics.arms[0];
+    if (latencyClass === undefined || primaryArm === undefined) return;
+    const winner = diagnostics.arms.find((arm) => arm.outcome === "returned" && answered(arm));
+    const callerAborted = diagnostics.terminalState === "aborted";
+    // A refused hedge leaves the arms still running unraced: their answers are no healthy baseline,
+    // and letting them in would raise the threshold of the very region that needs hedging.
+    const answerKind: "baseline" | "tail" = diagnostics.skipReason === "budgetExhausted" ? "tail" : "baseline";
+    for (const arm of diagnostics.arms) {
+      const duration = arm.durationMs;
+      if (duration === undefined) continue;
+      if (answered(arm)) {
+        windows.record(arm.region, latencyClass, duration, answerKind);
+        thompson?.observe(arm.region, latencyClass, duration);
+      } else if (timedOut(arm)) {
+        windows.record(arm.region, latencyClass, duration, "tail");
+        thompson?.observeCensored(arm.region, latencyClass, duration);
+      } else if (arm.outcome === "aborted") {
+        // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
+        const informative = callerAborted
+          ? context.thresholdMs !== undefined && duration >= context.thresholdMs
+          : winner?.durationMs !== undefined && duration >= winner.durationMs;
+        if (informative) windows.record(arm.region, latencyClass, duration, "tail");
+        if (informative || !callerAborted) thompson?.observeCensored(arm.region, latencyClass, duration);
+      }
+    }
+    if (demotions === undefined) return;
+    if (diagnostics.terminalState === "hedgeWon" && diagnostics.winningRegion !== undefined) {
+      demotions.observe({ primary: primaryArm.region, hedgeWinner: diagnostics.winningRegion });
+    } else if (diagnostics.terminalState === "primaryWon" && primaryArm.durationMs !== undefined) {
+      demotions.observe({ primary: primaryArm.region, primaryWonInMs: primaryArm.durationMs }, () =>
+        restoreWithinMs(latencyClass, context.thresholdMs),
+      );
+    }
+  };
+
+  const sinkFor = (context: RaceContext): DiagnosticsSink => ({
+    logger,
+    onDiagnostics: (diagnostics) => {
+      learn(diagnostics, context);
+      options.onDiagnostics?.(diagnostics);
+    },
+  });
+
+  const rank = (
+    request: PipelineRequest,
+    operation: OperationKind,
+    addressed: RegionEndpoint,
+    candidates: readonly RegionEndpoint[],
+    latencyClass: LatencyClass | undefined,
+    controls: RequestHedgingControls,
+  ): RankedTargets => {
+    if (demotions !== undefined) {
+      const ranked = demotions.route(addressed, candidates);
+      return ranked.reason === "demoted" && continuesFeed(request, operation) ? { targets: candidates } : ranked;
+    }
+    if (thompson === undefined || latencyClass === undefined) return { targets: candidates };
+    const usualFirst = regions.applicableRegions("read", controls.excludedRegions)[0];
+    // A read the SDK sent anywhere but its usual first region is its own failover or retry, and a feed's later page stays put: only the hedges are reordered.
+    if (!sameRegion(addressed, usualFirst) || continuesFeed(request, operation)) {
+      return { targets: [addressed, ...thompson.order(candidates.slice(1), latencyClass)], reason: "thompson" };
+    }
+    return { targets: thompson.order(candidates, latencyClass), reason: "thompson" };
+  };
+
   async function sendDocumentRequest(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
+    budget?.deposit();
+    const observingNext: SendRequest = async (arm) => {
+      const response = await next(arm);
+      noteThrottling(arm, response);
+      return response;
+    };
     const topology = regions.topology;
-    const primary = regions.regionOf(request.url);
+    const addressed = regions.regionOf(request.url);
+    const latencyClass = latencyClassOf(operation);
     const controls = requestControlsOf(request);
     const header: DiagnosticsHeader = {
       policy: "crossRegion",
       operation,
-      ...(primary ? { primaryRegion: primary.name } : {}),
+      ...(addressed ? { primaryRegion: addressed.name } : {}),
       ...(controls.routing !== undefined ? { routing: controls.routing } : {}),
     };
-    const thresholds = thresholdsFor(topology, controls.hedging);
-    if (typeof thresholds === "string") return sendSkipped(request, next, header, thresholds, sink);
-    const withThresholds: DiagnosticsHeader = { ...header, ...thresholds };
+    const timing = timingFor(topology, controls.hedging);
+    const skip = (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> =>
+      sendSkipped(request, observingNext, skipHeader, reason, sinkFor({ latencyClass, thresholdMs: undefined }));
+    if (typeof timing === "string") return skip(header, timing);
+    const withTiming: DiagnosticsHeader =
+      timing.kind === "fixed"
+        ? { ...header, thresholdMs: timing.thresholdMs, thresholdStepMs: timing.thresholdStepMs, thresholdSource: timing.thresholdSource }
+        : { ...header, thresholdStepMs: timing.thresholdStepMs, thresholdSource: "adaptive" };
     const isWrite = documentWriteKinds.has(operation);
-    if (isWrite && !writeHedgingAllowed(topology)) return sendSkipped(request, next, withThresholds, "notEligible", sink);
-    if (!isResendableBody(request)) return sendSkipped(request, next, withThresholds, "streamBody", sink);
-    if (controls.region !== undefined) return sendSkipped(request, next, withThresholds, "pinnedRegion", sink);
-    if (primary === undefined) return sendSkipped(request, next, withThresholds, "unknownRegion", sink);
-    const targets = raceTargets(regions, primary, isWrite ? "write" : "read", request.url, controls.excludedRegions);
-    if (targets.length < 2) return sendSkipped(request, next, withThresholds, "singleRegion", sink);
+    if (isWrite && !writeHedgingAllowed(topology)) return skip(withTiming, "notEligible");
+    if (!isResendableBody(request)) return skip(withTiming, "streamBody");
+    if (controls.region !== undefined) return skip(withTiming, "pinnedRegion");
+    if (addressed === undefined) return skip(withTiming, "unknownRegion");
+    const candidates = raceTargets(regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions);
+    if (candidates.length < 2) return skip(withTiming, "singleRegion");
+    const unthrottled = [addressed, ...candidates.slice(1).filter((region) => throttledForMs(region.name) === 0)];
+    if (unthrottled.length < 2) return skip(withTiming, "regionThrottled");
+    const ranked = isWrite ? { targets: unthrottled } : rank(request, operation, addressed, unthrottled, latencyClass, controls);
+    const { targets } = ranked;
+    const primary = targets[0] ?? addressed;
+    if (!sameRegion(primary, addressed)) {
+      logger.verbose(`Sending a ${operation} to ${primary.name} instead of ${addressed.name} (${ranked.reason ?? "ranking"}).`);
+      request.url = retarget(request.url, primary);
+    }
+    const rankedPrimary = ranked.reason !== undefined && ranked.reason !== "probe" && !sameRegion(primary, addressed) ? primary.name : undefined;
+    const estimate =
+      timing.kind === "adaptive"
+        ? adaptiveThreshold(windows, timing.settings, latencyClass, {
+            regions: targets.map((region) => region.name),
+            ...(rankedPrimary !== undefined ? { rankedPrimary } : {}),
+          })
+        : undefined;
+    const thresholdMs = estimate?.thresholdMs ?? (timing.kind === "fixed" ? timing.thresholdMs : 0);
+    const raceHeader: DiagnosticsHeader & Pick<HedgeDiagnostics, "thresholdRegion" | "ranking"> = {
+      ...withTiming,
+      primaryRegion: primary.name,
+      thresholdMs,
+      ...(estimate !== undefined ? { thresholdSource: estimate.source } : {}),
+      ...(estimate?.region !== undefined ? { thresholdRegion: estimate.region } : {}),
+      ...(ranked.reason !== undefined ? { ranking: { reason: ranked.reason, addressedRegion: addressed.name } } : {}),
+    };
     const strategy: RaceStrategy = {
-      delayBefore: (index) => (index === 1 ? thresholds.thresholdMs : thresholds.thresholdStepMs),
+      delayBefore: (index) => (index === 1 ? thresholdMs : timing.thresholdStepMs),
       judge: (arm) => (isFinalResult(arm.result) ? "win" : "next"),
       earlyLaunchReason: "transientResult",
+      ...(budget !== undefined ? { admit: () => budget.tryWithdraw(), release: () => budget.release() } : {}),
     };
-    return sendHedged(request, next, withThresholds, { targets, strategy, signer: options.signer }, sink);
+    return sendHedged(request, observingNext, raceHeader, { targets, strategy, signer: options.signer }, sinkFor({ latencyClass, thresholdMs }));
   }
 
   return {
@@ -193,5 +464,6 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);
       return sendDocumentRequest(request, next, operation);
     },
+    metrics: () => recorder.snapshot(windows, regions, budget, throttledForMs),
   };
 }

@@ -451,17 +451,33 @@ describe("crossRegionHedgingPolicy", () => {
       assert.equal(diagnostics.thresholdSource, "request");
     });
 
-    it("a hedging override hedges a request even when the policy is disabled", async () => {
+    it("a hedging override tunes hedging but never turns it on", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), enabled: false });
       const request = pointRead(eastUs, signal());
       setRequestControls(request, { hedging: { threshold: 20, thresholdStep: 20 } });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
-      await armsSentFor(pipeline, request);
+      const response = await armsSentFor(pipeline, request);
       assert.deepEqual(
         transport.received.map((record) => record.receivedAt),
-        [0, 20, 40],
+        [0],
       );
+      assert.equal(getHedgeDiagnostics(response)?.skipReason, "disabled");
+    });
+
+    it("a hedging override replaces only the fields it sets, over the PPAF defaults", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith({ ...threeRegions, perPartitionFailover: true }), enabled: "followAccount" });
+      const request = pointRead(eastUs, signal());
+      setRequestControls(request, { hedging: { thresholdStep: 50 } });
+      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      const response = await armsSentFor(pipeline, request);
+      assert.deepEqual(
+        transport.received.map((record) => record.receivedAt),
+        [0, 1000, 1050],
+      );
+      const diagnostics = getHedgeDiagnostics(response);
+      assert.equal(diagnostics?.thresholdMs, 1000);
+      assert.equal(diagnostics?.thresholdStepMs, 50);
+      assert.equal(diagnostics?.thresholdSource, "ppafDefault");
     });
 
     it("excludedRegions keeps hedges away from the excluded region", async () => {

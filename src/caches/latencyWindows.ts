@@ -1,0 +1,271 @@
+import { DDSketch } from "@datadog/sketches-js";
+import type { OperationKind } from "../cosmos/operationKind.js";
+import { positiveMilliseconds, wholeNumber } from "../hedging/validation.js";
+
+/**
+ * The operation classes whose latencies are kept apart: a point read and a
+ * cross-partition query of the same region differ by an order of magnitude,
+ * so one window over both would fit neither.
+ */
+export type LatencyClass = "pointRead" | "query" | "otherRead";
+
+/** Every {@link LatencyClass}, in a fixed order. */
+export const latencyClasses: readonly LatencyClass[] = ["pointRead", "query", "otherRead"];
+
+/** The latency class of a document read, or `undefined` for anything else (writes are not learned from). */
+export function latencyClassOf(operation: OperationKind): LatencyClass | undefined {
+  switch (operation) {
+    case "pointRead":
+      return "pointRead";
+    case "query":
+      return "query";
+    case "queryPlan":
+    case "readFeed":
+    case "changeFeed":
+      return "otherRead";
+    default:
+      return undefined;
+  }
+}
+
+/** The shape of a {@link LatencyWindows} when none is given. */
+export const latencyWindowDefaults = {
+  /** Milliseconds each bucket covers. */
+  bucketMs: 10_000,
+  /** Buckets per window: the window covers the last 20 to 30 seconds. */
+  buckets: 3,
+  /**
+   * Milliseconds a merged view of a window is reused before it is merged
+   * again; a view is merged sooner while the window is young (under a
+   * hundred latencies) or the latencies recorded since add more than a
+   * tenth to what it holds, so that a young window is usable after its
+   * first few requests rather than a second later.
+   */
+  refreshMs: 1_000,
+  /**
+   * The sketches' relative accuracy: 2 % of 5 ms is 0.1 ms, far finer than
+   * any threshold needs, and it keeps a sketch spanning 1 ms to 1 s at about
+   * 3 KB.
+   */
+  relativeAccuracy: 0.02,
+} as const;
+
+/** Options of a {@link LatencyWindows}. */
+export interface LatencyWindowsOptions {
+  /** Milliseconds each bucket covers. Default 10000. */
+  bucketMs?: number;
+  /** Buckets per window. Default 3. */
+  buckets?: number;
+  /** Milliseconds a merged view of a window is reused. Default 1000. */
+  refreshMs?: number;
+}
+
+/** Percentiles of a window, in milliseconds. */
+export interface LatencySummary {
+  /** How many latencies the window holds. */
+  samples: number;
+  /** The median. */
+  p50: number;
+  /** The 95th percentile. */
+  p95: number;
+  /** The 99th percentile. */
+  p99: number;
+}
+
+/**
+ * What a latency says about its region: `baseline`, an answer the region
+ * gave in a fair race, part of its healthy baseline; `tail`, part of what
+ * the region's latency looks like but not of that baseline: the running
+ * time of an arm cancelled or timed out (a lower bound of its latency), or
+ * an answer that came last only because no hedge was allowed to race it.
+ */
+export type LatencyObservation = "baseline" | "tail";
+
+/** Below this many latencies a window is young: every new one refreshes its view, a merge of a few hundred bins at most. */
+const youngWindow = 100;
+
+interface Bucket {
+  readonly epoch: number;
+  baseline?: DDSketch;
+  tail?: DDSketch;
+}
+
+interface MergedView {
+  readonly at: number;
+  readonly epoch: number;
+  /** How many latencies the buckets held when the view was merged. */
+  readonly held: number;
+  readonly baseline: DDSketch | undefined;
+  /** Baseline and tail together. */
+  readonly observed: DDSketch | undefined;
+}
+
+function newSketch(): DDSketch {
+  return new DDSketch({ relativeAccuracy: latencyWindowDefaults.relativeAccuracy });
+}
+
+function mergeInto(target: DDSketch | undefined, source: DDSketch | undefined): DDSketch | undefined {
+  if (source === undefined || source.count === 0) return target;
+  const merged = target ?? newSketch();
+  merged.merge(source);
+  return merged;
+}
+
+/** One region and class: its buckets, newest last, and the last merged view of them. */
+class Window {
+  private buckets: Bucket[] = [];
+  private view: MergedView | undefined;
+  private recordedSinceView = 0;
+
+  constructor(private readonly settings: Required<LatencyWindowsOptions>) {}
+
+  record(epoch: number, latencyMs: number, observation: LatencyObservation): void {
+    this.dropStale(epoch);
+    let bucket = this.buckets[this.buckets.length - 1];
+    if (bucket === undefined || bucket.epoch !== epoch) {
+      bucket = { epoch };
+      this.buckets.push(bucket);
+    }
+    const sketch = observation === "baseline" ? (bucket.baseline ??= newSketch()) : (bucket.tail ??= newSketch());
+    sketch.accept(latencyMs);
+    this.recordedSinceView += 1;
+  }
+
+  merged(now: number, epoch: number): MergedView {
+    const view = this.view;
+    if (
+      view !== undefined &&
+      view.epoch === epoch &&
+      now - view.at < this.settings.refreshMs &&
+      (this.recordedSinceView === 0 || (view.held >= youngWindow && this.recordedSinceView * 10 <= view.held))
+    ) {
+      return view;
+    }
+    this.dropStale(epoch);
+    let baseline: DDSketch | undefined;
+    let tail: DDSketch | undefined;
+    for (const bucket of this.buckets) {
+      baseline = mergeInto(baseline, bucket.baseline);
+      tail = mergeInto(tail, bucket.tail);
+    }
+    const observed = tail === undefined ? baseline : mergeInto(mergeInto(undefined, baseline), tail);
+    this.view = { at: now, epoch, held: observed?.count ?? 0, baseline, observed };
+    this.recordedSinceView = 0;
+    return this.view;
+  }
+
+  isEmpty(epoch: number): boolean {
+    this.dropStale(epoch);
+    return this.buckets.length === 0;
+  }
+
+  private dropStale(epoch: number): void {
+    const oldest = epoch - this.settings.buckets + 1;
+    while (this.buckets.length > 0 && (this.buckets[0]?.epoch ?? oldest) < oldest) this.buckets.shift();
+  }
+}
+
+/** A sketch's quantile, kept within the values it saw: a bin's representative value may lie a little beyond them. */
+function quantileOf(sketch: DDSketch, quantile: number): number {
+  return Math.min(Math.max(sketch.getValueAtQuantile(quantile), sketch.min), sketch.max);
+}
+
+function summarize(sketch: DDSketch | undefined): LatencySummary | undefined {
+  if (sketch === undefined || sketch.count === 0) return undefined;
+  return {
+    samples: sketch.count,
+    p50: quantileOf(sketch, 0.5),
+    p95: quantileOf(sketch, 0.95),
+    p99: quantileOf(sketch, 0.99),
+  };
+}
+
+/**
+ * Sliding-window latency records per region and {@link LatencyClass}, each a
+ * few DDSketches (`@datadog/sketches-js`: mergeable, with a bounded relative
+ * error, about 1 to 3 KB each): a window is a few buckets of ten seconds,
+ * rotated lazily when it is touched, so no timer runs. Recording costs O(1);
+ * a query merges the buckets at most once per `refreshMs` (sooner while the
+ * window is young or grows fast) and reuses the merged view in between.
+ *
+ * Two kinds of latency are kept apart (see {@link LatencyObservation}). The
+ * *baseline* ones, answers given in a fair race, form the healthy baseline
+ * the adaptive threshold reads. The *tail* ones (lower bounds from arms
+ * cancelled or timed out while still running, answers no hedge was allowed
+ * to race) belong in what the region's latency looks like, the percentiles
+ * of {@link LatencyWindows.summary}, but never in the baseline, where a slow
+ * region's own tail would drag its threshold up.
+ */
+export class LatencyWindows {
+  private readonly windows = new Map<string, Map<LatencyClass, Window>>();
+  private readonly settings: Required<LatencyWindowsOptions>;
+
+  constructor(options: LatencyWindowsOptions = {}) {
+    this.settings = {
+      bucketMs: positiveMilliseconds("bucketMs", options.bucketMs ?? latencyWindowDefaults.bucketMs),
+      buckets: wholeNumber("buckets", options.buckets ?? latencyWindowDefaults.buckets, 1),
+      refreshMs: positiveMilliseconds("refreshMs", options.refreshMs ?? latencyWindowDefaults.refreshMs),
+    };
+  }
+
+  /** Records one latency of a region. Negative or non-finite latencies are ignored. */
+  record(region: string, latencyClass: LatencyClass, latencyMs: number, observation: LatencyObservation): void {
+    if (!Number.isFinite(latencyMs) || latencyMs < 0) return;
+    let byClass = this.windows.get(region);
+    if (byClass === undefined) {
+      byClass = new Map();
+      this.windows.set(region, byClass);
+    }
+    let window = byClass.get(latencyClass);
+    if (window === undefined) {
+      window = new Window(this.settings);
+      byClass.set(latencyClass, window);
+    }
+    window.record(this.epochOf(performance.now()), latencyMs, observation);
+  }
+
+  /**
+   * The `quantile` of a region's baseline latencies, or `undefined` while
+   * the window holds fewer than `minSamples` of them.
+   */
+  baseline(region: string, latencyClass: LatencyClass, quantile: number, minSamples: number): number | undefined {
+    const baseline = this.view(region, latencyClass)?.baseline;
+    if (baseline === undefined || baseline.count < minSamples) return undefined;
+    return quantileOf(baseline, quantile);
+  }
+
+  /**
+   * Percentiles of everything the window knows of a region's latency,
+   * baseline and tail, for one class or (without `latencyClass`) for
+   * all classes together; `undefined` when the window is empty.
+   */
+  summary(region: string, latencyClass?: LatencyClass): LatencySummary | undefined {
+    if (latencyClass !== undefined) return summarize(this.view(region, latencyClass)?.observed);
+    let all: DDSketch | undefined;
+    for (const each of latencyClasses) all = mergeInto(all, this.view(region, each)?.observed);
+    return summarize(all);
+  }
+
+  /** The regions with at least one latency in their windows. */
+  regions(): string[] {
+    const epoch = this.epochOf(performance.now());
+    const names: string[] = [];
+    for (const [region, byClass] of this.windows) {
+      for (const [latencyClass, window] of byClass) if (window.isEmpty(epoch)) byClass.delete(latencyClass);
+      if (byClass.size === 0) this.windows.delete(region);
+      else names.push(region);
+    }
+    return names;
+  }
+
+  private view(region: string, latencyClass: LatencyClass): MergedView | undefined {
+    const window = this.windows.get(region)?.get(latencyClass);
+    if (window === undefined) return undefined;
+    const now = performance.now();
+    return window.merged(now, this.epochOf(now));
+  }
+
+  private epochOf(now: number): number {
+    return Math.floor(now / this.settings.bucketMs);
+  }
+}

@@ -1,0 +1,137 @@
+import type { LatencyClass, LatencySummary, LatencyWindows } from "../caches/latencyWindows.js";
+import { latencyClasses } from "../caches/latencyWindows.js";
+import type { RegionCache } from "../caches/regionCache.js";
+import { normalizeRegionName } from "../caches/regionNames.js";
+import type { HedgeDiagnostics } from "./diagnostics.js";
+import type { LoadBudget } from "./loadBudget.js";
+
+/** What one region did for a `crossRegionHedgingPolicy`. Counters run from the policy's creation; latencies cover the last 20 to 30 seconds. */
+export interface RegionHedgingMetrics {
+  /** The region's name. */
+  region: string;
+  /** Requests whose primary arm went to the region, hedged or not. */
+  requests: number;
+  /** Hedge arms sent to the region. */
+  hedgesFired: number;
+  /** Hedge arms of the region whose outcome was returned. */
+  hedgesWon: number;
+  /** Request units charged for the region's arms whose outcome was not returned. */
+  losingRequestCharge: number;
+  /**
+   * Percentiles of the region's recent read latencies (every read class
+   * together): answers, and arms cancelled or timed out after running
+   * longer than the answer that beat them, at the time they had run (a
+   * lower bound). `undefined` when the window is empty.
+   */
+  latency?: LatencySummary;
+  /** The same percentiles per read class. */
+  latencyByClass: Partial<Record<LatencyClass, LatencySummary>>;
+  /** Set while the region is demoted: the region reads go to first instead. */
+  demotedInFavourOf?: string;
+  /** Milliseconds until the region may be hedged into again, while it answers 429. */
+  throttledForMs?: number;
+}
+
+/** A snapshot of what a `crossRegionHedgingPolicy` has done, from `metrics()` on the policy or on the hedging client. */
+export interface HedgingMetrics {
+  /** Document requests the policy handled, hedged or not. */
+  requests: number;
+  /** Hedge arms sent. */
+  hedgesFired: number;
+  /** Requests whose returned outcome came from a hedge. */
+  hedgesWon: number;
+  /** Requests that launched fewer hedges than planned because the hedge budget was spent (`skipReason: "budgetExhausted"`). */
+  budgetExhausted: number;
+  /** Request units charged for arms whose outcome was not returned: what hedging cost. */
+  losingRequestCharge: number;
+  /** The hedge budget now; absent when the policy has none (`budget: false`). */
+  budget?: {
+    /** How many more hedges the balance covers. */
+    balance: number;
+    /** Hedges in flight. */
+    hedgesInFlight: number;
+  };
+  /** Per region, in the order the regions were first seen. */
+  regions: RegionHedgingMetrics[];
+}
+
+interface RegionCounters {
+  region: string;
+  requests: number;
+  hedgesFired: number;
+  hedgesWon: number;
+  losingRequestCharge: number;
+}
+
+/** The counters behind {@link HedgingMetrics}, fed with every diagnostics record of a policy. */
+export class HedgingMetricsRecorder {
+  private requests = 0;
+  private hedgesFired = 0;
+  private hedgesWon = 0;
+  private budgetExhausted = 0;
+  private losingRequestCharge = 0;
+  private readonly regions = new Map<string, RegionCounters>();
+
+  /** Counts one request. */
+  record(diagnostics: HedgeDiagnostics): void {
+    this.requests += 1;
+    if (diagnostics.skipReason === "budgetExhausted") this.budgetExhausted += 1;
+    if (diagnostics.hedgeWon) this.hedgesWon += 1;
+    const primary = diagnostics.arms[0]?.region ?? diagnostics.primaryRegion;
+    if (primary !== undefined) this.counters(primary).requests += 1;
+    diagnostics.arms.forEach((arm, index) => {
+      const counters = this.counters(arm.region);
+      if (index > 0) {
+        this.hedgesFired += 1;
+        counters.hedgesFired += 1;
+        if (arm.outcome === "returned" && diagnostics.hedgeWon) counters.hedgesWon += 1;
+      }
+      if (arm.outcome !== "returned" && arm.requestCharge !== undefined) {
+        this.losingRequestCharge += arm.requestCharge;
+        counters.losingRequestCharge += arm.requestCharge;
+      }
+    });
+  }
+
+  /** The snapshot: these counters with the latency windows, the demotions and throttling of the regions, and the budget. */
+  snapshot(windows: LatencyWindows, regionCache: RegionCache, budget: LoadBudget | undefined, throttledForMs: (region: string) => number): HedgingMetrics {
+    for (const region of windows.regions()) this.counters(region);
+    const regions = [...this.regions.values()].map((counters): RegionHedgingMetrics => {
+      const key = normalizeRegionName(counters.region);
+      const latencyByClass: Partial<Record<LatencyClass, LatencySummary>> = {};
+      for (const latencyClass of latencyClasses) {
+        const summary = windows.summary(counters.region, latencyClass);
+        if (summary !== undefined) latencyByClass[latencyClass] = summary;
+      }
+      const latency = windows.summary(counters.region);
+      const demotion = regionCache.demotedRegions.find((entry) => normalizeRegionName(entry.region) === key);
+      const throttled = throttledForMs(counters.region);
+      return {
+        ...counters,
+        ...(latency !== undefined ? { latency } : {}),
+        latencyByClass,
+        ...(demotion !== undefined ? { demotedInFavourOf: demotion.inFavourOf } : {}),
+        ...(throttled > 0 ? { throttledForMs: throttled } : {}),
+      };
+    });
+    return {
+      requests: this.requests,
+      hedgesFired: this.hedgesFired,
+      hedgesWon: this.hedgesWon,
+      budgetExhausted: this.budgetExhausted,
+      losingRequestCharge: this.losingRequestCharge,
+      ...(budget !== undefined ? { budget: { balance: budget.balance, hedgesInFlight: budget.hedgesInFlight } } : {}),
+      regions,
+    };
+  }
+
+  private counters(region: string): RegionCounters {
+    const key = normalizeRegionName(region);
+    let counters = this.regions.get(key);
+    if (counters === undefined) {
+      counters = { region, requests: 0, hedgesFired: 0, hedgesWon: 0, losingRequestCharge: 0 };
+      this.regions.set(key, counters);
+    }
+    return counters;
+  }
+}

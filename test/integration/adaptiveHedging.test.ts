@@ -1,0 +1,167 @@
+import assert from "node:assert/strict";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Container, CosmosClient } from "@azure/cosmos";
+import type { HedgingHttpClient, HedgingOptions } from "../../src/client/hedgingHttpClient.js";
+import { withHedging } from "../../src/client/withHedging.js";
+import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { startEmulator } from "../emulator/index.js";
+import type { Emulator } from "../emulator/index.js";
+import { createTestClient, seedContainer } from "../support/cosmos.js";
+
+const items = Array.from({ length: 10 }, (_, i) => ({ id: `item-${i}`, pk: `pk-${i % 3}`, value: i }));
+const farMs = 30;
+
+describe("adaptive hedging through the real CosmosClient", function () {
+  let emulator: Emulator;
+  let client: CosmosClient | undefined;
+
+  before(async function () {
+    emulator = await startEmulator({
+      regions: [{ name: "East US" }, { name: "West US", latencyMs: farMs }, { name: "North Europe", latencyMs: farMs }],
+    });
+    const seeder = createTestClient(emulator);
+    await seedContainer(seeder, { database: "db", container: "items", items });
+    seeder.dispose();
+  });
+
+  after(async function () {
+    await emulator.close();
+  });
+
+  afterEach(function () {
+    client?.dispose();
+    client = undefined;
+    emulator.clearFaults();
+    emulator.resetCounters();
+  });
+
+  /** A client preferring East, then West, then North Europe, with these hedging options; and its hedging HttpClient. */
+  function connect(hedging: HedgingOptions): { container: Container; hedgingClient: HedgingHttpClient } {
+    const options = withHedging(
+      { endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { preferredLocations: ["East US", "West US", "North Europe"] } },
+      hedging,
+    );
+    client = createTestClient(emulator, options);
+    return { container: client.database("db").container("items"), hedgingClient: options.httpClient as HedgingHttpClient };
+  }
+
+  async function read(container: Container, index: number): Promise<{ diagnostics: HedgeDiagnostics; ms: number }> {
+    const item = items[index % items.length]!;
+    const started = performance.now();
+    const response = await container.item(item.id, item.pk).read();
+    const ms = performance.now() - started;
+    assert.equal(response.statusCode, 200);
+    const diagnostics = getHedgeDiagnostics(response.headers);
+    assert.ok(diagnostics !== undefined, "diagnostics are in response.headers");
+    return { diagnostics, ms };
+  }
+
+  it("learns a threshold from East's reads, hedges a straggler after it, and reports it in metrics()", async function () {
+    const { container, hedgingClient } = connect({ crossRegion: { threshold: "adaptive" } });
+    let last: HedgeDiagnostics | undefined;
+    for (let i = 0; i < 25; i++) last = (await read(container, i)).diagnostics;
+    assert.equal(last?.thresholdSource, "adaptive");
+    assert.equal(last?.thresholdRegion, "East US");
+    const learned = last?.thresholdMs ?? Number.NaN;
+    assert.ok(learned >= 5 && learned < 100, `learned ${learned} ms, far below the fixed 500`);
+
+    emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: 2000, count: 1 });
+    const { diagnostics, ms } = await read(container, 0);
+    assert.ok(ms < 500, `the straggler was hedged: ${ms.toFixed(0)} ms`);
+    assert.equal(diagnostics.terminalState, "hedgeWon");
+    assert.equal(diagnostics.winningRegion, "West US");
+    assert.equal(diagnostics.thresholdSource, "adaptive");
+
+    // A warm-up read caught in a pause of the test process may have been hedged too: counts are at least, not exactly.
+    const metrics = hedgingClient.metrics();
+    assert.ok(metrics.requests >= 26, `${metrics.requests} requests`);
+    assert.ok(metrics.hedgesWon >= 1 && metrics.hedgesWon <= metrics.hedgesFired, JSON.stringify(metrics));
+    const east = metrics.regions.find((region) => region.region === "East US");
+    const west = metrics.regions.find((region) => region.region === "West US");
+    assert.ok(east?.latency !== undefined && east.latency.samples >= 26 && east.latency.p50 < 50, JSON.stringify(east?.latency));
+    assert.equal(east?.requests, metrics.requests, "every read went to East first");
+    assert.ok((west?.hedgesFired ?? 0) >= 1 && (west?.hedgesWon ?? 0) >= 1, JSON.stringify(west));
+    assert.ok(west?.latency !== undefined && west.latency.p50 >= farMs, JSON.stringify(west?.latency));
+  });
+
+  it("demotes a browned-out region after five hedge wins, probes it, and restores it when it recovers", async function () {
+    const { container, hedgingClient } = connect({ crossRegion: { threshold: "adaptive" } });
+    for (let i = 0; i < 25; i++) await read(container, i);
+    const brownOut = emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: 300 });
+    const during: HedgeDiagnostics[] = [];
+    for (let i = 0; i < 15; i++) during.push((await read(container, i)).diagnostics);
+    assert.deepEqual(
+      during.slice(0, 5).map((record) => record.terminalState),
+      ["hedgeWon", "hedgeWon", "hedgeWon", "hedgeWon", "hedgeWon"],
+    );
+    assert.deepEqual(hedgingClient.regions.demotedRegions, [{ region: "East US", inFavourOf: "West US" }]);
+    for (const record of during.slice(5)) {
+      assert.equal(record.primaryRegion, "West US");
+      assert.deepEqual(record.ranking, { reason: "demoted", addressedRegion: "East US" });
+    }
+    assert.equal(hedgingClient.metrics().regions.find((region) => region.region === "East US")?.demotedInFavourOf, "West US");
+
+    brownOut.remove();
+    const ended = performance.now();
+    let restoredAfter: number | undefined;
+    // A probe goes out at least once a second; one that lands on a scheduling hiccup waits for the next.
+    for (let i = 0; restoredAfter === undefined && performance.now() - ended < 5000; i++) {
+      await read(container, i);
+      if (hedgingClient.regions.demotedRegions.length === 0) restoredAfter = performance.now() - ended;
+      else await sleep(20);
+    }
+    assert.ok(restoredAfter !== undefined && restoredAfter < 4000, `restored ${restoredAfter?.toFixed(0)} ms after the brown-out ended`);
+    const { diagnostics } = await read(container, 0);
+    assert.equal(diagnostics.primaryRegion, "East US");
+    assert.equal(diagnostics.ranking, undefined);
+  });
+
+  it("does not hedge into a region answering 429 until its retry-after has passed", async function () {
+    const { container, hedgingClient } = connect({ crossRegion: { threshold: 50 } });
+    await read(container, 0);
+    emulator.resetCounters();
+    emulator.region("West US").addFault({ operations: ["pointRead"], status: 429, substatus: 3200, headers: { "x-ms-retry-after-ms": "1500" }, count: 1 });
+    emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: 1000, count: 2 });
+    const first = await read(container, 1);
+    assert.deepEqual(first.diagnostics.arms.map((arm) => [arm.region, arm.status]), [
+      ["East US", undefined],
+      ["West US", 429],
+      ["North Europe", 200],
+    ]);
+    assert.ok((hedgingClient.metrics().regions.find((region) => region.region === "West US")?.throttledForMs ?? 0) > 1000);
+    const second = await read(container, 2);
+    assert.deepEqual(
+      second.diagnostics.arms.map((arm) => arm.region),
+      ["East US", "North Europe"],
+      "West is not hedged into while its retry-after runs",
+    );
+    assert.equal(emulator.region("West US").count("pointRead"), 1);
+  });
+
+  it("bounds the extra load when every region is slow: the budget refuses hedges and says so", async function () {
+    const { container, hedgingClient } = connect({ crossRegion: { threshold: 5, budget: { maxExtraLoad: 0.1, minHedgesPerSecond: 0 } } });
+    for (const region of emulator.regions) region.addFault({ operations: ["pointRead"], delayMs: 40 });
+    const records: HedgeDiagnostics[] = [];
+    for (let i = 0; i < 30; i++) records.push((await read(container, i)).diagnostics);
+    const hedged = records.filter((record) => record.hedgeFired).length;
+    assert.ok(hedged <= 3, `${hedged} of 30 reads hedged with a 10 % budget`);
+    assert.equal(records.filter((record) => record.skipReason === "budgetExhausted").length, 30 - hedged);
+    assert.equal(hedgingClient.metrics().budgetExhausted, 30 - hedged);
+    assert.ok(emulator.count("pointRead") <= 30 + 3 * 2, `${emulator.count("pointRead")} requests reached the regions`);
+  });
+
+  it("routes reads by Thompson sampling, away from a browned-out region", async function () {
+    const { container } = connect({ crossRegion: { threshold: "adaptive", routing: "thompson" } });
+    for (let i = 0; i < 40; i++) {
+      const { diagnostics } = await read(container, i);
+      assert.equal(diagnostics.ranking?.reason, "thompson");
+    }
+    emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: 300 });
+    const latencies: number[] = [];
+    for (let i = 0; i < 40; i++) latencies.push((await read(container, i)).ms);
+    latencies.sort((a, b) => a - b);
+    assert.ok(latencies[20]! < 150, `median read during the brown-out: ${latencies[20]!.toFixed(0)} ms`);
+  });
+});
