@@ -39,7 +39,8 @@ try {
   console.log(`Regions in hedge order: ${regions.applicableRegions("read").map((region) => region.name).join(" → ")}`);
 
   const client = new ServiceClient({ baseUri: preferred.endpoint });
-  client.pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: 100 }));
+  // After the Retry phase: each arm goes out once (the retry policy retries the whole race), and the Sign phase signs every arm.
+  client.pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: 100 }), { afterPhase: "Retry" });
   client.pipeline.addPolicy(masterKeyAuthPolicy(key), { phase: "Sign" });
 
   const pointRead = (id: string, partitionKey: string) =>

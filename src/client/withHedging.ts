@@ -36,15 +36,17 @@ export function withHedging<T extends CosmosClientOptions>(
   if (cosmosClientOptions === null || typeof cosmosClientOptions !== "object") {
     throw new TypeError(`cosmosClientOptions must be an object; got ${describe(cosmosClientOptions)}.`);
   }
-  optionsObject("hedgingOptions", hedgingOptions);
+  optionsObject("hedgingOptions", hedgingOptions, ["crossRegion", "metadata", "preferredRegions", "excludedRegions", "onDiagnostics"]);
   const { connectionPolicy, key, httpClient } = cosmosClientOptions;
-  const preferredRegions = hedgingOptions.preferredRegions ?? connectionPolicy?.preferredLocations;
+  // The cache starts from the order the SDK routes by; a different hedging order is a change the SDK does not know of.
+  const sdkOrder = connectionPolicy?.preferredLocations;
   const hedgingClient = createHedgingHttpClient({
     ...hedgingOptions,
-    ...(preferredRegions !== undefined ? { preferredRegions } : {}),
+    ...(sdkOrder !== undefined ? { preferredRegions: sdkOrder } : { preferredRegions: [] }),
     ...(httpClient !== undefined ? { httpClient } : {}),
     ...(connectionPolicy?.requestTimeout !== undefined ? { requestTimeout: connectionPolicy.requestTimeout } : {}),
     ...(typeof key === "string" && isMasterKey(key) ? { signer: masterKeySigner(key) } : {}),
   });
+  if (hedgingOptions.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedgingOptions.preferredRegions);
   return { ...cosmosClientOptions, httpClient: hedgingClient };
 }

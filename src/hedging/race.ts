@@ -119,9 +119,10 @@ function describeArm(arm: ArmState, raceStart: number, returnedIndex: number | u
  * aborts every other arm; when every arm has settled without a winner, the
  * primary's outcome is returned. The caller's abort signal aborts every arm.
  *
- * The returned promise never rejects: an arm's failure is a result, and a
- * loser that settles after the race is decided is ignored, so no rejection
- * goes unhandled. When the race ends no timer or listener of it remains.
+ * The returned promise rejects only when a strategy itself throws: an arm's
+ * failure is a result, and a loser that settles after the race is decided is
+ * ignored, so no rejection goes unhandled. When the race ends no timer or
+ * listener of it remains.
  */
 export function runRace(input: RaceInput): Promise<RaceOutcome> {
   const { request, targets, send, strategy, prepare } = input;
@@ -132,7 +133,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
   let decided = false;
   let hedgeRefused = false;
 
-  return new Promise<RaceOutcome>((resolve) => {
+  return new Promise<RaceOutcome>((resolve, reject) => {
     const describeAll = (returnedIndex?: number): HedgeArmDiagnostics[] =>
       arms.map((arm) => describeArm(arm, raceStart, returnedIndex));
 
@@ -206,7 +207,13 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
       } catch (error) {
         result = { error };
       }
-      settle(arm, result);
+      try {
+        settle(arm, result);
+      } catch (error) {
+        // A fault in a strategy must end the race with that error, not leave it to an unhandled rejection.
+        if (!decided) end();
+        reject(error);
+      }
     };
 
     function launch(reason: HedgeArmReason): boolean {

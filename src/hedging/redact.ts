@@ -8,6 +8,8 @@ const credentialPatterns: readonly RegExp[] = [
   /\bsig(=|%3D)[^\s&"']*/gi,
   /\bbearer\s+[\w\-.~+/]+=*/gi,
   /\bauthorization\s*[:=]\s*\S+/gi,
+  // A JSON Web Token (an AAD access token) on its own: three base64url parts, the first a JSON header.
+  /\beyJ[\w-]+\.[\w-]+\.[\w-]*/g,
 ];
 
 /** Replaces anything shaped like a credential with `[redacted]`. */

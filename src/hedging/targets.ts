@@ -2,9 +2,19 @@ import type { RegionAccess, RegionCache, RegionEndpoint } from "../caches/region
 import { normalizeRegionName } from "../caches/regionNames.js";
 
 /**
+ * Whether a request may be re-pointed at a region: only to an endpoint of
+ * the request's own scheme. An `https` request sent to `http` would carry
+ * its authorization in clear text, and an arm whose scheme changed would
+ * keep the caller's connection agent, which serves one scheme only.
+ */
+export function sameScheme(requestUrl: string, region: RegionEndpoint): boolean {
+  const scheme = requestUrl.slice(0, requestUrl.indexOf(":") + 1).toLowerCase();
+  return scheme !== "" && region.endpoint.toLowerCase().startsWith(scheme);
+}
+
+/**
  * The arms of a race: the primary, then every applicable region other than
- * it, in hedge order. A region whose endpoint would downgrade the request's
- * scheme (an `https` request cloned to `http`) is never a target.
+ * it, in hedge order, on the request's own scheme (see {@link sameScheme}).
  */
 export function raceTargets(
   regions: RegionCache,
@@ -13,11 +23,9 @@ export function raceTargets(
   requestUrl: string,
   extraExcluded?: readonly string[],
 ): RegionEndpoint[] {
-  const secure = requestUrl.startsWith("https:");
   const primaryName = normalizeRegionName(primary.name);
   const hedges = regions
     .applicableRegions(access, extraExcluded)
-    .filter((region) => normalizeRegionName(region.name) !== primaryName)
-    .filter((region) => !secure || region.endpoint.startsWith("https:"));
+    .filter((region) => normalizeRegionName(region.name) !== primaryName && sameScheme(requestUrl, region));
   return [primary, ...hedges];
 }

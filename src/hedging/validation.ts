@@ -32,11 +32,21 @@ export function optionalFunction<T>(option: string, value: T | undefined): T | u
   return value;
 }
 
-/** An object (options bag) or `undefined`, or a `TypeError` that names it. */
-export function optionsObject<T extends object>(option: string, value: T | undefined): T {
+/**
+ * An object (options bag) or `undefined`, or a `TypeError` that names it.
+ * With `knownKeys`, a key outside them is a `TypeError` too: a misspelt
+ * option would otherwise be ignored without a word.
+ */
+export function optionsObject<T extends object>(option: string, value: T | undefined, knownKeys?: readonly (keyof T & string)[]): T {
   if (value === undefined) return {} as T;
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new TypeError(`${option} must be an object; got ${describe(value)}.`);
+  }
+  if (knownKeys !== undefined) {
+    const unknown = Object.keys(value).find((key) => !(knownKeys as readonly string[]).includes(key));
+    if (unknown !== undefined) {
+      throw new TypeError(`${option} has no option ${describe(unknown)}; the options are ${knownKeys.join(", ")}.`);
+    }
   }
   return value;
 }

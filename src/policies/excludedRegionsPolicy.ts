@@ -5,6 +5,7 @@ import { describe, normalizeRegionName } from "../caches/regionNames.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import { retarget } from "../hedging/cloneRequest.js";
+import { sameScheme } from "../hedging/targets.js";
 import type { RequestHedgingControls, RequestRouting } from "../hedging/requestControls.js";
 import { requestControlsOf, setRequestControls } from "../hedging/requestControls.js";
 import { optionsObject } from "../hedging/validation.js";
@@ -40,18 +41,25 @@ function sameRegion(a: RegionEndpoint | undefined, b: RegionEndpoint | undefined
   return a !== undefined && b !== undefined && normalizeRegionName(a.name) === normalizeRegionName(b.name);
 }
 
-/** Re-pointing an `https` request at an `http` endpoint would send its authorization in clear text. */
-function wouldDowngrade(requestUrl: string, region: RegionEndpoint): boolean {
-  return requestUrl.startsWith("https:") && !region.endpoint.startsWith("https:");
-}
+/**
+ * What this policy steers: document operations, and the metadata reads that
+ * the metadata hedging policy races (their later pages follow the feed's pin).
+ */
+const steeredKinds: ReadonlySet<OperationKind> = new Set<OperationKind>([
+  ...documentReadKinds,
+  ...documentWriteKinds,
+  "collectionRead",
+  "partitionKeyRangeReadFeed",
+]);
 
 function regionList(regions: readonly RegionEndpoint[]): string {
   return regions.map((region) => JSON.stringify(region.name)).join(", ");
 }
 
 /**
- * Steers Cosmos DB document requests between regions, ahead of the hedging
- * policies, without recreating the client:
+ * Steers Cosmos DB document requests, and the Collection and first
+ * PartitionKeyRange reads, between regions, ahead of the hedging policies,
+ * without recreating the client:
  *
  * - Excluded regions, client-level (the `RegionCache`'s) and per request:
  *   a request the SDK sent to an excluded region is re-pointed at the first
@@ -72,7 +80,7 @@ function regionList(regions: readonly RegionEndpoint[]): string {
  * Every request loses its control headers here, so none reach the service.
  */
 export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}): PipelinePolicy {
-  optionsObject("excludedRegionsPolicy options", options);
+  optionsObject("excludedRegionsPolicy options", options, ["regions"]);
   if (options.regions !== undefined && !(options.regions instanceof RegionCache)) {
     throw new TypeError(`regions must be a RegionCache; got ${describe(options.regions)}.`);
   }
@@ -88,8 +96,8 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
           : `its ${access} regions are ${regionList(access === "read" ? topology.readRegions : topology.writeRegions)}`;
       throw new RangeError(`Cannot send this ${access} to region ${describe(name)}: it is not a ${access} region of the account; ${known}.`);
     }
-    if (wouldDowngrade(request.url, target)) {
-      throw new RangeError(`Cannot send this https request to region ${describe(name)}: its endpoint is not https.`);
+    if (!sameScheme(request.url, target)) {
+      throw new RangeError(`Cannot send this request to region ${describe(name)}: its endpoint has another scheme than the request.`);
     }
     if (sameRegion(current, target)) return stay;
     return { target, routing: { ...(current !== undefined ? { sdkRegion: current.name } : {}), rerouteReason: "pinnedRegion" } };
@@ -108,7 +116,7 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
     const current = regions.regionOf(request.url);
     if (controls.region !== undefined) return pinnedRoute(request, access, controls.region, current);
     if (current === undefined) return stay;
-    const candidates = () => regions.applicableRegions(access, controls.excludedRegions).filter((region) => !wouldDowngrade(request.url, region));
+    const candidates = () => regions.applicableRegions(access, controls.excludedRegions).filter((region) => sameScheme(request.url, region));
     if (regions.isExcluded(current, controls.excludedRegions)) {
       const target = candidates()[0];
       if (target === undefined) return { routing: { exclusionsIgnored: true } };
@@ -122,7 +130,7 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
     return stay;
   };
 
-  async function sendDocumentRequest(
+  function sendSteered(
     request: PipelineRequest,
     next: SendRequest,
     operation: OperationKind,
@@ -146,8 +154,8 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
       const controls = requestControlsOf(request);
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
-      if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);
-      return sendDocumentRequest(request, next, operation, controls);
+      if (!steeredKinds.has(operation)) return next(request);
+      return sendSteered(request, next, operation, controls);
     },
   };
 }

@@ -18,7 +18,7 @@ import { sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { RaceStrategy } from "../hedging/race.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
-import { raceTargets } from "../hedging/targets.js";
+import { raceTargets, sameScheme } from "../hedging/targets.js";
 import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
@@ -88,8 +88,16 @@ interface ResolvedThreshold {
 /** The operations this policy hedges: the two metadata reads on every operation's critical path. */
 const hedgedKinds: ReadonlySet<OperationKind> = new Set<OperationKind>(["collectionRead", "partitionKeyRangeReadFeed"]);
 
-function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number; maxConcurrentHedges: number } {
-  optionsObject("metadataHedgingPolicy options", options);
+function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number; requestTimeout: number; maxConcurrentHedges: number } {
+  optionsObject("metadataHedgingPolicy options", options, [
+    "regions",
+    "enabled",
+    "threshold",
+    "requestTimeout",
+    "maxConcurrentHedges",
+    "signer",
+    "onDiagnostics",
+  ]);
   optionalBoolean("enabled", options.enabled);
   const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? metadataHedgingDefaults.requestTimeout);
   let thresholdMs: number;
@@ -106,7 +114,7 @@ function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number;
   if (options.regions !== undefined && !(options.regions instanceof RegionCache)) {
     throw new TypeError(`regions must be a RegionCache; got ${describe(options.regions)}.`);
   }
-  return { thresholdMs, maxConcurrentHedges: options.maxConcurrentHedges ?? metadataHedgingDefaults.maxConcurrentHedges };
+  return { thresholdMs, requestTimeout, maxConcurrentHedges: options.maxConcurrentHedges ?? metadataHedgingDefaults.maxConcurrentHedges };
 }
 
 /** The collection link a metadata request is about: `dbs/{db}/colls/{coll}`. */
@@ -148,7 +156,7 @@ function pageToken(request: PipelineRequest): string | undefined {
  * to the winning region, so the continuation chain stays in one region.
  */
 export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {
-  const { thresholdMs, maxConcurrentHedges } = validate(options);
+  const { thresholdMs, requestTimeout, maxConcurrentHedges } = validate(options);
   const regions = options.regions ?? new RegionCache();
   const budget = new HedgeBudget(maxConcurrentHedges, "maxConcurrentHedges");
   const pins = new FeedPins();
@@ -162,9 +170,12 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     const environment = readBooleanSwitch(metadataHedgingEnvironmentVariable);
     if (environment === false || override === false) return "disabled";
     if (topology?.crossRegionalHedgingDisabled) return "accountSwitch";
-    if (override !== undefined) return { thresholdMs: override.threshold ?? thresholdMs, thresholdSource: "request" };
     const enabled = environment ?? options.enabled ?? topology?.perPartitionFailover === true;
-    return enabled ? { thresholdMs, thresholdSource: "options" } : "disabled";
+    if (!enabled) return "disabled";
+    // A request's own threshold tunes hedging that is on; it never turns it on, and never reaches past the attempt's timeout.
+    const requested = override === undefined ? undefined : override.threshold;
+    if (requested !== undefined && requested < requestTimeout) return { thresholdMs: requested, thresholdSource: "request" };
+    return { thresholdMs, thresholdSource: "options" };
   };
 
   const strategyFor = (threshold: number): RaceStrategy => ({
@@ -192,7 +203,9 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     const pinned = pins.regionFor(collectionLinkOf(request.url), token);
     if (pinned === undefined) return undefined;
     const wanted = normalizeRegionName(pinned.name);
-    return regions.applicableRegions("read", controls.excludedRegions).find((region) => normalizeRegionName(region.name) === wanted);
+    return regions
+      .applicableRegions("read", controls.excludedRegions)
+      .find((region) => normalizeRegionName(region.name) === wanted && sameScheme(request.url, region));
   };
 
   // Pins are honoured whether or not hedging is on now: a feed whose first

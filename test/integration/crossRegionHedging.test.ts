@@ -194,7 +194,10 @@ describe("crossRegionHedgingPolicy on a core-client ServiceClient", function () 
       preferredRegions: ["West US", "East US"],
     });
     const client = new ServiceClient({ baseUri: emulator.region("West US").endpoint });
-    client.pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold }));
+    client.pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold }), { afterPhase: "Retry" });
+    const order = client.pipeline.getOrderedPolicies().map((policy) => policy.name);
+    assert.ok(order.indexOf("crossRegionHedgingPolicy") > order.indexOf("defaultRetryPolicy"));
+    assert.ok(order.indexOf("crossRegionHedgingPolicy") > order.indexOf("redirectPolicy"));
     emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
     const start = performance.now();
     const response = await client.sendRequest(

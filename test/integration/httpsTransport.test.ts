@@ -11,6 +11,9 @@ const westUs = "https://acct-westus.documents.azure.com";
 const key = Buffer.from("cosmos-hedging https test key").toString("base64");
 const path = "/dbs/db/colls/items/docs/item-1";
 
+// Importing nock intercepts every HTTP request of the process; only this file's tests may meet it.
+nock.restore();
+
 /**
  * The hedging client over core-rest-pipeline's default HTTPS transport, with
  * the regional hosts intercepted by nock at the socket level: the same code
@@ -19,6 +22,7 @@ const path = "/dbs/db/colls/items/docs/item-1";
  */
 describe("hedging client over the default HTTPS transport", function () {
   before(function () {
+    if (!nock.isActive()) nock.activate();
     nock.disableNetConnect();
   });
 
@@ -29,6 +33,7 @@ describe("hedging client over the default HTTPS transport", function () {
 
   after(function () {
     nock.enableNetConnect();
+    nock.restore();
   });
 
   it("hedges an https read to the other region, re-signed with a fresh date, and aborts the slow primary", async function () {

@@ -169,14 +169,15 @@ describe("excludedRegionsPolicy", function () {
       assert.deepEqual(sent[0]!.controls.routing, { exclusionsIgnored: true });
     });
 
-    it("does not steer requests that are not document operations", async function () {
+    it("steers the Collection read and the first PartitionKeyRange page, and leaves other requests alone", async function () {
       const regions = cache();
       regions.setExcludedRegions(["West US"]);
       const { sent, send } = routedPipeline(regions);
       await send(requestTo(westUs, "GET", "dbs/db/colls/c"));
       await send(requestTo(westUs, "GET", "dbs/db/colls/c/pkranges"));
       await send(requestTo(westUs, "POST", "dbs/db/colls/c/sprocs/s"));
-      assert.deepEqual(sent.map((s) => s.region), ["West US", "West US", "West US"]);
+      await send(requestTo(westUs, "GET", "dbs/db"));
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "East US", "West US", "West US"]);
     });
 
     it("leaves a request to a host that is not a known region alone", async function () {
@@ -259,7 +260,7 @@ describe("excludedRegionsPolicy", function () {
     it("refuses to pin an https request to an http endpoint", async function () {
       const plain: RegionEndpoint = { name: "East US", endpoint: "http://acct-eastus.documents.azure.com:80/" };
       const { sent, send } = routedPipeline(new RegionCache({ topology: { readRegions: [westUs, plain] } }));
-      await assert.rejects(send(read(westUs, { region: "East US" })), /its endpoint is not https/);
+      await assert.rejects(send(read(westUs, { region: "East US" })), /its endpoint has another scheme than the request/);
       assert.deepEqual(sent, []);
     });
   });

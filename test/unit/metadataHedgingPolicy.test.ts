@@ -595,6 +595,14 @@ describe("metadataHedgingPolicy", () => {
       assert.deepEqual(hostsOf(transport), ["meta-eastus", "meta-northeurope"]);
     });
 
+    it("a per-request threshold tunes hedging but never turns it on", async () => {
+      transport.script(eastUs.endpoint, { status: 200, delayMs: threshold * 2 });
+      const pending = client({ options: { enabled: false } })(controlled({ hedging: { threshold: 200 } }));
+      await clock.tickAsync(threshold * 2);
+      assert.deepEqual(hostsOf(transport), ["meta-eastus"]);
+      assert.equal(diagnosticsOf(responseOf(pending)).skipReason, "disabled");
+    });
+
     it("a per-request threshold overrides the policy's", async () => {
       transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
       transport.script(westUs.endpoint, { status: 200, delayMs: 10 });

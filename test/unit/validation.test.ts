@@ -125,6 +125,17 @@ describe("validation helpers", function () {
       assert.equal(optionsObject("options", bag), bag);
     });
 
+    it("rejects a key outside the known ones, naming it and listing the options", function () {
+      const misspelt = { threshold: 5, tresholdStep: 1 } as { threshold: number; thresholdStep?: number };
+      assert.throws(
+        () => optionsObject("crossRegion", misspelt, ["threshold", "thresholdStep"]),
+        (error: unknown) =>
+          error instanceof TypeError && error.message === 'crossRegion has no option "tresholdStep"; the options are threshold, thresholdStep.',
+      );
+      const spelt: { threshold: number; thresholdStep?: number } = { threshold: 5 };
+      assert.equal(optionsObject("crossRegion", spelt, ["threshold", "thresholdStep"]).threshold, 5);
+    });
+
     const bad: Array<[unknown, string]> = [
       [null, "null"],
       ["x", '"x"'],
