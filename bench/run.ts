@@ -1,0 +1,49 @@
+// npm run bench — every benchmark in one run, all modes side by side, so that
+// ratios hold on a noisy machine. Prints the tables and writes
+// bench/results/latest.json (raw, not committed) and latest.md (committed).
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { join } from "node:path";
+import { benchModes } from "./support/benchModes.js";
+import { coldStartTable, defaultColdStartSettings, runColdStartSuite } from "./suites/coldStart.js";
+import { defaultOverheadSettings, overheadTable, runOverheadSuite } from "./suites/overhead.js";
+import { brownOutTable, defaultBrownOut, healthy, overload, runBrownOut, runCountScenario, stragglers, tailTable } from "./suites/tail.js";
+import type { TailRow } from "./suites/tail.js";
+
+const resultsFolder = join("bench", "results");
+
+function section(title: string, body: string): string {
+  console.log(`\n## ${title}\n\n${body}`);
+  return `## ${title}\n\n${body}\n`;
+}
+
+const started = new Date();
+const parts: string[] = [];
+const tail: TailRow[] = [];
+for (const scenario of [healthy, stragglers, overload]) {
+  console.log(`Running "${scenario.name}" (${scenario.reads} point reads per mode, concurrency ${scenario.concurrency})...`);
+  tail.push(...(await runCountScenario(scenario, benchModes)));
+}
+parts.push(section("Tail latency: healthy, stragglers, overload", tailTable(tail)));
+
+console.log("Running the brown-out (every mode at once)...");
+const brownOut = await runBrownOut(benchModes);
+parts.push(section("Brown-out of the preferred region", brownOutTable(brownOut, defaultBrownOut)));
+
+console.log("Running the metadata cold start...");
+const coldStart = await runColdStartSuite(defaultColdStartSettings);
+parts.push(section("Metadata cold start: time to first read of fresh clients", coldStartTable(coldStart)));
+
+console.log("Running the overhead microbenchmark...");
+const overhead = await runOverheadSuite(defaultOverheadSettings);
+parts.push(section("Overhead of the pass-through path (in-process, instant fake transport)", overheadTable(overhead, defaultOverheadSettings)));
+
+const machine = `${cpus().length} cores, Node ${process.version}, ${started.toISOString().slice(0, 10)}`;
+mkdirSync(resultsFolder, { recursive: true });
+writeFileSync(join(resultsFolder, "latest.json"), JSON.stringify({ machine, started, tail, brownOut, coldStart, overhead }, null, 2));
+writeFileSync(
+  join(resultsFolder, "latest.md"),
+  `# Benchmark results\n\n\`npm run bench\` on ${machine}; the multi-region emulator on loopback. ` +
+    `Each table compares its modes in one run.\n\n${parts.join("\n")}`,
+);
+console.log(`\nWrote ${join(resultsFolder, "latest.md")} and latest.json.`);
