@@ -12,12 +12,13 @@ import type { DemoAccount } from "./account.js";
 import { emulatorAccount, realAccount } from "./account.js";
 import { describeRead, disposeAll, fixedMode, modeClientOptions, plainMode } from "../bench/support/modes.js";
 import type { ModeSpec } from "../bench/support/modes.js";
+import { adaptiveMode, thompsonMode } from "../bench/support/benchModes.js";
 
 const outputFolder = resolve(process.env["DEMO_OUTPUT"] ?? "demo-output");
 const concurrencyPerMode = 4;
 
 /** Plain @azure/cosmos and each hedging mode of the package, side by side. */
-const demoModes: readonly ModeSpec[] = [plainMode, fixedMode(100)];
+const demoModes: readonly ModeSpec[] = [plainMode, fixedMode(100), adaptiveMode(), thompsonMode];
 
 function phases(account: DemoAccount): Phase[] {
   return [

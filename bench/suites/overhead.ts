@@ -1,7 +1,8 @@
 import { performance } from "node:perf_hooks";
 import { createEmptyPipeline, createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
 import type { HttpClient, Pipeline, PipelineRequest } from "@azure/core-rest-pipeline";
-import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
+// The built package, as users run it (not the TypeScript sources through a loader).
+import { createHedgingHttpClient } from "cosmos-hedging";
 import { markdownTable } from "../support/table.js";
 
 /** The overhead microbenchmark's settings. */

@@ -89,7 +89,7 @@ async function seeded(regions: EmulatorRegionSpec[], seed: number): Promise<{ em
 
 async function runMode(scenario: CountScenario, mode: ModeSpec, seed: number): Promise<TailRow> {
   const { emulator, base } = await seeded(scenario.regions, seed);
-  const client = new CosmosClient(modeClientOptions(mode, base));
+  const client = new CosmosClient(modeClientOptions(mode, base, emulator));
   try {
     const container = client.database("bench").container("items");
     for (let i = 0; i < 50; i++) await container.item(...itemKey(i)).read();
@@ -197,7 +197,7 @@ function secondP50s(timeline: ModeTimeline): Map<number, number> {
 export async function runBrownOut(modes: readonly ModeSpec[], settings = defaultBrownOut): Promise<BrownOutRow[]> {
   const regions = [{ name: preferred }, { name: "West US", latencyMs: 30 }];
   const { emulator, base } = await seeded(regions, 3);
-  const clients = modes.map((mode) => new CosmosClient(modeClientOptions(mode, base)));
+  const clients = modes.map((mode) => new CosmosClient(modeClientOptions(mode, base, emulator)));
   const regionOf = (endpoint: string): string | undefined =>
     emulator.regions.find((region) => new URL(region.endpoint).host === new URL(endpoint).host)?.name;
   try {

@@ -3,6 +3,7 @@ import type { CosmosClient, CosmosClientOptions, ItemDefinition, ItemResponse } 
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { Emulator } from "../../test/emulator/index.js";
 import { oracleHttpClient } from "./oracle.js";
 import type { ReadDetail } from "./timeline.js";
 
@@ -20,18 +21,19 @@ export function fixedMode(threshold: number): ModeSpec {
   return { name: `fixed ${threshold} ms`, kind: "hedging", hedging: { crossRegion: { threshold } } };
 }
 
-/** Every read to every region at once: the latency of the fastest region, the yardstick. */
+/** Every read to the region that will answer it first: the yardstick. */
 export const oracleMode: ModeSpec = { name: "oracle (fastest region)", kind: "oracle" };
 
-/** The client options of a mode, built over the account's base options. */
-export function modeClientOptions(mode: ModeSpec, base: CosmosClientOptions): CosmosClientOptions {
+/** The client options of a mode, built over the account's base options; the oracle needs the emulator it predicts. */
+export function modeClientOptions(mode: ModeSpec, base: CosmosClientOptions, emulator?: Emulator): CosmosClientOptions {
   switch (mode.kind) {
     case "plain":
       return base;
     case "hedging":
       return withHedging(base, mode.hedging);
     case "oracle":
-      return { ...base, httpClient: oracleHttpClient(base.httpClient ?? createDefaultHttpClient()) };
+      if (emulator === undefined) throw new Error("The oracle mode runs only on the emulator, whose regions it asks.");
+      return { ...base, httpClient: oracleHttpClient(base.httpClient ?? createDefaultHttpClient(), emulator) };
   }
 }
 

@@ -59,6 +59,8 @@ export class EmulatorRegion implements RegionBehaviour {
   private readonly faults: FaultList;
   private counts = new Map<OperationKind, number>();
   private log: RecordedRequest[] = [];
+  private readonly predictions = new Map<string, FaultDecision | undefined>();
+  private predictionCount = 0;
 
   /** @internal Use {@link startEmulator}. */
   constructor(
@@ -116,8 +118,28 @@ export class EmulatorRegion implements RegionBehaviour {
     if (this.recordRequests) this.log.push(request);
   }
 
-  /** @internal Called by the region's proxy on each arrival. */
-  decide(kind: OperationKind): FaultDecision | undefined {
+  /**
+   * Draws now what the region will do to the next request of that kind that
+   * carries the returned token in {@link predictionHeader}: the benchmarks'
+   * oracle asks every region and sends the request only where it will be
+   * fastest. `cost` is the latency the region will add (base latency plus the
+   * fault's delay), infinite when the fault fails the request.
+   */
+  predict(kind: OperationKind): { token: string; cost: number } {
+    const decision = this.faults.decide(kind);
+    const token = `${this.name}#${++this.predictionCount}`;
+    this.predictions.set(token, decision);
+    const fails = decision !== undefined && (decision.rule.connectionReset === true || (decision.rule.status ?? 200) >= 400);
+    return { token, cost: fails ? Number.POSITIVE_INFINITY : this.latency + (decision?.delayMs ?? 0) };
+  }
+
+  /** @internal Called by the region's proxy on each arrival: a predicted request gets what was drawn for it. */
+  decide(kind: OperationKind, predictionToken?: string): FaultDecision | undefined {
+    if (predictionToken !== undefined && this.predictions.has(predictionToken)) {
+      const decision = this.predictions.get(predictionToken);
+      this.predictions.delete(predictionToken);
+      return decision;
+    }
     return this.faults.decide(kind);
   }
 }

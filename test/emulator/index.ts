@@ -1,4 +1,5 @@
 export { Emulator, EmulatorRegion, startEmulator } from "./emulator.js";
 export type { EmulatorAccountSettings, EmulatorOptions, EmulatorRegionSpec } from "./emulator.js";
 export type { FaultHandle, FaultRule } from "./faults.js";
+export { predictionHeader } from "./proxy.js";
 export type { RecordedRequest } from "./proxy.js";

@@ -50,10 +50,13 @@ export interface ProxyTarget {
 }
 
 /** What a regional proxy asks of its region for each request. */
+/** The request header that carries an {@link EmulatorRegion.predict} token. */
+export const predictionHeader = "x-emulator-prediction";
+
 export interface RegionBehaviour {
   readonly latencyMs: number;
   arrived(request: RecordedRequest): void;
-  decide(kind: OperationKind): FaultDecision | undefined;
+  decide(kind: OperationKind, predictionToken?: string): FaultDecision | undefined;
 }
 
 // Connection-level headers describe one hop; the proxy manages its own connections on each side.
@@ -129,7 +132,8 @@ export function serveRegionRequest(
     },
   });
   region.arrived({ method, path, kind, headers: flattenHeaders(req.headers), at: performance.now() });
-  const decision = region.decide(kind);
+  const prediction = req.headers[predictionHeader];
+  const decision = region.decide(kind, typeof prediction === "string" ? prediction : undefined);
 
   let cancelDelay: (() => void) | undefined;
   let upstream: http.ClientRequest | undefined;
