@@ -41,7 +41,7 @@ function progressLine(second: number, phase: string, timelines: readonly ModeTim
 
 function summaryTable(timelines: readonly ModeTimeline[]): string {
   return markdownTable(
-    ["mode", "reads", "p50", "p75", "p95", "p99", "p99.9", "max", "extra requests", "request charge (all arms)", "errors"],
+    ["mode", "reads", "p50", "p75", "p95", "p99", "p99.9", "max", "extra requests", "request charge (arms that answered)", "errors"],
     timelines.map((timeline) => {
       const summary = timeline.latencies.summary();
       const extra = timeline.reads.reduce((sum, read) => sum + read.extraRequests, 0);
@@ -119,7 +119,7 @@ async function main(): Promise<void> {
       }),
       "serving-region-over-time": servingRegionChart({ values: servingShares(results), windows }),
       "request-charge-over-time": timeSeriesChart({
-        title: "Request charge per second, losing arms included",
+        title: "Request charge per second (every arm that answered)",
         yTitle: "RU per second",
         values: perSecondSums(results, (read) => read.charge),
         windows,

@@ -3,7 +3,6 @@ import { AbortError } from "@azure/abort-controller";
 import { createEmptyPipeline, createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { HttpClient, Pipeline, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import sinon from "sinon";
-import type { SinonFakeTimers } from "sinon";
 import { RegionCache } from "../../src/caches/regionCache.js";
 import type { AccountTopologyInit } from "../../src/caches/regionCache.js";
 import { demotionDefaults } from "../../src/caches/regionRanking.js";
@@ -14,10 +13,9 @@ import { setRequestControls } from "../../src/hedging/requestControls.js";
 import { seededRandom } from "../../src/hedging/seededRandom.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
 import type { CrossRegionHedgingPolicy, CrossRegionHedgingPolicyOptions } from "../../src/policies/crossRegionHedgingPolicy.js";
-import { FakeTransport } from "../support/fakeTransport.js";
 import type { ScriptStep } from "../support/fakeTransport.js";
 import { eastUs, northEurope, observe, pointRead, query, requestTo, westUs } from "../support/hedgingFixtures.js";
-import { LeakCheck, useFakeClock } from "../support/leakCheck.js";
+import { useRaceHarness } from "../support/raceHarness.js";
 
 const twoRegions: AccountTopologyInit = { readRegions: [eastUs, westUs] };
 const threeRegions: AccountTopologyInit = { readRegions: [eastUs, westUs, northEurope] };
@@ -25,24 +23,7 @@ const threeRegions: AccountTopologyInit = { readRegions: [eastUs, westUs, northE
 const ok = (delayMs: number, extra: Partial<Extract<ScriptStep, { status: number }>> = {}): ScriptStep => ({ status: 200, delayMs, ...extra });
 
 describe("adaptive hedging through crossRegionHedgingPolicy", () => {
-  let clock: SinonFakeTimers;
-  let leaks: LeakCheck;
-  let transport: FakeTransport;
-
-  beforeEach(() => {
-    clock = useFakeClock();
-    leaks = new LeakCheck(clock);
-    transport = new FakeTransport();
-  });
-
-  afterEach(async () => {
-    try {
-      await leaks.verify();
-      assert.deepEqual(transport.unscripted, [], "requests nobody scripted");
-    } finally {
-      clock.restore();
-    }
-  });
+  const harness = useRaceHarness();
 
   interface Setup {
     readonly pipeline: Pipeline;
@@ -58,17 +39,17 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
     return { pipeline, policy, regions };
   }
 
-  /** Sends a request with each region's next step scripted, and drives the clock until it settles. */
+  /** Sends a request with each region's next step scripted, and drives the harness.clock until it settles. */
   async function send(
     { pipeline }: Setup,
     steps: Partial<Record<"east" | "west" | "north", ScriptStep>>,
-    request: PipelineRequest = pointRead(eastUs, leaks.controller().signal),
+    request: PipelineRequest = pointRead(eastUs, harness.leaks.controller().signal),
   ): Promise<{ response: PipelineResponse; diagnostics: HedgeDiagnostics; request: PipelineRequest }> {
-    if (steps.east !== undefined) transport.script(eastUs.endpoint, steps.east);
-    if (steps.west !== undefined) transport.script(westUs.endpoint, steps.west);
-    if (steps.north !== undefined) transport.script(northEurope.endpoint, steps.north);
-    const pending = observe(pipeline.sendRequest(transport, request));
-    for (let waited = 0; !pending.state().done && waited < 20_000; waited++) await clock.tickAsync(1);
+    if (steps.east !== undefined) harness.transport.script(eastUs.endpoint, steps.east);
+    if (steps.west !== undefined) harness.transport.script(westUs.endpoint, steps.west);
+    if (steps.north !== undefined) harness.transport.script(northEurope.endpoint, steps.north);
+    const pending = observe(pipeline.sendRequest(harness.transport, request));
+    for (let waited = 0; !pending.state().done && waited < 20_000; waited++) await harness.clock.tickAsync(1);
     const response = await pending.result();
     const diagnostics = getHedgeDiagnostics(response);
     assert.ok(diagnostics !== undefined, "diagnostics are attached");
@@ -80,9 +61,9 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
     for (let i = 0; i < count; i++) await send(target, { east: ok(latencyMs) });
   }
 
-  /** The delay between the primary's arrival and the first hedge's, on the fake clock. */
+  /** The delay between the primary's arrival and the first hedge's, on the fake harness.clock. */
   function hedgeDelayOf(fromIndex: number): number {
-    const [primary, hedge] = transport.received.slice(fromIndex);
+    const [primary, hedge] = harness.transport.received.slice(fromIndex);
     assert.ok(primary !== undefined && hedge !== undefined, "a hedge went out");
     return hedge.receivedAt - primary.receivedAt;
   }
@@ -94,7 +75,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       assert.equal(first.diagnostics.thresholdMs, 500);
       assert.equal(first.diagnostics.thresholdSource, "adaptiveWarmup");
       await warmUp(target, 19);
-      const from = transport.received.length;
+      const from = harness.transport.received.length;
       const { diagnostics } = await send(target, { east: ok(1000), west: ok(30) });
       assert.equal(hedgeDelayOf(from), 5, "hedged after the 5 ms floor");
       assert.equal(diagnostics.thresholdMs, 5);
@@ -108,7 +89,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       for (let i = 0; i < 20; i++) await send(target, { east: ok(40 + i) });
       const point = await send(target, { east: ok(2) });
       assert.ok(point.diagnostics.thresholdMs !== undefined && Math.abs(point.diagnostics.thresholdMs - 58) <= 2, `${point.diagnostics.thresholdMs}`);
-      const queried = await send(target, { east: ok(2) }, query(eastUs, leaks.controller().signal));
+      const queried = await send(target, { east: ok(2) }, query(eastUs, harness.leaks.controller().signal));
       assert.equal(queried.diagnostics.thresholdSource, "adaptiveWarmup", "queries have their own window");
     });
 
@@ -131,12 +112,12 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
     it("a per-request threshold still wins, and a per-request step keeps the adaptive threshold", async () => {
       const target = setup({ threshold: "adaptive" });
       await warmUp(target);
-      const fixed = pointRead(eastUs, leaks.controller().signal);
+      const fixed = pointRead(eastUs, harness.leaks.controller().signal);
       setRequestControls(fixed, { hedging: { threshold: 50 } });
       const overridden = await send(target, { east: ok(2) }, fixed);
       assert.equal(overridden.diagnostics.thresholdMs, 50);
       assert.equal(overridden.diagnostics.thresholdSource, "request");
-      const stepOnly = pointRead(eastUs, leaks.controller().signal);
+      const stepOnly = pointRead(eastUs, harness.leaks.controller().signal);
       setRequestControls(stepOnly, { hedging: { thresholdStep: 7 } });
       const stepped = await send(target, { east: ok(2) }, stepOnly);
       assert.equal(stepped.diagnostics.thresholdMs, 5);
@@ -157,8 +138,8 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
         { readRegions: [eastUs, westUs], writeRegions: [eastUs, westUs], multipleWriteLocations: true },
       );
       await warmUp(target);
-      const write = requestTo(eastUs, "PUT", "dbs/db/colls/c/docs/1", { body: '{"id":"1"}', abortSignal: leaks.controller().signal });
-      const from = transport.received.length;
+      const write = requestTo(eastUs, "PUT", "dbs/db/colls/c/docs/1", { body: '{"id":"1"}', abortSignal: harness.leaks.controller().signal });
+      const from = harness.transport.received.length;
       const { diagnostics } = await send(target, { east: { status: 200, delayMs: 1000 }, west: { status: 200, delayMs: 30 } }, write);
       assert.equal(hedgeDelayOf(from), 40);
       assert.equal(diagnostics.thresholdSource, "adaptiveWarmup");
@@ -192,18 +173,18 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       }
       assert.deepEqual(hedged, [...Array.from({ length: 11 }, () => true), false]);
       assert.equal(target.policy.metrics().budgetExhausted, 1);
-      await clock.tickAsync(10_000);
+      await harness.clock.tickAsync(10_000);
       const { diagnostics } = await send(target, { east: ok(50), west: ok(5) });
       assert.equal(diagnostics.hedgeFired, true, "ten seconds later the window has moved on");
     });
 
     it("caps the hedges in flight", async () => {
       const target = setup({ threshold: 10, budget: { maxHedgesInFlight: 1 } });
-      transport.script(eastUs.endpoint, ok(100), ok(100));
-      transport.script(westUs.endpoint, ok(50));
-      const first = observe(target.pipeline.sendRequest(transport, pointRead(eastUs, leaks.controller().signal)));
-      const second = observe(target.pipeline.sendRequest(transport, pointRead(eastUs, leaks.controller().signal)));
-      await clock.tickAsync(100);
+      harness.transport.script(eastUs.endpoint, ok(100), ok(100));
+      harness.transport.script(westUs.endpoint, ok(50));
+      const first = observe(target.pipeline.sendRequest(harness.transport, pointRead(eastUs, harness.leaks.controller().signal)));
+      const second = observe(target.pipeline.sendRequest(harness.transport, pointRead(eastUs, harness.leaks.controller().signal)));
+      await harness.clock.tickAsync(100);
       const a = getHedgeDiagnostics(await first.result());
       const b = getHedgeDiagnostics(await second.result());
       assert.equal(a?.hedgeFired, true);
@@ -234,7 +215,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       assert.ok((target.policy.metrics().regions.find((region) => region.region === "West US")?.throttledForMs ?? 0) > 250);
       const avoided = await send(target, { east: ok(100), north: ok(20) });
       assert.deepEqual(avoided.diagnostics.arms.map((arm) => arm.region), ["East US", "North Europe"], "West is skipped");
-      await clock.tickAsync(300);
+      await harness.clock.tickAsync(300);
       const again = await send(target, { east: ok(100), west: ok(20) });
       assert.deepEqual(again.diagnostics.arms.map((arm) => arm.region), ["East US", "West US"], "after the retry-after, West is hedged into again");
     });
@@ -245,7 +226,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       const { diagnostics } = await send(target, { east: ok(30) });
       assert.equal(diagnostics.skipReason, "regionThrottled");
       assert.equal(diagnostics.terminalState, "skipped");
-      await clock.tickAsync(1000);
+      await harness.clock.tickAsync(1000);
       const later = await send(target, { east: ok(30), west: ok(5) });
       assert.equal(later.diagnostics.hedgeFired, true, "a 429 without a usable retry-after keeps the region out for a second");
     });
@@ -264,9 +245,9 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       await warmUp(target);
       await demoteEast(target);
       assert.deepEqual(target.regions.demotedRegions, [{ region: "East US", inFavourOf: "West US" }]);
-      const from = transport.received.length;
+      const from = harness.transport.received.length;
       const { diagnostics, request, response } = await send(target, { west: ok(30) });
-      assert.equal(transport.received[from]?.origin, new URL(westUs.endpoint).origin, "the primary arm went to West");
+      assert.equal(harness.transport.received[from]?.origin, new URL(westUs.endpoint).origin, "the primary arm went to West");
       assert.equal(diagnostics.primaryRegion, "West US");
       assert.deepEqual(diagnostics.ranking, { reason: "demoted", addressedRegion: "East US" });
       assert.equal(diagnostics.terminalState, "primaryWon");
@@ -288,7 +269,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       const target = setup({ threshold: "adaptive" });
       await warmUp(target);
       await demoteEast(target);
-      await clock.tickAsync(demotionDefaults.probeIntervalMs);
+      await harness.clock.tickAsync(demotionDefaults.probeIntervalMs);
       // Still browned out: the probe is hedged at the floor, and West answers it.
       const failed = await send(target, { east: ok(300), west: ok(30) });
       assert.deepEqual(failed.diagnostics.ranking, { reason: "probe", addressedRegion: "East US" });
@@ -297,7 +278,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       assert.equal(target.regions.isDemoted("East US"), true);
       const demoted = await send(target, { west: ok(30) });
       assert.equal(demoted.diagnostics.ranking?.reason, "demoted");
-      await clock.tickAsync(demotionDefaults.probeIntervalMs);
+      await harness.clock.tickAsync(demotionDefaults.probeIntervalMs);
       // The brown-out is over: the probe answers in 2 ms.
       const probe = await send(target, { east: ok(2) });
       assert.equal(probe.diagnostics.ranking?.reason, "probe");
@@ -316,7 +297,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
         const { diagnostics } = await send(target, { west: ok(20) });
         assert.equal(diagnostics.thresholdSource, "adaptiveWarmup");
       }
-      const from = transport.received.length;
+      const from = harness.transport.received.length;
       const { diagnostics } = await send(target, { west: ok(200), east: ok(300) });
       assert.equal(diagnostics.thresholdRegion, "West US");
       const thresholdMs = diagnostics.thresholdMs ?? Number.NaN;
@@ -328,7 +309,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       const target = setup({ threshold: "adaptive" });
       await warmUp(target);
       await demoteEast(target);
-      const rerouted = pointRead(eastUs, leaks.controller().signal);
+      const rerouted = pointRead(eastUs, harness.leaks.controller().signal);
       setRequestControls(rerouted, { routing: { sdkRegion: "North Europe", rerouteReason: "excludedRegion" } });
       const { diagnostics } = await send(target, { west: ok(30) }, rerouted);
       assert.deepEqual(diagnostics.routing, { sdkRegion: "North Europe", rerouteReason: "excludedRegion" });
@@ -339,7 +320,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       const target = setup({ threshold: "adaptive" });
       await warmUp(target);
       await demoteEast(target);
-      const page = query(eastUs, leaks.controller().signal);
+      const page = query(eastUs, harness.leaks.controller().signal);
       page.headers.set("x-ms-continuation", "token");
       const { diagnostics } = await send(target, { east: ok(2) }, page);
       assert.equal(diagnostics.primaryRegion, "East US");
@@ -355,7 +336,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
 
   describe("Thompson sampling", () => {
     /**
-     * A transport whose regions answer after a latency set per region, for
+     * A harness.transport whose regions answer after a latency set per region, for
      * as many requests as come: Thompson decides per read which regions get
      * arms, so a script of steps could not stay in step with it.
      */
@@ -390,8 +371,8 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
         const eastFirst = async (reads: number): Promise<number> => {
           let count = 0;
           for (let i = 0; i < reads; i++) {
-            const pending = observe(pipeline.sendRequest(client, pointRead(eastUs, leaks.controller().signal)));
-            for (let waited = 0; !pending.state().done && waited < 1000; waited++) await clock.tickAsync(1);
+            const pending = observe(pipeline.sendRequest(client, pointRead(eastUs, harness.leaks.controller().signal)));
+            for (let waited = 0; !pending.state().done && waited < 1000; waited++) await harness.clock.tickAsync(1);
             const diagnostics = getHedgeDiagnostics(await pending.result());
             assert.equal(diagnostics?.ranking?.reason, "thompson");
             if (diagnostics?.primaryRegion === "East US") count += 1;
@@ -404,7 +385,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
         await eastFirst(30);
         const brownedOut = await eastFirst(30);
         latencies.set(east, 2);
-        await clock.tickAsync(20_000);
+        await harness.clock.tickAsync(20_000);
         await eastFirst(30);
         const recovered = await eastFirst(30);
         assert.ok(healthy >= 27, `East first in ${healthy} of 30 healthy reads`);
@@ -448,16 +429,16 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
     });
 
     it("count skipped requests, and are the same through createHedgingHttpClient", async () => {
-      const client = createHedgingHttpClient({ httpClient: transport, crossRegion: { threshold: "adaptive" }, metadata: false });
+      const client = createHedgingHttpClient({ httpClient: harness.transport, crossRegion: { threshold: "adaptive" }, metadata: false });
       client.regions.setTopology(twoRegions);
-      transport.script(eastUs.endpoint, ok(3));
-      const pending = observe(client.sendRequest(pointRead(eastUs, leaks.controller().signal)));
-      await clock.tickAsync(3);
+      harness.transport.script(eastUs.endpoint, ok(3));
+      const pending = observe(client.sendRequest(pointRead(eastUs, harness.leaks.controller().signal)));
+      await harness.clock.tickAsync(3);
       await pending.result();
-      const skipped = requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: "{}", abortSignal: leaks.controller().signal });
-      transport.script(eastUs.endpoint, ok(3));
+      const skipped = requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: "{}", abortSignal: harness.leaks.controller().signal });
+      harness.transport.script(eastUs.endpoint, ok(3));
       const write = observe(client.sendRequest(skipped));
-      await clock.tickAsync(3);
+      await harness.clock.tickAsync(3);
       assert.equal(getHedgeDiagnostics(await write.result())?.skipReason, "notEligible");
       const metrics = client.metrics();
       assert.equal(metrics.requests, 2);

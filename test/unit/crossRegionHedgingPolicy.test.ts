@@ -3,7 +3,6 @@ import { Readable } from "node:stream";
 import { createEmptyPipeline } from "@azure/core-rest-pipeline";
 import type { HttpMethods, Pipeline, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import sinon from "sinon";
-import type { SinonFakeTimers } from "sinon";
 import { RegionCache } from "../../src/caches/regionCache.js";
 import type { AccountTopologyInit, RegionEndpoint } from "../../src/caches/regionCache.js";
 import { hedgeDiagnosticsHeaderName } from "../../src/cosmos/headers.js";
@@ -16,9 +15,8 @@ import {
   crossRegionHedgingPolicyName,
 } from "../../src/policies/crossRegionHedgingPolicy.js";
 import type { CrossRegionHedgingPolicyOptions } from "../../src/policies/crossRegionHedgingPolicy.js";
-import { FakeTransport } from "../support/fakeTransport.js";
 import { eastUs, northEurope, observe, pointRead, query, requestTo, westUs } from "../support/hedgingFixtures.js";
-import { LeakCheck, useFakeClock } from "../support/leakCheck.js";
+import { useRaceHarness } from "../support/raceHarness.js";
 
 const threeRegions: AccountTopologyInit = { readRegions: [eastUs, westUs, northEurope] };
 const slow = 10_000;
@@ -26,24 +24,7 @@ const slow = 10_000;
 type Pending = ReturnType<typeof observe<PipelineResponse>>;
 
 describe("crossRegionHedgingPolicy", () => {
-  let clock: SinonFakeTimers;
-  let leaks: LeakCheck;
-  let transport: FakeTransport;
-
-  beforeEach(() => {
-    clock = useFakeClock();
-    leaks = new LeakCheck(clock);
-    transport = new FakeTransport();
-  });
-
-  afterEach(async () => {
-    try {
-      await leaks.verify();
-      assert.deepEqual(transport.unscripted, [], "requests nobody scripted");
-    } finally {
-      clock.restore();
-    }
-  });
+  const harness = useRaceHarness();
 
   function pipelineWith(options: CrossRegionHedgingPolicyOptions): Pipeline {
     const pipeline = createEmptyPipeline();
@@ -56,11 +37,11 @@ describe("crossRegionHedgingPolicy", () => {
   }
 
   function send(pipeline: Pipeline, request: PipelineRequest): Pending {
-    return observe(pipeline.sendRequest(transport, request));
+    return observe(pipeline.sendRequest(harness.transport, request));
   }
 
   function signal(): AbortSignal {
-    return leaks.controller().signal;
+    return harness.leaks.controller().signal;
   }
 
   function responseOf(pending: Pending): PipelineResponse {
@@ -85,9 +66,9 @@ describe("crossRegionHedgingPolicy", () => {
 
   /** Sends a request whose primary answers only after `slow` and reports how many arms went out. */
   async function armsSentFor(pipeline: Pipeline, request: PipelineRequest, status = 200): Promise<PipelineResponse> {
-    transport.script(request.url, { status, delayMs: slow });
+    harness.transport.script(request.url, { status, delayMs: slow });
     const pending = send(pipeline, request);
-    await clock.tickAsync(slow);
+    await harness.clock.tickAsync(slow);
     return responseOf(pending);
   }
 
@@ -113,7 +94,7 @@ describe("crossRegionHedgingPolicy", () => {
         const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, enableMultiWriteRegionHedge: true });
         const request = requestTo(eastUs, method, path, { headers, body: '{"id":"1"}', abortSignal: signal() });
         const response = await armsSentFor(pipeline, request, 201);
-        assert.equal(transport.received.length, 1);
+        assert.equal(harness.transport.received.length, 1);
         const diagnostics = diagnosticsOf(response);
         assert.equal(diagnostics.operation, operation);
         assert.equal(diagnostics.skipReason, "notEligible");
@@ -133,19 +114,19 @@ describe("crossRegionHedgingPolicy", () => {
         const pipeline = pipelineWith({ regions: regionsWith(multiWrite), threshold: 100 });
         const request = requestTo(eastUs, method, path, { headers, body: '{"id":"1"}', abortSignal: signal() });
         const response = await armsSentFor(pipeline, request, 201);
-        assert.equal(transport.received.length, 1);
+        assert.equal(harness.transport.received.length, 1);
         assert.equal(diagnosticsOf(response).skipReason, "notEligible");
       });
 
       it(`${operation} is hedged to the write regions on a multi-write account with enableMultiWriteRegionHedge`, async () => {
         const pipeline = pipelineWith({ regions: regionsWith(multiWrite), threshold: 100, enableMultiWriteRegionHedge: true });
         const request = requestTo(eastUs, method, path, { headers, body: '{"id":"1"}', abortSignal: signal() });
-        transport.script(eastUs.endpoint, { status: 201, delayMs: slow });
-        transport.script(westUs.endpoint, { status: 201, delayMs: 20 });
+        harness.transport.script(eastUs.endpoint, { status: 201, delayMs: slow });
+        harness.transport.script(westUs.endpoint, { status: 201, delayMs: 20 });
         const pending = send(pipeline, request);
-        await clock.tickAsync(99);
-        assert.equal(transport.received.length, 1);
-        await clock.tickAsync(21);
+        await harness.clock.tickAsync(99);
+        assert.equal(harness.transport.received.length, 1);
+        await harness.clock.tickAsync(21);
         const diagnostics = diagnosticsOf(responseOf(pending));
         assert.equal(diagnostics.operation, operation);
         assert.equal(diagnostics.terminalState, "hedgeWon");
@@ -154,8 +135,8 @@ describe("crossRegionHedgingPolicy", () => {
           ["East US", "West US"],
           "North Europe is a read region only",
         );
-        assert.equal(transport.received[1]?.method, method);
-        assert.equal(transport.received[1]?.request.body, '{"id":"1"}');
+        assert.equal(harness.transport.received[1]?.method, method);
+        assert.equal(harness.transport.received[1]?.request.body, '{"id":"1"}');
       });
     }
   });
@@ -164,14 +145,14 @@ describe("crossRegionHedgingPolicy", () => {
     it("a single applicable region: one send, skipReason singleRegion", async () => {
       const pipeline = pipelineWith({ regions: regionsWith({ readRegions: [eastUs] }), threshold: 100 });
       const response = await armsSentFor(pipeline, pointRead(eastUs, signal()));
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(diagnosticsOf(response).skipReason, "singleRegion");
     });
 
     it("a preferred list that names one of the account's regions leaves one applicable region", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(threeRegions, ["East US", "Mars Central"]), threshold: 100 });
       const response = await armsSentFor(pipeline, pointRead(eastUs, signal()));
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(diagnosticsOf(response).skipReason, "singleRegion");
     });
 
@@ -181,8 +162,8 @@ describe("crossRegionHedgingPolicy", () => {
       const body = Readable.from(['{"query":"SELECT * FROM c"}']);
       request.body = body;
       const response = await armsSentFor(pipeline, request);
-      assert.equal(transport.received.length, 1);
-      assert.equal(transport.received[0]?.request, request, "the request itself is sent, not a copy");
+      assert.equal(harness.transport.received.length, 1);
+      assert.equal(harness.transport.received[0]?.request, request, "the request itself is sent, not a copy");
       assert.equal(diagnosticsOf(response).skipReason, "streamBody");
     });
 
@@ -191,7 +172,7 @@ describe("crossRegionHedgingPolicy", () => {
       const request = query(eastUs, signal());
       request.body = new ReadableStream({ start: (controller) => controller.close() });
       const response = await armsSentFor(pipeline, request);
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(diagnosticsOf(response).skipReason, "streamBody");
     });
 
@@ -199,7 +180,7 @@ describe("crossRegionHedgingPolicy", () => {
       const stranger: RegionEndpoint = { name: "Elsewhere", endpoint: "https://other.documents.azure.com/" };
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100 });
       const response = await armsSentFor(pipeline, pointRead(stranger, signal()));
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       const diagnostics = diagnosticsOf(response);
       assert.equal(diagnostics.skipReason, "unknownRegion");
       assert.equal(diagnostics.primaryRegion, undefined);
@@ -209,8 +190,8 @@ describe("crossRegionHedgingPolicy", () => {
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100 });
       const request = requestTo(eastUs, "GET", "dbs/db/colls/c", { abortSignal: signal() });
       const response = await armsSentFor(pipeline, request);
-      assert.equal(transport.received.length, 1);
-      assert.equal(transport.received[0]?.request, request);
+      assert.equal(harness.transport.received.length, 1);
+      assert.equal(harness.transport.received[0]?.request, request);
       assert.equal(getHedgeDiagnostics(response), undefined);
       assert.equal(response.headers.get(hedgeDiagnosticsHeaderName), undefined);
     });
@@ -218,15 +199,15 @@ describe("crossRegionHedgingPolicy", () => {
     it("an account read: one send, no diagnostics, and the topology is learned from it", async () => {
       const regions = new RegionCache();
       const pipeline = pipelineWith({ regions, threshold: 100 });
-      transport.script(eastUs.endpoint, {
+      harness.transport.script(eastUs.endpoint, {
         status: 200,
         delayMs: 5,
         body: accountBody({ regions: [eastUs, westUs] }),
       });
       const pending = send(pipeline, requestTo(eastUs, "GET", "", { abortSignal: signal() }));
-      await clock.tickAsync(slow);
+      await harness.clock.tickAsync(slow);
       const response = responseOf(pending);
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(getHedgeDiagnostics(response), undefined);
       assert.equal(response.headers.get(hedgeDiagnosticsHeaderName), undefined);
       assert.deepEqual(
@@ -238,14 +219,14 @@ describe("crossRegionHedgingPolicy", () => {
 
   describe("enablement and thresholds", () => {
     async function launchTimes(pipeline: Pipeline, until: number): Promise<{ times: number[]; diagnostics: HedgeDiagnostics }> {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: until });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: until });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       const start = Date.now();
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await clock.tickAsync(until);
+      await harness.clock.tickAsync(until);
       const diagnostics = diagnosticsOf(responseOf(pending));
-      return { times: transport.received.map((record) => record.receivedAt - start), diagnostics };
+      return { times: harness.transport.received.map((record) => record.receivedAt - start), diagnostics };
     }
 
     it("explicit enablement defaults to threshold 500 and step 100", async () => {
@@ -262,26 +243,26 @@ describe("crossRegionHedgingPolicy", () => {
 
     it("explicit enablement honours the given threshold and step exactly", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 40, thresholdStep: 7 });
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 100 });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 100 });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await clock.tickAsync(39);
-      assert.equal(transport.received.length, 1);
-      await clock.tickAsync(1);
-      assert.equal(transport.received.length, 2);
-      await clock.tickAsync(6);
-      assert.equal(transport.received.length, 2);
-      await clock.tickAsync(1);
-      assert.equal(transport.received.length, 3);
-      await clock.tickAsync(100);
+      await harness.clock.tickAsync(39);
+      assert.equal(harness.transport.received.length, 1);
+      await harness.clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 2);
+      await harness.clock.tickAsync(6);
+      assert.equal(harness.transport.received.length, 2);
+      await harness.clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 3);
+      await harness.clock.tickAsync(100);
       assert.equal(responseOf(pending).status, 200);
     });
 
     it('"followAccount" without PPAF does not hedge: skipReason disabled', async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), enabled: "followAccount" });
       const response = await armsSentFor(pipeline, pointRead(eastUs, signal()));
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(diagnosticsOf(response).skipReason, "disabled");
     });
 
@@ -322,7 +303,7 @@ describe("crossRegionHedgingPolicy", () => {
       const before = await armsSentFor(pipeline, pointRead(eastUs, signal()));
       assert.equal(diagnosticsOf(before).skipReason, "disabled");
       await readAccount(pipeline, accountBody({ regions: [eastUs, westUs, northEurope], ppaf: true }));
-      transport.received.length = 0;
+      harness.transport.received.length = 0;
       const { times } = await launchTimes(pipeline, 2000);
       assert.deepEqual(times, [0, 1000, 1500]);
     });
@@ -330,7 +311,7 @@ describe("crossRegionHedgingPolicy", () => {
     it("enabled: false does not hedge: skipReason disabled", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), enabled: false, threshold: 100 });
       const response = await armsSentFor(pipeline, pointRead(eastUs, signal()));
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(diagnosticsOf(response).skipReason, "disabled");
     });
 
@@ -339,16 +320,16 @@ describe("crossRegionHedgingPolicy", () => {
       const pipeline = pipelineWith({ regions, threshold: 100 });
       await readAccount(pipeline, accountBody({ regions: [eastUs, westUs, northEurope], hedgingDisabled: true }));
       const suppressed = await armsSentFor(pipeline, pointRead(eastUs, signal()));
-      assert.equal(transport.receivedBy(eastUs.endpoint).length, 2, "the account read and one document read");
-      assert.equal(transport.received.length, 2);
+      assert.equal(harness.transport.receivedBy(eastUs.endpoint).length, 2, "the account read and one document read");
+      assert.equal(harness.transport.received.length, 2);
       assert.equal(diagnosticsOf(suppressed).skipReason, "accountSwitch");
 
       await readAccount(pipeline, accountBody({ regions: [eastUs, westUs, northEurope], hedgingDisabled: false }));
-      transport.received.length = 0;
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.received.length = 0;
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       const restored = await armsSentFor(pipeline, pointRead(eastUs, signal()));
-      assert.equal(transport.received.length, 3);
+      assert.equal(harness.transport.received.length, 3);
       assert.equal(diagnosticsOf(restored).terminalState, "primaryWon");
     });
 
@@ -358,7 +339,7 @@ describe("crossRegionHedgingPolicy", () => {
       const request = pointRead(eastUs, signal());
       setRequestControls(request, { hedging: { threshold: 10 } });
       const response = await armsSentFor(pipeline, request);
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(diagnosticsOf(response).skipReason, "accountSwitch");
     });
   });
@@ -424,7 +405,7 @@ describe("crossRegionHedgingPolicy", () => {
       const request = pointRead(eastUs, signal());
       setRequestControls(request, { hedging: false });
       const response = await armsSentFor(pipeline, request);
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(diagnosticsOf(response).skipReason, "disabled");
     });
 
@@ -432,18 +413,18 @@ describe("crossRegionHedgingPolicy", () => {
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 500, thresholdStep: 30 });
       const request = pointRead(eastUs, signal());
       setRequestControls(request, { hedging: { threshold: 50 } });
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 200 });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 200 });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       const pending = send(pipeline, request);
-      await clock.tickAsync(49);
-      assert.equal(transport.received.length, 1);
-      await clock.tickAsync(1);
-      assert.equal(transport.received.length, 2);
-      await clock.tickAsync(150);
+      await harness.clock.tickAsync(49);
+      assert.equal(harness.transport.received.length, 1);
+      await harness.clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 2);
+      await harness.clock.tickAsync(150);
       const diagnostics = diagnosticsOf(responseOf(pending));
       assert.deepEqual(
-        transport.received.map((record) => record.receivedAt),
+        harness.transport.received.map((record) => record.receivedAt),
         [0, 50, 80],
       );
       assert.equal(diagnostics.thresholdMs, 50);
@@ -457,7 +438,7 @@ describe("crossRegionHedgingPolicy", () => {
       setRequestControls(request, { hedging: { threshold: 20, thresholdStep: 20 } });
       const response = await armsSentFor(pipeline, request);
       assert.deepEqual(
-        transport.received.map((record) => record.receivedAt),
+        harness.transport.received.map((record) => record.receivedAt),
         [0],
       );
       assert.equal(getHedgeDiagnostics(response)?.skipReason, "disabled");
@@ -467,11 +448,11 @@ describe("crossRegionHedgingPolicy", () => {
       const pipeline = pipelineWith({ regions: regionsWith({ ...threeRegions, perPartitionFailover: true }), enabled: "followAccount" });
       const request = pointRead(eastUs, signal());
       setRequestControls(request, { hedging: { thresholdStep: 50 } });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       const response = await armsSentFor(pipeline, request);
       assert.deepEqual(
-        transport.received.map((record) => record.receivedAt),
+        harness.transport.received.map((record) => record.receivedAt),
         [0, 1000, 1050],
       );
       const diagnostics = getHedgeDiagnostics(response);
@@ -484,9 +465,9 @@ describe("crossRegionHedgingPolicy", () => {
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, thresholdStep: 50 });
       const request = pointRead(eastUs, signal());
       setRequestControls(request, { excludedRegions: ["westus"] });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       const response = await armsSentFor(pipeline, request);
-      assert.equal(transport.receivedBy(westUs.endpoint).length, 0);
+      assert.equal(harness.transport.receivedBy(westUs.endpoint).length, 0);
       assert.deepEqual(
         diagnosticsOf(response).arms.map((arm) => [arm.region, arm.startOffsetMs]),
         [
@@ -499,9 +480,9 @@ describe("crossRegionHedgingPolicy", () => {
     it("client-level excluded regions keep hedges away too", async () => {
       const regions = new RegionCache({ topology: threeRegions, excludedRegions: ["North Europe"] });
       const pipeline = pipelineWith({ regions, threshold: 100 });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
       const response = await armsSentFor(pipeline, pointRead(eastUs, signal()));
-      assert.equal(transport.receivedBy(northEurope.endpoint).length, 0);
+      assert.equal(harness.transport.receivedBy(northEurope.endpoint).length, 0);
       assert.equal(diagnosticsOf(response).arms.length, 2);
     });
 
@@ -510,7 +491,7 @@ describe("crossRegionHedgingPolicy", () => {
       const request = pointRead(eastUs, signal());
       setRequestControls(request, { region: "East US" });
       const response = await armsSentFor(pipeline, request);
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(diagnosticsOf(response).skipReason, "pinnedRegion");
     });
   });
@@ -524,10 +505,10 @@ describe("crossRegionHedgingPolicy", () => {
         threshold: 100,
         thresholdStep: 50,
       });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       const response = await armsSentFor(pipeline, pointRead(eastUs, signal()));
-      assert.equal(transport.receivedBy(insecureWestUs.endpoint).length, 0);
-      assert.ok(transport.received.every((record) => record.url.startsWith("https://")));
+      assert.equal(harness.transport.receivedBy(insecureWestUs.endpoint).length, 0);
+      assert.ok(harness.transport.received.every((record) => record.url.startsWith("https://")));
       assert.deepEqual(
         diagnosticsOf(response).arms.map((arm) => arm.region),
         ["East US", "North Europe"],
@@ -537,7 +518,7 @@ describe("crossRegionHedgingPolicy", () => {
     it("with only an http secondary, an https request is not hedged: skipReason singleRegion", async () => {
       const pipeline = pipelineWith({ regions: regionsWith({ readRegions: [eastUs, insecureWestUs] }), threshold: 100 });
       const response = await armsSentFor(pipeline, pointRead(eastUs, signal()));
-      assert.equal(transport.received.length, 1);
+      assert.equal(harness.transport.received.length, 1);
       assert.equal(diagnosticsOf(response).skipReason, "singleRegion");
     });
 
@@ -547,8 +528,8 @@ describe("crossRegionHedgingPolicy", () => {
         threshold: 100,
         thresholdStep: 50,
       });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       const response = await armsSentFor(pipeline, pointRead(eastUs, signal()));
       assert.deepEqual(
         diagnosticsOf(response).arms.map((arm) => arm.region),
@@ -562,7 +543,7 @@ describe("crossRegionHedgingPolicy", () => {
       const signed: PipelineRequest[] = [];
       const sentWhenSigned: number[] = [];
       const signer = async (request: PipelineRequest): Promise<void> => {
-        sentWhenSigned.push(transport.received.length);
+        sentWhenSigned.push(harness.transport.received.length);
         signed.push(request);
         request.headers.set("x-ms-date", `arm ${signed.length}`);
       };
@@ -570,17 +551,17 @@ describe("crossRegionHedgingPolicy", () => {
       const original = query(eastUs, signal());
       original.headers.set("authorization", "type%3Dmaster%26ver%3D1.0%26sig%3Doriginal");
       original.headers.set("x-ms-date", "original");
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       await armsSentFor(pipeline, original);
 
       assert.equal(signed.length, 3);
       assert.deepEqual(sentWhenSigned, [0, 1, 2], "each arm is signed before it is sent");
-      transport.received.forEach((record, index) => {
-        assert.equal(record.request, signed[index], "the transport received exactly the requests the signer saw");
+      harness.transport.received.forEach((record, index) => {
+        assert.equal(record.request, signed[index], "the harness.transport received exactly the requests the signer saw");
       });
       assert.deepEqual(
-        transport.received.map((record) => record.headers["x-ms-date"]),
+        harness.transport.received.map((record) => record.headers["x-ms-date"]),
         ["arm 1", "arm 2", "arm 3"],
       );
       assert.equal(original.headers.get("x-ms-date"), "original", "signing an arm leaves the caller's request alone");
@@ -606,12 +587,12 @@ describe("crossRegionHedgingPolicy", () => {
       const signer = (request: PipelineRequest): Promise<void> =>
         new Promise((resolve) => setTimeout(resolve, request.url.includes("westus") ? 50 : 0));
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, signer });
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 120 });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 120 });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await clock.tickAsync(120);
+      await harness.clock.tickAsync(120);
       assert.equal(responseOf(pending).status, 200);
-      await clock.tickAsync(50);
-      assert.equal(transport.received.length, 1, "West US was still signing when East US answered");
+      await harness.clock.tickAsync(50);
+      assert.equal(harness.transport.received.length, 1, "West US was still signing when East US answered");
       assert.deepEqual(
         diagnosticsOf(responseOf(pending)).arms.map((arm) => [arm.region, arm.outcome]),
         [
@@ -624,26 +605,26 @@ describe("crossRegionHedgingPolicy", () => {
     it("an arm still being signed when the caller aborts is never sent", async () => {
       const signer = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 30));
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, signer });
-      const controller = leaks.controller();
+      const controller = harness.leaks.controller();
       const pending = send(pipeline, pointRead(eastUs, controller.signal));
-      await clock.tickAsync(10);
+      await harness.clock.tickAsync(10);
       controller.abort();
-      await clock.tickAsync(30);
+      await harness.clock.tickAsync(30);
       assert.equal((errorOf(pending) as Error).name, "AbortError");
-      assert.equal(transport.received.length, 0);
+      assert.equal(harness.transport.received.length, 0);
     });
 
-    it("a signer that throws fails that arm only, like a transport error", async () => {
+    it("a signer that throws fails that arm only, like a harness.transport error", async () => {
       const signer = sinon.spy((request: PipelineRequest) => {
-        if (request.url.includes("eastus")) throw new Error("clock skew");
+        if (request.url.includes("eastus")) throw new Error("harness.clock skew");
       });
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, signer });
-      transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await clock.tickAsync(10);
+      await harness.clock.tickAsync(10);
       const diagnostics = diagnosticsOf(responseOf(pending));
       assert.equal(diagnostics.terminalState, "hedgeWon");
-      assert.equal(diagnostics.arms[0]?.error?.message, "clock skew");
+      assert.equal(diagnostics.arms[0]?.error?.message, "harness.clock skew");
       assert.equal(diagnostics.arms[1]?.reason, "transientResult");
       assert.equal(signer.callCount, 2);
     });
@@ -653,10 +634,10 @@ describe("crossRegionHedgingPolicy", () => {
     it("receives the record attached to the response, once per request", async () => {
       const onDiagnostics = sinon.spy();
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, onDiagnostics });
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 150 });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 150 });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await clock.tickAsync(150);
+      await harness.clock.tickAsync(150);
       const response = responseOf(pending);
       assert.equal(onDiagnostics.callCount, 1);
       assert.deepEqual(onDiagnostics.firstCall.args[0], getHedgeDiagnostics(response));
@@ -665,7 +646,7 @@ describe("crossRegionHedgingPolicy", () => {
     it("a callback that throws breaks neither a hedged nor a skipped request", async () => {
       const onDiagnostics = sinon.stub().throws(new Error("metrics backend down"));
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, onDiagnostics });
-      transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
       const hedgedResponse = await armsSentFor(pipeline, pointRead(eastUs, signal()));
       assert.equal(hedgedResponse.status, 200);
       assert.equal(diagnosticsOf(hedgedResponse).terminalState, "hedgeWon");
@@ -678,9 +659,9 @@ describe("crossRegionHedgingPolicy", () => {
       const failing = pointRead(eastUs, signal());
       setRequestControls(failing, { hedging: false });
       const failure = new Error("socket hang up");
-      transport.script(eastUs.endpoint, { error: failure, delayMs: 5 });
+      harness.transport.script(eastUs.endpoint, { error: failure, delayMs: 5 });
       const pending = send(pipeline, failing);
-      await clock.tickAsync(5);
+      await harness.clock.tickAsync(5);
       assert.equal(errorOf(pending), failure, "the request's own error, not the callback's");
       assert.equal(onDiagnostics.callCount, 3);
     });
@@ -690,11 +671,11 @@ describe("crossRegionHedgingPolicy", () => {
     it("describe every arm, the winner and the total charge, on the response, its header and the callback", async () => {
       const onDiagnostics = sinon.spy();
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, thresholdStep: 50, onDiagnostics });
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 400, requestCharge: 1 });
-      transport.script(westUs.endpoint, { status: 429, subStatus: 3200, delayMs: 30, requestCharge: 1.5, activityId: "act-b" });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: 40, requestCharge: 3, activityId: "act-c" });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 400, requestCharge: 1 });
+      harness.transport.script(westUs.endpoint, { status: 429, subStatus: 3200, delayMs: 30, requestCharge: 1.5, activityId: "act-b" });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 40, requestCharge: 3, activityId: "act-c" });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await clock.tickAsync(170);
+      await harness.clock.tickAsync(170);
       const response = responseOf(pending);
       const expected: HedgeDiagnostics = {
         policy: "crossRegion",
@@ -742,11 +723,11 @@ describe("crossRegionHedgingPolicy", () => {
 
     it("sum the charge of every arm that answered when the primary's outcome is returned", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100 });
-      transport.script(eastUs.endpoint, { status: 503, delayMs: 10, requestCharge: 1 });
-      transport.script(westUs.endpoint, { status: 429, delayMs: 10, requestCharge: 2 });
-      transport.script(northEurope.endpoint, { status: 410, delayMs: 10, requestCharge: 0.5 });
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10, requestCharge: 1 });
+      harness.transport.script(westUs.endpoint, { status: 429, delayMs: 10, requestCharge: 2 });
+      harness.transport.script(northEurope.endpoint, { status: 410, delayMs: 10, requestCharge: 0.5 });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await clock.tickAsync(30);
+      await harness.clock.tickAsync(30);
       const diagnostics = diagnosticsOf(responseOf(pending));
       assert.equal(diagnostics.totalRequestCharge, 3.5);
       assert.equal(diagnostics.terminalState, "primaryOutcome");
@@ -754,9 +735,9 @@ describe("crossRegionHedgingPolicy", () => {
 
     it("of a skipped request carry the response's charge and the primary as the winning region", async () => {
       const pipeline = pipelineWith({ regions: regionsWith({ readRegions: [eastUs] }), threshold: 100 });
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 10, requestCharge: 2.25 });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 10, requestCharge: 2.25 });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await clock.tickAsync(10);
+      await harness.clock.tickAsync(10);
       assert.deepEqual(diagnosticsOf(responseOf(pending)), {
         policy: "crossRegion",
         operation: "pointRead",
@@ -778,10 +759,10 @@ describe("crossRegionHedgingPolicy", () => {
       const onDiagnostics = sinon.spy();
       const pipeline = pipelineWith({ regions: regionsWith({ readRegions: [eastUs, westUs] }), threshold: 100, onDiagnostics });
       const failure = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
-      transport.script(eastUs.endpoint, { error: failure, delayMs: 10 });
-      transport.script(westUs.endpoint, { status: 503, delayMs: 10, requestCharge: 1 });
+      harness.transport.script(eastUs.endpoint, { error: failure, delayMs: 10 });
+      harness.transport.script(westUs.endpoint, { status: 503, delayMs: 10, requestCharge: 1 });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await clock.tickAsync(20);
+      await harness.clock.tickAsync(20);
       const error = errorOf(pending);
       assert.equal(error, failure);
       const diagnostics = diagnosticsOf(error);
@@ -802,14 +783,14 @@ describe("crossRegionHedgingPolicy", () => {
       });
       const request = pointRead(eastUs, signal());
       request.headers.set("authorization", encoded);
-      transport.script(eastUs.endpoint, {
+      harness.transport.script(eastUs.endpoint, {
         error: new Error(`401 from gateway; request headers: authorization: type=master&ver=1.0&sig=${secret}`),
         delayMs: 10,
       });
-      transport.script(westUs.endpoint, { error: new Error(`rejected ${encoded}`), delayMs: 10 });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: 10, headers: { "x-ms-echo": "nothing secret" } });
+      harness.transport.script(westUs.endpoint, { error: new Error(`rejected ${encoded}`), delayMs: 10 });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 10, headers: { "x-ms-echo": "nothing secret" } });
       const pending = send(pipeline, request);
-      await clock.tickAsync(30);
+      await harness.clock.tickAsync(30);
       const response = responseOf(pending);
       const attachedRecord = diagnosticsOf(response);
       assert.equal(attachedRecord.arms.length, 3, "both failing arms are described");
@@ -828,9 +809,9 @@ describe("crossRegionHedgingPolicy", () => {
   });
 
   async function readAccount(pipeline: Pipeline, body: string): Promise<void> {
-    transport.script(eastUs.endpoint, { status: 200, delayMs: 1, body });
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 1, body });
     const pending = send(pipeline, requestTo(eastUs, "GET", "", { abortSignal: signal() }));
-    await clock.tickAsync(1);
+    await harness.clock.tickAsync(1);
     assert.equal(responseOf(pending).status, 200);
   }
 });

@@ -15,6 +15,7 @@ import { FakeTransport } from "../support/fakeTransport.js";
 import type { ScriptStep } from "../support/fakeTransport.js";
 import { eastUs, northEurope, observe, pointRead, ukSouth, westUs } from "../support/hedgingFixtures.js";
 import { LeakCheck, useFakeClock } from "../support/leakCheck.js";
+import { useRaceHarness } from "../support/raceHarness.js";
 
 const threshold = 100;
 const thresholdStep = 50;
@@ -27,24 +28,7 @@ function transportError(code: string): Error {
 const slow = 10_000;
 
 describe("race engine, through crossRegionHedgingPolicy", () => {
-  let clock: SinonFakeTimers;
-  let leaks: LeakCheck;
-  let transport: FakeTransport;
-
-  beforeEach(() => {
-    clock = useFakeClock();
-    leaks = new LeakCheck(clock);
-    transport = new FakeTransport();
-  });
-
-  afterEach(async () => {
-    try {
-      await leaks.verify();
-      assert.deepEqual(transport.unscripted, [], "requests nobody scripted");
-    } finally {
-      clock.restore();
-    }
-  });
+  const harness = useRaceHarness();
 
   function hedged(
     readRegions: readonly RegionEndpoint[] = [eastUs, westUs, northEurope],
@@ -53,7 +37,7 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     const regions = new RegionCache({ topology: { readRegions } });
     const pipeline = createEmptyPipeline();
     pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold, thresholdStep, ...options }));
-    return (request = pointRead(eastUs, leaks.controller().signal)) => observe(pipeline.sendRequest(transport, request));
+    return (request = pointRead(eastUs, harness.leaks.controller().signal)) => observe(pipeline.sendRequest(harness.transport, request));
   }
 
   function diagnosticsOf(value: unknown): HedgeDiagnostics {
@@ -92,13 +76,13 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     ];
     for (const [status, subStatus] of finals) {
       it(`${status}/${subStatus}`, async () => {
-        transport.script(eastUs.endpoint, { status, subStatus, delayMs: 30 });
+        harness.transport.script(eastUs.endpoint, { status, subStatus, delayMs: 30 });
         const pending = hedged()();
-        await clock.tickAsync(30);
+        await harness.clock.tickAsync(30);
         const response = await responseOf(pending);
         assert.equal(response.status, status);
-        await clock.tickAsync(1000);
-        assert.equal(transport.received.length, 1);
+        await harness.clock.tickAsync(1000);
+        assert.equal(harness.transport.received.length, 1);
         const diagnostics = diagnosticsOf(response);
         assert.equal(diagnostics.terminalState, "primaryWon");
         assert.equal(diagnostics.hedgeFired, false);
@@ -123,19 +107,19 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
       ["449", { status: 449 }],
       ["500", { status: 500 }],
       ["503", { status: 503 }],
-      ["a transport error", { error: transportError("ECONNRESET") }],
+      ["a harness.transport error", { error: transportError("ECONNRESET") }],
     ];
     for (const [label, step] of transients) {
       it(label, async () => {
-        transport.script(eastUs.endpoint, { ...step, delayMs: 30 });
-        transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+        harness.transport.script(eastUs.endpoint, { ...step, delayMs: 30 });
+        harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
         const pending = hedged()();
-        await clock.tickAsync(29);
-        assert.equal(transport.received.length, 1);
-        await clock.tickAsync(1);
-        assert.equal(transport.received.length, 2, "the hedge went out when the primary's transient result arrived");
-        assert.equal(transport.received[1]?.origin, new URL(westUs.endpoint).origin);
-        await clock.tickAsync(10);
+        await harness.clock.tickAsync(29);
+        assert.equal(harness.transport.received.length, 1);
+        await harness.clock.tickAsync(1);
+        assert.equal(harness.transport.received.length, 2, "the hedge went out when the primary's transient result arrived");
+        assert.equal(harness.transport.received[1]?.origin, new URL(westUs.endpoint).origin);
+        await harness.clock.tickAsync(10);
         const response = await responseOf(pending);
         assert.equal(response.status, 200);
         const diagnostics = diagnosticsOf(response);
@@ -148,32 +132,32 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
             ["West US", "transientResult", 30, "returned"],
           ],
         );
-        assert.equal(transport.received.length, 2, "the winner ended the race before the next threshold");
+        assert.equal(harness.transport.received.length, 2, "the winner ended the race before the next threshold");
       });
     }
   });
 
   describe("timing of the arms", () => {
     it("launches hedges at exactly threshold, threshold + step, threshold + 2 steps", async () => {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 400 });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
-      transport.script(ukSouth.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 400 });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(ukSouth.endpoint, { status: 200, delayMs: slow });
       const pending = hedged([eastUs, westUs, northEurope, ukSouth])();
-      await clock.tickAsync(threshold - 1);
-      assert.equal(transport.received.length, 1);
-      await clock.tickAsync(1);
-      assert.equal(transport.received.length, 2);
-      await clock.tickAsync(thresholdStep - 1);
-      assert.equal(transport.received.length, 2);
-      await clock.tickAsync(1);
-      assert.equal(transport.received.length, 3);
-      await clock.tickAsync(thresholdStep - 1);
-      assert.equal(transport.received.length, 3);
-      await clock.tickAsync(1);
-      assert.equal(transport.received.length, 4);
+      await harness.clock.tickAsync(threshold - 1);
+      assert.equal(harness.transport.received.length, 1);
+      await harness.clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 2);
+      await harness.clock.tickAsync(thresholdStep - 1);
+      assert.equal(harness.transport.received.length, 2);
+      await harness.clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 3);
+      await harness.clock.tickAsync(thresholdStep - 1);
+      assert.equal(harness.transport.received.length, 3);
+      await harness.clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 4);
       assert.deepEqual(
-        transport.received.map((record) => [new URL(record.url).hostname, record.receivedAt]),
+        harness.transport.received.map((record) => [new URL(record.url).hostname, record.receivedAt]),
         [
           ["acct-eastus.documents.azure.com", 0],
           ["acct-westus.documents.azure.com", 100],
@@ -181,7 +165,7 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
           ["acct-uksouth.documents.azure.com", 200],
         ],
       );
-      await clock.tickAsync(200);
+      await harness.clock.tickAsync(200);
       const response = await responseOf(pending);
       assert.deepEqual(
         diagnosticsOf(response).arms.map((arm) => [arm.reason, arm.startOffsetMs, arm.outcome]),
@@ -195,20 +179,20 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     });
 
     it("skips ahead on a transient hedge result and times later arms from that launch", async () => {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(westUs.endpoint, { status: 503, delayMs: 20 });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
-      transport.script(ukSouth.endpoint, { status: 200, delayMs: 30 });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 503, delayMs: 20 });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(ukSouth.endpoint, { status: 200, delayMs: 30 });
       const pending = hedged([eastUs, westUs, northEurope, ukSouth])();
-      await clock.tickAsync(119);
-      assert.equal(transport.received.length, 2);
-      await clock.tickAsync(1);
-      assert.equal(transport.received.length, 3, "North Europe launched as soon as West US answered 503");
-      await clock.tickAsync(thresholdStep - 1);
-      assert.equal(transport.received.length, 3);
-      await clock.tickAsync(1);
-      assert.equal(transport.received.length, 4, "UK South launched one step after North Europe, at 170");
-      await clock.tickAsync(30);
+      await harness.clock.tickAsync(119);
+      assert.equal(harness.transport.received.length, 2);
+      await harness.clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 3, "North Europe launched as soon as West US answered 503");
+      await harness.clock.tickAsync(thresholdStep - 1);
+      assert.equal(harness.transport.received.length, 3);
+      await harness.clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 4, "UK South launched one step after North Europe, at 170");
+      await harness.clock.tickAsync(30);
       const response = await responseOf(pending);
       const diagnostics = diagnosticsOf(response);
       assert.deepEqual(
@@ -224,33 +208,33 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     });
 
     it("times the second hedge from an early first hedge, not from the threshold", async () => {
-      transport.script(eastUs.endpoint, { status: 503, delayMs: 30 });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(northEurope.endpoint, { status: 200, delayMs: 5 });
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 30 });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 5 });
       const pending = hedged()();
-      await clock.tickAsync(30);
-      assert.equal(transport.received.length, 2);
-      await clock.tickAsync(thresholdStep - 1);
-      assert.equal(transport.received.length, 2);
-      await clock.tickAsync(1);
-      assert.equal(transport.received.length, 3);
-      assert.equal(transport.received[2]?.receivedAt, 80);
-      await clock.tickAsync(5);
+      await harness.clock.tickAsync(30);
+      assert.equal(harness.transport.received.length, 2);
+      await harness.clock.tickAsync(thresholdStep - 1);
+      assert.equal(harness.transport.received.length, 2);
+      await harness.clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 3);
+      assert.equal(harness.transport.received[2]?.receivedAt, 80);
+      await harness.clock.tickAsync(5);
       assert.equal((await responseOf(pending)).status, 200);
     });
   });
 
   describe("the first final result wins", () => {
     it("from a hedge: the primary is aborted and the hedge's response is returned for the caller's request", async () => {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(westUs.endpoint, { status: 200, delayMs: 50, body: "from West US" });
-      const request = pointRead(eastUs, leaks.controller().signal);
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 50, body: "from West US" });
+      const request = pointRead(eastUs, harness.leaks.controller().signal);
       const pending = hedged()(request);
-      await clock.tickAsync(150);
+      await harness.clock.tickAsync(150);
       const response = await responseOf(pending);
       assert.equal(response.bodyAsText, "from West US");
       assert.equal(response.request, request, "upper policies see the request they sent");
-      const [primary, hedge] = transport.received;
+      const [primary, hedge] = harness.transport.received;
       assert.equal(primary?.signalAborted, true, "the loser's signal was aborted");
       assert.equal(primary?.outcome, "aborted");
       assert.equal(hedge?.signalAborted, false);
@@ -259,19 +243,19 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
       assert.equal(diagnostics.hedgeWon, true);
       assert.equal(diagnostics.terminalState, "hedgeWon");
       assert.equal(diagnostics.winningRegion, "West US");
-      await clock.tickAsync(1000);
-      assert.equal(transport.received.length, 2, "no arm launched after the race was decided");
+      await harness.clock.tickAsync(1000);
+      assert.equal(harness.transport.received.length, 2, "no arm launched after the race was decided");
     });
 
     it("from the primary after a hedge fired: the hedge is aborted", async () => {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 130, body: "from East US" });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 130, body: "from East US" });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
       const pending = hedged()();
-      await clock.tickAsync(130);
+      await harness.clock.tickAsync(130);
       const response = await responseOf(pending);
       assert.equal(response.bodyAsText, "from East US");
-      assert.equal(transport.received[1]?.signalAborted, true);
-      assert.equal(transport.received[0]?.signalAborted, false);
+      assert.equal(harness.transport.received[1]?.signalAborted, true);
+      assert.equal(harness.transport.received[0]?.signalAborted, false);
       const diagnostics = diagnosticsOf(response);
       assert.equal(diagnostics.terminalState, "primaryWon");
       assert.equal(diagnostics.hedgeFired, true);
@@ -283,10 +267,10 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     });
 
     it("a final error status that comes first beats a success that would come later", async () => {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 200 });
-      transport.script(westUs.endpoint, { status: 404, delayMs: 20 });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 200 });
+      harness.transport.script(westUs.endpoint, { status: 404, delayMs: 20 });
       const pending = hedged()();
-      await clock.tickAsync(120);
+      await harness.clock.tickAsync(120);
       const response = await responseOf(pending);
       assert.equal(response.status, 404);
       assert.equal(diagnosticsOf(response).winningRegion, "West US");
@@ -295,15 +279,15 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
 
   describe("when no arm produces a final result, the primary's outcome is returned", () => {
     it("returns the primary's transient response even though hedges answered after it", async () => {
-      transport.script(eastUs.endpoint, { status: 503, delayMs: 10, body: "primary" });
-      transport.script(westUs.endpoint, { status: 429, subStatus: 3200, delayMs: 10 });
-      transport.script(northEurope.endpoint, { status: 410, delayMs: 10 });
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10, body: "primary" });
+      harness.transport.script(westUs.endpoint, { status: 429, subStatus: 3200, delayMs: 10 });
+      harness.transport.script(northEurope.endpoint, { status: 410, delayMs: 10 });
       const pending = hedged()();
-      await clock.tickAsync(30);
+      await harness.clock.tickAsync(30);
       const response = await responseOf(pending);
       assert.equal(response.status, 503);
       assert.equal(response.bodyAsText, "primary");
-      assert.equal(transport.received.length, 3);
+      assert.equal(harness.transport.received.length, 3);
       const diagnostics = diagnosticsOf(response);
       assert.equal(diagnostics.terminalState, "primaryOutcome");
       assert.equal(diagnostics.hedgeWon, false);
@@ -321,11 +305,11 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     it("rethrows the primary's error even when a hedge's error came last", async () => {
       const primaryError = transportError("ECONNRESET");
       const lastError = transportError("ETIMEDOUT");
-      transport.script(eastUs.endpoint, { error: primaryError, delayMs: 10 });
-      transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
-      transport.script(northEurope.endpoint, { error: lastError, delayMs: 15 });
+      harness.transport.script(eastUs.endpoint, { error: primaryError, delayMs: 10 });
+      harness.transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
+      harness.transport.script(northEurope.endpoint, { error: lastError, delayMs: 15 });
       const pending = hedged()();
-      await clock.tickAsync(35);
+      await harness.clock.tickAsync(35);
       const error = errorOf(pending);
       assert.equal(error, primaryError);
       const diagnostics = diagnosticsOf(error);
@@ -341,14 +325,14 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     });
 
     it("waits for a slow primary when every hedge has failed", async () => {
-      transport.script(eastUs.endpoint, { status: 503, delayMs: 300 });
-      transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
-      transport.script(northEurope.endpoint, { status: 500, delayMs: 20 });
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 300 });
+      harness.transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
+      harness.transport.script(northEurope.endpoint, { status: 500, delayMs: 20 });
       const pending = hedged()();
-      await clock.tickAsync(299);
+      await harness.clock.tickAsync(299);
       assert.equal(pending.state().done, false);
-      assert.equal(transport.received.length, 3);
-      await clock.tickAsync(1);
+      assert.equal(harness.transport.received.length, 3);
+      await harness.clock.tickAsync(1);
       const response = await responseOf(pending);
       assert.equal(response.status, 503);
       assert.equal(diagnosticsOf(response).winningRegion, "East US");
@@ -357,28 +341,28 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
 
   describe("the caller's abort", () => {
     it("before the send: nothing goes out and the request rejects with an AbortError", async () => {
-      const controller = leaks.controller();
+      const controller = harness.leaks.controller();
       controller.abort();
       const pending = hedged()(pointRead(eastUs, controller.signal));
-      await clock.tickAsync(1000);
+      await harness.clock.tickAsync(1000);
       const error = errorOf(pending);
       assert.equal((error as Error).name, "AbortError");
-      assert.equal(transport.received.length, 0);
+      assert.equal(harness.transport.received.length, 0);
       assert.equal(diagnosticsOf(error).terminalState, "aborted");
     });
 
     it("before the threshold: the primary is aborted and no hedge launches", async () => {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
-      const controller = leaks.controller();
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+      const controller = harness.leaks.controller();
       const pending = hedged()(pointRead(eastUs, controller.signal));
-      await clock.tickAsync(50);
-      assert.equal(leaks.listenerCount(controller.signal), 1, "the race listens to the caller's signal while it runs");
+      await harness.clock.tickAsync(50);
+      assert.equal(harness.leaks.listenerCount(controller.signal), 1, "the race listens to the caller's signal while it runs");
       controller.abort();
-      await clock.tickAsync(1000);
+      await harness.clock.tickAsync(1000);
       const error = errorOf(pending);
       assert.equal((error as Error).name, "AbortError");
-      assert.equal(transport.received.length, 1);
-      assert.equal(transport.received[0]?.signalAborted, true);
+      assert.equal(harness.transport.received.length, 1);
+      assert.equal(harness.transport.received[0]?.signalAborted, true);
       const diagnostics = diagnosticsOf(error);
       assert.equal(diagnostics.terminalState, "aborted");
       assert.deepEqual(
@@ -388,20 +372,20 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     });
 
     it("after the threshold: every arm is aborted, no new arm launches, AbortError", async () => {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
-      const controller = leaks.controller();
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      const controller = harness.leaks.controller();
       const pending = hedged()(pointRead(eastUs, controller.signal));
-      await clock.tickAsync(120);
-      assert.equal(transport.received.length, 2);
+      await harness.clock.tickAsync(120);
+      assert.equal(harness.transport.received.length, 2);
       controller.abort();
-      await clock.tickAsync(1000);
+      await harness.clock.tickAsync(1000);
       const error = errorOf(pending);
       assert.ok(error instanceof Error);
       assert.equal(error.name, "AbortError");
-      assert.equal(transport.received.length, 2);
+      assert.equal(harness.transport.received.length, 2);
       assert.deepEqual(
-        transport.received.map((record) => [record.signalAborted, record.outcome]),
+        harness.transport.received.map((record) => [record.signalAborted, record.outcome]),
         [
           [true, "aborted"],
           [true, "aborted"],
@@ -416,14 +400,14 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     });
 
     it("after the race was decided: does nothing and leaves no listener behind", async () => {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: 10 });
-      const controller = leaks.controller();
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 10 });
+      const controller = harness.leaks.controller();
       const pending = hedged()(pointRead(eastUs, controller.signal));
-      await clock.tickAsync(10);
-      assert.equal(leaks.listenerCount(controller.signal), 0);
+      await harness.clock.tickAsync(10);
+      assert.equal(harness.leaks.listenerCount(controller.signal), 0);
       controller.abort();
       assert.equal((await responseOf(pending)).status, 200);
-      assert.equal(transport.received[0]?.signalAborted, false);
+      assert.equal(harness.transport.received[0]?.signalAborted, false);
     });
   });
 });
