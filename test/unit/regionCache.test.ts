@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { AzureLogger, getLogLevel, setLogLevel } from "@azure/logger";
+import { captureAzureLogs } from "../support/logCapture.js";
+import type { LogCapture } from "../support/logCapture.js";
 import { RegionCache } from "../../src/caches/regionCache.js";
 import type { PipelineResponse } from "@azure/core-rest-pipeline";
 import type { AccountTopologyInit, RegionEndpoint } from "../../src/caches/regionCache.js";
@@ -36,29 +37,12 @@ function observe(cache: RegionCache, response: PipelineResponse): boolean {
   return cache.observe(response.request, response);
 }
 
-/** Captures what the package logs at warning level, and restores the logger afterwards. */
-function captureWarnings(): { lines: string[]; restore(): void } {
-  const lines: string[] = [];
-  const previousLevel = getLogLevel();
-  const previousLog = AzureLogger.log;
-  setLogLevel("warning");
-  AzureLogger.log = (...args: unknown[]) => {
-    lines.push(args.map(String).join(" "));
-  };
-  return {
-    lines,
-    restore() {
-      AzureLogger.log = previousLog;
-      setLogLevel(previousLevel);
-    },
-  };
-}
 
 describe("RegionCache", function () {
-  let warnings: ReturnType<typeof captureWarnings>;
+  let warnings: LogCapture;
 
   beforeEach(function () {
-    warnings = captureWarnings();
+    warnings = captureAzureLogs("warning");
   });
 
   afterEach(function () {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
+import { captureAzureLogs } from "../support/logCapture.js";
+import type { LogCapture } from "../support/logCapture.js";
 import { setImmediate as nextMacrotask } from "node:timers/promises";
-import { AzureLogger, getLogLevel, setLogLevel } from "@azure/logger";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { cloneRequestFor } from "../../src/hedging/cloneRequest.js";
 import {
@@ -21,29 +22,12 @@ function controlHeadersLeft(request: PipelineRequest): string[] {
   return Object.keys(request.headers.toJSON()).filter((name) => name.startsWith("x-cosmos-hedging"));
 }
 
-/** Captures what the package logs at warning level, and restores the logger afterwards. */
-function captureWarnings(): { lines: string[]; restore(): void } {
-  const lines: string[] = [];
-  const previousLevel = getLogLevel();
-  const previousLog = AzureLogger.log;
-  setLogLevel("warning");
-  AzureLogger.log = (...args: unknown[]) => {
-    lines.push(args.map(String).join(" "));
-  };
-  return {
-    lines,
-    restore() {
-      AzureLogger.log = previousLog;
-      setLogLevel(previousLevel);
-    },
-  };
-}
 
 describe("requestControlsOf", function () {
-  let warnings: ReturnType<typeof captureWarnings>;
+  let warnings: LogCapture;
 
   beforeEach(function () {
-    warnings = captureWarnings();
+    warnings = captureAzureLogs("warning");
   });
 
   afterEach(function () {
