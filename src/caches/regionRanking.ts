@@ -88,7 +88,11 @@ export class DemotionTracker {
     // The candidates after the addressed region follow the read order, which already puts the region it was demoted in favour of first.
     const primary = candidates.find((region) => !this.regions.isDemoted(region));
     if (primary === undefined) return { targets: candidates };
-    return { targets: [primary, ...candidates.filter((region) => region !== primary)], reason: "demoted" };
+    // The demoted region, just found slow, is the last hedge, as it is last in the read order.
+    return {
+      targets: [primary, ...candidates.filter((region) => region !== primary && region !== addressed), addressed],
+      reason: "demoted",
+    };
   }
 
   /**

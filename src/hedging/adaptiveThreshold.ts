@@ -1,6 +1,6 @@
 import type { LatencyClass, LatencyWindows } from "../caches/latencyWindows.js";
 import { describe } from "../caches/regionNames.js";
-import { positiveMilliseconds, wholeNumber } from "./validation.js";
+import { optionsObject, positiveMilliseconds, wholeNumber } from "./validation.js";
 
 /**
  * The adaptive threshold's knobs (`threshold: { mode: "adaptive", ... }`;
@@ -13,7 +13,7 @@ export interface AdaptiveThresholdOptions {
    * The share of extra requests hedging is meant to add, above 0 and below
    * 1. The threshold is the `1 - maxExtraLoad` quantile of the healthy
    * baseline (default 0.05: its 95th percentile). The hedge budget's share
-   * is never below it.
+   * defaults to at least this much; a `budget.maxExtraLoad` set lower wins.
    */
   maxExtraLoad?: number;
   /** The lowest threshold, in milliseconds. Default 5. */
@@ -67,7 +67,8 @@ export function isAdaptiveThreshold(value: unknown): value is "adaptive" | Adapt
  * @param fixedDefault - the fixed threshold the policy would use otherwise: the default ceiling.
  */
 export function resolveAdaptiveThreshold(value: "adaptive" | AdaptiveThresholdOptions, fixedDefault: number): AdaptiveThresholdSettings {
-  const options: Partial<AdaptiveThresholdOptions> = value === "adaptive" ? {} : value;
+  const options: Partial<AdaptiveThresholdOptions> =
+    value === "adaptive" ? {} : optionsObject("threshold", value, ["mode", "maxExtraLoad", "floor", "ceiling", "minSamples"]);
   const maxExtraLoad = shareBelowOne("threshold.maxExtraLoad", options.maxExtraLoad ?? adaptiveThresholdDefaults.maxExtraLoad);
   const ceiling = positiveMilliseconds("threshold.ceiling", options.ceiling ?? fixedDefault);
   const floor =

@@ -1,6 +1,6 @@
 import { describe } from "../caches/regionNames.js";
 import { HedgeBudget } from "./hedgeBudget.js";
-import { positiveMilliseconds, wholeNumber } from "./validation.js";
+import { optionsObject, positiveMilliseconds, wholeNumber } from "./validation.js";
 
 /** Options of the data-plane hedge budget (`budget` of the `crossRegionHedgingPolicy`). */
 export interface HedgeLoadBudgetOptions {
@@ -58,6 +58,7 @@ export function resolveLoadBudget(options: HedgeLoadBudgetOptions, thresholdShar
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
     throw new TypeError(`budget must be false or an options object; got ${describe(options)}.`);
   }
+  optionsObject("budget", options, ["maxExtraLoad", "minHedgesPerSecond", "maxHedgesInFlight"]);
   const maxExtraLoad = options.maxExtraLoad ?? Math.max(loadBudgetDefaults.maxExtraLoad, thresholdShare);
   if (typeof maxExtraLoad !== "number" || !Number.isFinite(maxExtraLoad) || maxExtraLoad <= 0 || maxExtraLoad > 1) {
     throw new RangeError(`budget.maxExtraLoad must be a number above 0 and at most 1; got ${describe(maxExtraLoad)}.`);

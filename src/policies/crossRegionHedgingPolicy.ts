@@ -351,7 +351,12 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     if (demotions === undefined) return;
     if (diagnostics.terminalState === "hedgeWon" && diagnostics.winningRegion !== undefined) {
       demotions.observe({ primary: primaryArm.region, hedgeWinner: diagnostics.winningRegion });
-    } else if (diagnostics.terminalState === "primaryWon" && primaryArm.durationMs !== undefined) {
+    } else if (
+      diagnostics.terminalState === "primaryWon" &&
+      primaryArm.durationMs !== undefined &&
+      // A primary that won only because the budget kept its hedge home proves nothing about its speed.
+      diagnostics.skipReason !== "budgetExhausted"
+    ) {
       demotions.observe({ primary: primaryArm.region, primaryWonInMs: primaryArm.durationMs }, () =>
         restoreWithinMs(latencyClass, context.thresholdMs),
       );
@@ -422,7 +427,9 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     const unthrottled = [addressed, ...candidates.slice(1).filter((region) => throttledForMs(region.name) === 0)];
     if (unthrottled.length < 2) return skip(withTiming, "regionThrottled");
     const ranked = isWrite ? { targets: unthrottled } : rank(request, operation, addressed, unthrottled, latencyClass, controls);
-    const { targets } = ranked;
+    // Ranking may move the addressed region among the hedges; a throttled one must not be hedged into there either.
+    const [rankedFirst, ...rankedHedges] = ranked.targets;
+    const targets = rankedFirst === undefined ? unthrottled : [rankedFirst, ...rankedHedges.filter((region) => throttledForMs(region.name) === 0)];
     const primary = targets[0] ?? addressed;
     if (!sameRegion(primary, addressed)) {
       logger.verbose(`Sending a ${operation} to ${primary.name} instead of ${addressed.name} (${ranked.reason ?? "ranking"}).`);

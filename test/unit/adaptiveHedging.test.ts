@@ -256,6 +256,24 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       assert.equal(target.policy.metrics().regions.find((region) => region.region === "East US")?.demotedInFavourOf, "West US");
     });
 
+    it("never hedges into a demoted region that answers 429, even though ranking moved it among the hedges", async () => {
+      const target = setup({ threshold: 10, routing: "demotion" }, threeRegions);
+      await demoteEast(target);
+      await harness.clock.tickAsync(1000);
+      // A probe read goes to East and is throttled, with a long retry-after.
+      const probe = await send(target, {
+        east: { status: 429, delayMs: 1, headers: { "x-ms-retry-after-ms": "30000" } },
+        west: ok(20),
+      });
+      assert.equal(probe.diagnostics.ranking?.reason, "probe");
+      const { diagnostics } = await send(target, { west: ok(500), north: ok(500) });
+      assert.deepEqual(
+        diagnostics.arms.map((arm) => arm.region),
+        ["West US", "North Europe"],
+        "East, throttled, is no hedge target although the demotion put it last among them",
+      );
+    });
+
     it("a primary win resets the streak", async () => {
       const target = setup({ threshold: 10, routing: "demotion" });
       for (let round = 0; round < 3; round++) {

@@ -12,6 +12,13 @@ import { useFakeClock } from "../support/leakCheck.js";
 
 describe("adaptive threshold", () => {
   describe("resolveAdaptiveThreshold", () => {
+    it("rejects a misspelt knob, naming it", () => {
+      assert.throws(
+        () => resolveAdaptiveThreshold({ mode: "adaptive", flor: 2 } as AdaptiveThresholdOptions, 500),
+        (error: unknown) => error instanceof TypeError && /threshold has no option "flor"/.test(error.message),
+      );
+    });
+
     it('"adaptive" takes every default: p95, 5 ms floor, the fixed default as ceiling, 20 samples', () => {
       assert.deepEqual(resolveAdaptiveThreshold("adaptive", 500), {
         maxExtraLoad: 0.05,

@@ -30,6 +30,13 @@ describe("LoadBudget", () => {
   }
 
   describe("resolveLoadBudget", () => {
+    it("rejects a misspelt option, naming it", () => {
+      assert.throws(
+        () => resolveLoadBudget({ maxInFlight: 10 } as HedgeLoadBudgetOptions),
+        (error: unknown) => error instanceof TypeError && /budget has no option "maxInFlight"/.test(error.message),
+      );
+    });
+
     it("defaults to a 15 % share, 1 hedge a second, 100 in flight, over 10 seconds", () => {
       assert.deepEqual(resolveLoadBudget({}), { maxExtraLoad: 0.15, minHedgesPerSecond: 1, maxHedgesInFlight: 100, windowMs: 10_000 });
       assert.equal(loadBudgetDefaults.maxExtraLoad, 0.15);

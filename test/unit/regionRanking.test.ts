@@ -110,13 +110,13 @@ describe("region ranking", () => {
       assert.equal(regions.isDemoted("East US"), false);
     });
 
-    it("sends reads of a demoted region to the region it was demoted in favour of, and says so", () => {
+    it("sends reads of a demoted region to the region it was demoted in favour of, and hedges into it last, and says so", () => {
       const before = tracker.route(eastUs, candidates());
       assert.deepEqual(names(before.targets), ["East US", "West US", "North Europe"]);
       assert.equal(before.reason, undefined);
       hedgeWins(5, "North Europe");
       const after = tracker.route(eastUs, candidates());
-      assert.deepEqual(names(after.targets), ["North Europe", "East US", "West US"]);
+      assert.deepEqual(names(after.targets), ["North Europe", "West US", "East US"]);
       assert.equal(after.reason, "demoted");
     });
 
