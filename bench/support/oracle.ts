@@ -2,15 +2,11 @@ import type { HttpClient, PipelineRequest, PipelineResponse } from "@azure/core-
 import { RegionCache } from "../../src/caches/regionCache.js";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds } from "../../src/cosmos/operationKind.js";
+import { requestChargeOf } from "../../src/cosmos/statusTables.js";
 import { retarget } from "../../src/hedging/cloneRequest.js";
 import { attachHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { Emulator } from "../../test/emulator/index.js";
 import { predictionHeader } from "../../test/emulator/index.js";
-
-function chargeOf(response: PipelineResponse): number {
-  const charge = Number.parseFloat(response.headers.get("x-ms-request-charge") ?? "");
-  return Number.isFinite(charge) ? charge : 0;
-}
 
 /**
  * The benchmarks' oracle: before each document read it asks every region of
@@ -47,7 +43,7 @@ export function oracleHttpClient(transport: HttpClient, emulator: Emulator): Htt
         hedgeWon: moved,
         winningRegion: best.region.name,
         terminalState: moved ? "hedgeWon" : "primaryWon",
-        totalRequestCharge: chargeOf(response),
+        totalRequestCharge: requestChargeOf(response) ?? 0,
       });
       return response;
     },

@@ -49,6 +49,17 @@ export interface RegionCacheOptions {
   excludedRegions?: readonly string[];
 }
 
+/**
+ * The `regions` option of a policy: the cache given, shared with the client's
+ * other policies, or a new one that learns the topology from the traffic.
+ * Anything else is a `TypeError` that names the option and the value.
+ */
+export function regionCacheOption(value: unknown): RegionCache {
+  if (value === undefined) return new RegionCache();
+  if (!(value instanceof RegionCache)) throw new TypeError(`regions must be a RegionCache; got ${describe(value)}.`);
+  return value;
+}
+
 /** Whether an operation reads (any read region) or writes (write regions only). */
 export type RegionAccess = "read" | "write";
 
@@ -234,6 +245,9 @@ export class RegionCache {
   private excluded: ReadonlySet<string> = new Set();
   private excludedNames: readonly string[] = [];
   private readonly observed = new WeakSet<PipelineResponse>();
+  /** The read and write orders (preferences and demotions applied), rebuilt only when one of those changes: every request asks. */
+  private orders: Partial<Record<RegionAccess, readonly RegionEndpoint[]>> = {};
+  private readonly keys = new WeakMap<RegionEndpoint, string>();
   private demotions: readonly RegionDemotion[] = [];
 
   constructor(options: RegionCacheOptions = {}) {
@@ -302,6 +316,7 @@ export class RegionCache {
       throw new RangeError(`Cannot demote region ${describe(demoted)} in favour of itself.`);
     }
     this.demotions = [...this.demotions.filter((entry) => normalizeRegionName(entry.region) !== key), { region: demoted, inFavourOf: winner }];
+    this.orders = {};
   }
 
   /**
@@ -314,6 +329,7 @@ export class RegionCache {
     const remaining = this.demotions.filter((entry) => normalizeRegionName(entry.region) !== key);
     const restored = remaining.length !== this.demotions.length;
     this.demotions = remaining;
+    this.orders = {};
     return restored;
   }
 
@@ -331,6 +347,7 @@ export class RegionCache {
   /** Sets the preferred-region order; takes effect on the next request. */
   setPreferredRegions(regions: readonly string[]): void {
     this.preferred = assertRegionList("preferredRegions", regions);
+    this.orders = {};
     this.preferredChanged = !sameRegionOrder(this.preferred, this.initialPreferred);
   }
 
@@ -378,7 +395,7 @@ export class RegionCache {
 
   /** Whether a region is excluded client-wide or by the given extra exclusions (region names, any case and spacing). */
   isExcluded(region: RegionEndpoint, extraExcluded?: readonly string[]): boolean {
-    const key = normalizeRegionName(region.name);
+    const key = this.keyOf(region);
     return this.excluded.has(key) || (extraExcluded?.some((name) => normalizeRegionName(name) === key) ?? false);
   }
 
@@ -391,9 +408,23 @@ export class RegionCache {
    * @param extraExcluded - per-request exclusions: region names, any case and spacing.
    */
   applicableRegions(access: RegionAccess, extraExcluded?: readonly string[]): RegionEndpoint[] {
-    const ordered = this.orderedRegions(access);
-    const ranked = access === "read" ? this.applyDemotions(ordered) : ordered;
-    return ranked.filter((region) => !this.isExcluded(region, extraExcluded));
+    let order = this.orders[access];
+    if (order === undefined) {
+      const ordered = this.orderedRegions(access);
+      order = access === "read" ? this.applyDemotions(ordered) : ordered;
+      this.orders[access] = order;
+    }
+    return order.filter((region) => !this.isExcluded(region, extraExcluded));
+  }
+
+  /** A region's normalized name, computed once per region object. */
+  private keyOf(region: RegionEndpoint): string {
+    let key = this.keys.get(region);
+    if (key === undefined) {
+      key = normalizeRegionName(region.name);
+      this.keys.set(region, key);
+    }
+    return key;
   }
 
   private applyDemotions(regions: RegionEndpoint[]): RegionEndpoint[] {
@@ -439,6 +470,7 @@ export class RegionCache {
       if (origin !== undefined && !byOrigin.has(origin)) byOrigin.set(origin, region);
     }
     this.current = topology;
+    this.orders = {};
     this.byOrigin = byOrigin;
   }
 }

@@ -20,6 +20,12 @@ export function subStatusOf(response: PipelineResponse): number {
   return Number.isFinite(parsed) ? parsed : 0;
 }
 
+/** The `x-ms-request-charge` of a response in request units, or `undefined` when it has none or it is not a number. */
+export function requestChargeOf(response: PipelineResponse): number | undefined {
+  const charge = Number.parseFloat(response.headers.get(CosmosHeaders.requestCharge) ?? "");
+  return Number.isFinite(charge) ? charge : undefined;
+}
+
 const finalErrorStatuses: ReadonlySet<number> = new Set([400, 401, 405, 409, 412, 413]);
 
 /**

@@ -44,7 +44,6 @@ export type HedgeSkipReason =
   | "budgetExhausted"
   | "pinnedRegion"
   | "continuationPage"
-  | "noApplicableRegion"
   | "regionThrottled";
 
 /**

@@ -2,11 +2,12 @@ import { AbortError } from "@azure/abort-controller";
 import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { AzureLogger } from "@azure/logger";
 import type { RegionEndpoint } from "../caches/regionCache.js";
-import { CosmosHeaders } from "../cosmos/headers.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
+import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
 import type { RaceStrategy } from "./race.js";
+import type { RequestHedgingControls } from "./requestControls.js";
 import { runRace } from "./race.js";
 
 /** The part of a diagnostics record that a policy knows before it sends anything. */
@@ -23,6 +24,21 @@ export type DiagnosticsHeader = Pick<
   | "ranking"
 >;
 
+/** The diagnostics header of a request: its policy, its operation, the region it addresses and what routing did first. */
+export function diagnosticsHeader(
+  policy: HedgeDiagnostics["policy"],
+  operation: HedgeDiagnostics["operation"],
+  region: RegionEndpoint | undefined,
+  controls: RequestHedgingControls,
+): DiagnosticsHeader {
+  return {
+    policy,
+    operation,
+    ...(region !== undefined ? { primaryRegion: region.name } : {}),
+    ...(controls.routing !== undefined ? { routing: controls.routing } : {}),
+  };
+}
+
 /** Where a policy's diagnostics go besides the response: its callback, guarded. */
 export interface DiagnosticsSink {
   readonly logger: AzureLogger;
@@ -38,11 +54,6 @@ function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagn
     // A metrics callback must never break the request it describes.
     sink.logger.warning(`onDiagnostics threw and was ignored: ${error instanceof Error ? error.name : typeof error}`);
   }
-}
-
-function chargeOf(response: PipelineResponse): number {
-  const charge = Number.parseFloat(response.headers.get(CosmosHeaders.requestCharge) ?? "");
-  return Number.isFinite(charge) ? charge : 0;
 }
 
 /** Sends the request unhedged and records why hedging was skipped. */
@@ -65,7 +76,7 @@ export async function sendSkipped(
   });
   try {
     const response = await next(request);
-    publish(sink, response, diagnostics(chargeOf(response)));
+    publish(sink, response, diagnostics(requestChargeOf(response) ?? 0));
     return response;
   } catch (error) {
     publish(sink, error, diagnostics(0));

@@ -2,7 +2,7 @@ import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipelin
 import type { RegionEndpoint } from "../caches/regionCache.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
-import { subStatusOf } from "../cosmos/statusTables.js";
+import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
 import { cloneRequestFor } from "./cloneRequest.js";
 import type { HedgeArmDiagnostics, HedgeArmError, HedgeArmReason } from "./diagnostics.js";
 import { redactCredentials } from "./redact.js";
@@ -107,8 +107,8 @@ function describeArm(arm: ArmState, raceStart: number, returnedIndex: number | u
   if (subStatus !== 0) record.subStatus = subStatus;
   const activityId = response.headers.get(CosmosHeaders.activityId);
   if (activityId !== undefined) record.activityId = activityId;
-  const charge = Number.parseFloat(response.headers.get(CosmosHeaders.requestCharge) ?? "");
-  if (Number.isFinite(charge)) record.requestCharge = charge;
+  const charge = requestChargeOf(response);
+  if (charge !== undefined) record.requestCharge = charge;
   return record;
 }
 

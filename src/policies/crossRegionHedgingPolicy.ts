@@ -2,7 +2,8 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import type { LatencyClass } from "../caches/latencyWindows.js";
 import { LatencyWindows, latencyClassOf } from "../caches/latencyWindows.js";
 import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
-import { RegionCache } from "../caches/regionCache.js";
+import type { RegionCache } from "../caches/regionCache.js";
+import { regionCacheOption } from "../caches/regionCache.js";
 import { describe, normalizeRegionName } from "../caches/regionNames.js";
 import type { RankedTargets, RegionRouting } from "../caches/regionRanking.js";
 import { DemotionTracker, ThompsonRanking } from "../caches/regionRanking.js";
@@ -16,7 +17,7 @@ import { adaptiveThreshold, adaptiveThresholdDefaults, isAdaptiveThreshold, reso
 import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
-import { sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
+import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { HedgeLoadBudgetOptions } from "../hedging/loadBudget.js";
 import { LoadBudget, resolveLoadBudget } from "../hedging/loadBudget.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
@@ -135,12 +136,6 @@ type Timing =
     }
   | { readonly kind: "adaptive"; readonly thresholdStepMs: number; readonly settings: AdaptiveThresholdSettings };
 
-/** What the learning from a finished race needs to know about it. */
-interface RaceContext {
-  readonly latencyClass: LatencyClass | undefined;
-  readonly thresholdMs: number | undefined;
-}
-
 const routings: readonly RegionRouting[] = ["preferred", "demotion", "thompson"];
 const timeoutErrorCodes: ReadonlySet<string> = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "ECONNABORTED"]);
 
@@ -181,9 +176,6 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
   optionalBoolean("enableMultiWriteRegionHedge", options.enableMultiWriteRegionHedge);
   optionalFunction("signer", options.signer);
   optionalFunction("onDiagnostics", options.onDiagnostics);
-  if (options.regions !== undefined && !(options.regions instanceof RegionCache)) {
-    throw new TypeError(`regions must be a RegionCache; got ${describe(options.regions)}.`);
-  }
   const fixedDefault =
     enabled === "followAccount"
       ? Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2)
@@ -244,7 +236,7 @@ function sameRegion(a: RegionEndpoint, b: RegionEndpoint | undefined): boolean {
  */
 export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOptions = {}): CrossRegionHedgingPolicy {
   const { enabled, requestTimeout, adaptive, budget, routing } = validate(options);
-  const regions = options.regions ?? new RegionCache();
+  const regions = regionCacheOption(options.regions);
   const windows = new LatencyWindows();
   const recorder = new HedgingMetricsRecorder();
   const demotions = routing === "demotion" ? new DemotionTracker(regions) : undefined;
@@ -320,9 +312,10 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   };
 
   /** Learns from a finished request: metrics, latency windows, Thompson posteriors and demotion streaks. */
-  const learn = (diagnostics: HedgeDiagnostics, context: RaceContext): void => {
+  const learn = (diagnostics: HedgeDiagnostics): void => {
     recorder.record(diagnostics);
-    const { latencyClass } = context;
+    const latencyClass = latencyClassOf(diagnostics.operation);
+    const { thresholdMs } = diagnostics;
     const primaryArm = diagnostics.arms[0];
     if (latencyClass === undefined || primaryArm === undefined) return;
     const winner = diagnostics.arms.find((arm) => arm.outcome === "returned" && answered(arm));
@@ -342,7 +335,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       } else if (arm.outcome === "aborted") {
         // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
         const informative = callerAborted
-          ? context.thresholdMs !== undefined && duration >= context.thresholdMs
+          ? thresholdMs !== undefined && duration >= thresholdMs
           : winner?.durationMs !== undefined && duration >= winner.durationMs;
         if (informative) windows.record(arm.region, latencyClass, duration, "tail");
         if (informative || !callerAborted) thompson?.observeCensored(arm.region, latencyClass, duration);
@@ -358,18 +351,19 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       diagnostics.skipReason !== "budgetExhausted"
     ) {
       demotions.observe({ primary: primaryArm.region, primaryWonInMs: primaryArm.durationMs }, () =>
-        restoreWithinMs(latencyClass, context.thresholdMs),
+        restoreWithinMs(latencyClass, thresholdMs),
       );
     }
   };
 
-  const sinkFor = (context: RaceContext): DiagnosticsSink => ({
+  // One sink for every request: what learning needs (latency class, threshold) is in the diagnostics record itself.
+  const sink: DiagnosticsSink = {
     logger,
     onDiagnostics: (diagnostics) => {
-      learn(diagnostics, context);
+      learn(diagnostics);
       options.onDiagnostics?.(diagnostics);
     },
-  });
+  };
 
   const rank = (
     request: PipelineRequest,
@@ -403,15 +397,10 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     const addressed = regions.regionOf(request.url);
     const latencyClass = latencyClassOf(operation);
     const controls = requestControlsOf(request);
-    const header: DiagnosticsHeader = {
-      policy: "crossRegion",
-      operation,
-      ...(addressed ? { primaryRegion: addressed.name } : {}),
-      ...(controls.routing !== undefined ? { routing: controls.routing } : {}),
-    };
+    const header = diagnosticsHeader("crossRegion", operation, addressed, controls);
     const timing = timingFor(topology, controls.hedging);
     const skip = (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> =>
-      sendSkipped(request, observingNext, skipHeader, reason, sinkFor({ latencyClass, thresholdMs: undefined }));
+      sendSkipped(request, observingNext, skipHeader, reason, sink);
     if (typeof timing === "string") return skip(header, timing);
     const withTiming: DiagnosticsHeader =
       timing.kind === "fixed"
@@ -458,7 +447,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       earlyLaunchReason: "transientResult",
       ...(budget !== undefined ? { admit: () => budget.tryWithdraw(), release: () => budget.release() } : {}),
     };
-    return sendHedged(request, observingNext, raceHeader, { targets, strategy, signer: options.signer }, sinkFor({ latencyClass, thresholdMs }));
+    return sendHedged(request, observingNext, raceHeader, { targets, strategy, signer: options.signer }, sink);
   }
 
   return {

@@ -1,6 +1,7 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { RegionAccess, RegionEndpoint } from "../caches/regionCache.js";
-import { RegionCache } from "../caches/regionCache.js";
+import type { RegionCache } from "../caches/regionCache.js";
+import { regionCacheOption } from "../caches/regionCache.js";
 import { describe, normalizeRegionName } from "../caches/regionNames.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
@@ -81,10 +82,7 @@ function regionList(regions: readonly RegionEndpoint[]): string {
  */
 export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}): PipelinePolicy {
   optionsObject("excludedRegionsPolicy options", options, ["regions"]);
-  if (options.regions !== undefined && !(options.regions instanceof RegionCache)) {
-    throw new TypeError(`regions must be a RegionCache; got ${describe(options.regions)}.`);
-  }
-  const regions = options.regions ?? new RegionCache();
+  const regions = regionCacheOption(options.regions);
 
   const pinnedRoute = (request: PipelineRequest, access: RegionAccess, name: string, current: RegionEndpoint | undefined): Route => {
     const target = regions.regionNamed(name, access);

@@ -3,7 +3,8 @@ import { STATUS_CODES } from "node:http";
 import { AbortError } from "@azure/abort-controller";
 import { RestError, createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
-import { RegionCache } from "../caches/regionCache.js";
+import type { RegionCache } from "../caches/regionCache.js";
+import { regionCacheOption } from "../caches/regionCache.js";
 import { assertRegionList, describe, normalizeRegionName } from "../caches/regionNames.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
@@ -350,9 +351,6 @@ function validateOptions(options: unknown): FaultInjectionPolicyOptions {
     throw new RangeError(`seed must be a whole number; got ${describe(options["seed"])}.`);
   }
   optionalBoolean("enabled", options["enabled"]);
-  if (options["regions"] !== undefined && !(options["regions"] instanceof RegionCache)) {
-    throw new TypeError(`regions must be a RegionCache; got ${describe(options["regions"])}.`);
-  }
   return options as unknown as FaultInjectionPolicyOptions;
 }
 
@@ -442,7 +440,7 @@ function syntheticResponse(request: PipelineRequest, result: FaultResult, bodyTe
  */
 export function faultInjectionPolicy(options: FaultInjectionPolicyOptions): FaultInjectionPolicy {
   const validated = validateOptions(options);
-  const regions = validated.regions ?? new RegionCache();
+  const regions = regionCacheOption(validated.regions);
   const seed = validated.seed ?? Math.floor(Math.random() * 2 ** 32);
   const random = seededRandom(seed);
   let enabled = validated.enabled ?? true;

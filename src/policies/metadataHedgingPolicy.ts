@@ -1,7 +1,8 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import { FeedPins } from "../caches/feedPins.js";
 import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
-import { RegionCache } from "../caches/regionCache.js";
+import type { RegionCache } from "../caches/regionCache.js";
+import { regionCacheOption } from "../caches/regionCache.js";
 import { describe, normalizeRegionName } from "../caches/regionNames.js";
 import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../cosmos/environment.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
@@ -14,7 +15,7 @@ import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.j
 import { getHedgeDiagnostics } from "../hedging/diagnostics.js";
 import { HedgeBudget } from "../hedging/hedgeBudget.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
-import { sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
+import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { RaceStrategy } from "../hedging/race.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
@@ -111,9 +112,6 @@ function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number;
   }
   optionalFunction("signer", options.signer);
   optionalFunction("onDiagnostics", options.onDiagnostics);
-  if (options.regions !== undefined && !(options.regions instanceof RegionCache)) {
-    throw new TypeError(`regions must be a RegionCache; got ${describe(options.regions)}.`);
-  }
   return { thresholdMs, requestTimeout, maxConcurrentHedges: options.maxConcurrentHedges ?? metadataHedgingDefaults.maxConcurrentHedges };
 }
 
@@ -157,7 +155,7 @@ function pageToken(request: PipelineRequest): string | undefined {
  */
 export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {
   const { thresholdMs, requestTimeout, maxConcurrentHedges } = validate(options);
-  const regions = options.regions ?? new RegionCache();
+  const regions = regionCacheOption(options.regions);
   const budget = new HedgeBudget(maxConcurrentHedges, "maxConcurrentHedges");
   const pins = new FeedPins();
   const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics };
@@ -216,12 +214,7 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     if (pinned !== undefined) request.url = retarget(request.url, pinned);
     // Named after where the page went, so that the diagnostics' winning region is the one that answered.
     const region = pinned ?? regions.regionOf(request.url);
-    const header: DiagnosticsHeader = {
-      policy: "metadata",
-      operation,
-      ...(region ? { primaryRegion: region.name } : {}),
-      ...(controls.routing !== undefined ? { routing: controls.routing } : {}),
-    };
+    const header = diagnosticsHeader("metadata", operation, region, controls);
     const response = await sendSkipped(request, next, header, "continuationPage", sink);
     if (pinned !== undefined) pinNextPage(request, response, pinned);
     return response;
@@ -230,12 +223,7 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   async function sendMetadataRead(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
     const primary = regions.regionOf(request.url);
     const controls = requestControlsOf(request);
-    const header: DiagnosticsHeader = {
-      policy: "metadata",
-      operation,
-      ...(primary ? { primaryRegion: primary.name } : {}),
-      ...(controls.routing !== undefined ? { routing: controls.routing } : {}),
-    };
+    const header = diagnosticsHeader("metadata", operation, primary, controls);
     const threshold = thresholdFor(regions.topology, controls.hedging);
     if (typeof threshold === "string") return sendSkipped(request, next, header, threshold, sink);
     const withThreshold: DiagnosticsHeader = { ...header, ...threshold };
