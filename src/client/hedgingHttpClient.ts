@@ -27,21 +27,25 @@ export type MetadataHedgingOptions = Omit<
 /** Options of {@link createHedgingHttpClient} and {@link withHedging}. */
 export interface HedgingOptions {
   /**
-   * Data-plane hedging: `true` turns it on with the defaults (500 ms, step
-   * 100 ms), an object turns it on with those settings (for example
-   * `{ threshold: "adaptive" }`), `false` turns it off. Unset: on while the
-   * account reports per-partition automatic failover.
+   * Data-plane hedging. Unset or `true`: on with the defaults (500 ms, step
+   * 100 ms), since creating a hedging client is the opt-in. An object: on
+   * with those settings (for example `{ threshold: "adaptive" }`). `false`:
+   * off. `"followAccount"`: on only while the account reports per-partition
+   * automatic failover (PPAF), with the .NET defaults
+   * (`min(1000, requestTimeout / 2)` ms, step 500 ms).
    */
-  crossRegion?: boolean | CrossRegionHedgingOptions;
+  crossRegion?: boolean | "followAccount" | CrossRegionHedgingOptions;
   /**
-   * Hedging of the Collection and PartitionKeyRange metadata reads: `true`
-   * turns it on with the defaults (1500 ms, at most 8 hedges in flight), an
-   * object turns it on with those settings, `false` turns it off. Unset: on
-   * while the account reports per-partition automatic failover. The
+   * Hedging of the Collection and PartitionKeyRange metadata reads. Unset
+   * or `true`: on with the defaults (1500 ms, at most 8 hedges in flight);
+   * its cost is bounded (one hedge at most, late, and the primary's answer
+   * always wins when it has one). An object: on with those settings.
+   * `false`: off. `"followAccount"`: on only while the account reports
+   * per-partition automatic failover. The
    * `AZURE_COSMOS_METADATA_HEDGING_ENABLED` environment variable overrides
    * this either way.
    */
-  metadata?: boolean | MetadataHedgingOptions;
+  metadata?: boolean | "followAccount" | MetadataHedgingOptions;
   /** The preferred-region order. {@link withHedging} defaults it to `connectionPolicy.preferredLocations`. */
   preferredRegions?: readonly string[];
   /** Regions that no request or hedge may go to; changeable later through `regions`. */
@@ -75,20 +79,23 @@ export interface HedgingHttpClient extends HttpClient {
 }
 
 function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegionHedgingPolicyOptions {
-  if (setting === undefined) return { enabled: "followAccount" };
-  if (typeof setting === "boolean") return { enabled: setting };
+  // Creating a hedging client is the opt-in: unset means on, with the explicit defaults.
+  if (setting === undefined) return { enabled: true };
+  if (typeof setting === "boolean" || setting === "followAccount") return { enabled: setting };
   if (setting === null || typeof setting !== "object") {
-    throw new TypeError(`crossRegion must be a boolean or an options object; got ${describe(setting)}.`);
+    throw new TypeError(`crossRegion must be a boolean, "followAccount" or an options object; got ${describe(setting)}.`);
   }
   optionsObject("crossRegion", setting, ["threshold", "thresholdStep", "enableMultiWriteRegionHedge", "budget", "routing"]);
   return { ...setting, enabled: true };
 }
 
 function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPolicyOptions {
-  if (setting === undefined) return {};
+  if (setting === undefined) return { enabled: true };
   if (typeof setting === "boolean") return { enabled: setting };
+  // The policy left without `enabled` follows the account's PPAF state.
+  if (setting === "followAccount") return {};
   if (setting === null || typeof setting !== "object") {
-    throw new TypeError(`metadata must be a boolean or an options object; got ${describe(setting)}.`);
+    throw new TypeError(`metadata must be a boolean, "followAccount" or an options object; got ${describe(setting)}.`);
   }
   optionsObject("metadata", setting, ["threshold", "maxConcurrentHedges"]);
   return { ...setting, enabled: true };

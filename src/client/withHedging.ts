@@ -1,4 +1,4 @@
-import type { CosmosClientOptions } from "@azure/cosmos";
+import type { HttpClient } from "@azure/core-rest-pipeline";
 import { describe } from "../caches/regionNames.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import { optionsObject } from "../hedging/validation.js";
@@ -11,9 +11,28 @@ function isMasterKey(key: string): boolean {
 }
 
 /**
+ * The part of `@azure/cosmos`'s `CosmosClientOptions` that {@link withHedging}
+ * reads. Declared here rather than imported, so that the package's types
+ * never need `@azure/cosmos` installed; every `CosmosClientOptions` is one.
+ */
+export interface HedgeableCosmosClientOptions {
+  /** The account endpoint. */
+  endpoint?: string;
+  /** The master key (re-signs every hedge), or a resource token (does not). */
+  key?: string;
+  /** The transport to hedge over; default core-rest-pipeline's. */
+  httpClient?: HttpClient;
+  /** The preferred regions (the hedge order) and the per-attempt timeout. */
+  connectionPolicy?: { preferredLocations?: readonly string[]; requestTimeout?: number };
+}
+
+/**
  * Returns new `CosmosClientOptions` whose `httpClient` hedges requests across
  * regions; the input is not changed. Pass the result to `new CosmosClient(...)`.
- * It wraps your own `httpClient` when you set one, takes the preferred
+ * Calling it is the opt-in: without hedging options, reads are hedged with
+ * the explicit defaults (500 ms, step 100 ms) and the metadata reads after
+ * 1500 ms; `"followAccount"` hedges only while the account reports
+ * per-partition automatic failover, as the .NET SDK does. It wraps your own `httpClient` when you set one, takes the preferred
  * regions from `connectionPolicy.preferredLocations` unless `preferredRegions`
  * is given, and derives the PPAF default threshold from
  * `connectionPolicy.requestTimeout`, below which the metadata hedging
@@ -29,7 +48,7 @@ function isMasterKey(key: string): boolean {
  * );
  * ```
  */
-export function withHedging<T extends CosmosClientOptions>(
+export function withHedging<T extends HedgeableCosmosClientOptions>(
   cosmosClientOptions: T,
   hedgingOptions: HedgingOptions = {},
 ): T & { httpClient: HedgingHttpClient } {
