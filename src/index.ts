@@ -28,6 +28,8 @@ export { hedgeDiagnosticsHeaderName } from "./cosmos/headers.js";
 export { masterKeySigner } from "./cosmos/masterKeySigner.js";
 export type { RequestSigner } from "./cosmos/masterKeySigner.js";
 export { getHedgeDiagnostics } from "./hedging/diagnostics.js";
+export { collectHedgeDiagnostics, getCollectedHedgeDiagnostics } from "./hedging/diagnosticsCollector.js";
+export type { CollectedHedgeDiagnostics } from "./hedging/diagnosticsCollector.js";
 export type {
   HedgeArmDiagnostics,
   HedgeArmError,

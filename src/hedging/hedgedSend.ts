@@ -6,6 +6,7 @@ import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
+import { recordForCollectors } from "./diagnosticsCollector.js";
 import type { RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { runRace } from "./race.js";
@@ -47,6 +48,7 @@ export interface DiagnosticsSink {
 
 function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics): void {
   if (typeof target === "object" && target !== null) attachHedgeDiagnostics(target, diagnostics);
+  recordForCollectors(diagnostics);
   if (sink.onDiagnostics === undefined) return;
   try {
     sink.onDiagnostics(diagnostics);

@@ -34,6 +34,12 @@ const expectations: Record<string, RegExp[]> = {
     /^4\. regions\.setExcludedRegions[^\n]*\n {2}hedge order: East US → North Europe$/m,
     /^5\. West US has recovered[^\n]*\n[^\n]*\n {2}4 reads: [^;]*; served by West US ×4; requests sent to West US ×4$/m,
   ],
+  queryDiagnostics: [
+    /^fetchAll: 10 items; (\d+) requests:\n {2}queryPlan /m,
+    /^ {2}query +hedgeWon +served by East US/m,
+    /^hedges won: [1-9]\d* of \d+ requests/m,
+    /^a malformed query failed with 400; requests before the failure: queryPlan/m,
+  ],
   faultInjection: [/hedged read: \d+ ms, served by East US/, /rules off: served by West US, no hedge/, /503 in West US: served by East US/],
 };
 

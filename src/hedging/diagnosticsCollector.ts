@@ -1,0 +1,90 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { describe } from "../caches/regionNames.js";
+import type { HedgeDiagnostics } from "./diagnostics.js";
+
+/** What {@link collectHedgeDiagnostics} resolves to. */
+export interface CollectedHedgeDiagnostics<T> {
+  /** What the block resolved to. */
+  result: T;
+  /**
+   * The diagnostics of every request a hedging policy considered while the
+   * block ran, in the order the requests finished.
+   */
+  diagnostics: HedgeDiagnostics[];
+}
+
+/** One running block: its records, and the block around it, which sees them too. */
+interface Collection {
+  readonly records: HedgeDiagnostics[];
+  readonly outer: Collection | undefined;
+  open: boolean;
+}
+
+const scope = new AsyncLocalStorage<Collection>();
+const collectedByError = new WeakMap<object, HedgeDiagnostics[]>();
+
+/**
+ * Adds a record to every block of {@link collectHedgeDiagnostics} that the
+ * current asynchronous context runs in. Called where the policies publish
+ * diagnostics, which is in the context of the call that made the request.
+ */
+export function recordForCollectors(diagnostics: HedgeDiagnostics): void {
+  for (let collection = scope.getStore(); collection !== undefined; collection = collection.outer) {
+    if (collection.open) collection.records.push(diagnostics);
+  }
+}
+
+function close(collection: Collection): HedgeDiagnostics[] {
+  collection.open = false;
+  return collection.records;
+}
+
+/**
+ * Runs `fn` and collects the {@link HedgeDiagnostics} of every request a
+ * hedging policy considered while it ran: the query plan and every page of
+ * a query, each request of a bulk or batch operation, the metadata reads.
+ * This is the way to see what hedging did for calls whose response keeps no
+ * headers (`query(...).fetchAll()`, iterators, bulk), where
+ * `getHedgeDiagnostics(response.headers)` finds nothing.
+ *
+ * Blocks are scoped with `AsyncLocalStorage`: concurrent blocks never see
+ * each other's requests, and a block inside another adds its records to
+ * both. A request counts when it finishes before `fn` settles; a request
+ * `fn` started and did not wait for is left out. A request that the
+ * client shares between callers (a cache load another block started) counts
+ * for the block that started it.
+ *
+ * @returns what `fn` resolved to, and the records in the order the requests finished.
+ * @throws what `fn` threw or rejected with, unchanged; when that is an object,
+ * {@link getCollectedHedgeDiagnostics} reads the records collected until then from it.
+ *
+ * @example
+ * ```ts
+ * const { result, diagnostics } = await collectHedgeDiagnostics(() => container.items.query("SELECT * FROM c").fetchAll());
+ * console.log(result.resources.length, diagnostics.filter((record) => record.hedgeWon).length);
+ * ```
+ */
+export async function collectHedgeDiagnostics<T>(fn: () => T | PromiseLike<T>): Promise<CollectedHedgeDiagnostics<Awaited<T>>> {
+  if (typeof fn !== "function") throw new TypeError(`fn must be a function; got ${describe(fn)}.`);
+  const collection: Collection = { records: [], outer: scope.getStore(), open: true };
+  let result: Awaited<T>;
+  try {
+    result = await scope.run(collection, fn);
+  } catch (error) {
+    const diagnostics = close(collection);
+    if (typeof error === "object" && error !== null) collectedByError.set(error, diagnostics);
+    throw error;
+  }
+  return { result, diagnostics: close(collection) };
+}
+
+/**
+ * The diagnostics that {@link collectHedgeDiagnostics} collected before its
+ * block failed with `error`, or `undefined` when `error` did not come out of
+ * such a block (or is not an object, which cannot carry them). When blocks
+ * are nested, the outermost one the error left wins: its records include the
+ * inner ones.
+ */
+export function getCollectedHedgeDiagnostics(error: unknown): HedgeDiagnostics[] | undefined {
+  return typeof error === "object" && error !== null ? collectedByError.get(error) : undefined;
+}
