@@ -1,4 +1,4 @@
-import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-pipeline";
+import { createDefaultHttpClient, createEmptyPipeline, tracingPolicy } from "@azure/core-rest-pipeline";
 import type { HttpClient, Pipeline } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../caches/regionCache.js";
 import { assertRegionList, describe } from "../caches/regionNames.js";
@@ -137,6 +137,8 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
   pipeline.addPolicy(metadataHedgingPolicy({ ...metadataOptions(options.metadata), ...shared }));
   const crossRegion = crossRegionHedgingPolicy({ ...crossRegionOptions(options.crossRegion), ...shared });
   pipeline.addPolicy(crossRegion);
+  // Below the race, so each arm gets an HTTP span with the Azure SDK's conventions, under the arm's own span.
+  pipeline.addPolicy(tracingPolicy());
   const transport = options.httpClient ?? createDefaultHttpClient();
   return {
     pipeline,

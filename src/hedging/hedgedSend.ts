@@ -7,9 +7,10 @@ import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
 import { recordForCollectors } from "./diagnosticsCollector.js";
-import type { RaceStrategy } from "./race.js";
+import type { RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { runRace } from "./race.js";
+import { startRaceTrace } from "./tracing.js";
 
 /** The part of a diagnostics record that a policy knows before it sends anything. */
 export type DiagnosticsHeader = Pick<
@@ -109,13 +110,20 @@ export async function sendHedged(
   plan: HedgePlan,
   sink: DiagnosticsSink,
 ): Promise<PipelineResponse> {
-  const outcome = await runRace({
-    request,
-    targets: plan.targets,
-    send: next,
-    strategy: plan.strategy,
-    prepare: plan.signer,
-  });
+  const trace = startRaceTrace(request, header);
+  let outcome: RaceOutcome;
+  try {
+    outcome = await runRace({
+      request,
+      targets: plan.targets,
+      send: trace.traceArms(next),
+      strategy: plan.strategy,
+      prepare: plan.signer,
+    });
+  } catch (error) {
+    trace.end(undefined, undefined, error);
+    throw error;
+  }
   const common = {
     ...header,
     arms: outcome.arms,
@@ -125,7 +133,9 @@ export async function sendHedged(
   };
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");
-    publish(sink, error, { ...common, hedgeWon: false, terminalState: "aborted" });
+    const diagnostics: HedgeDiagnostics = { ...common, hedgeWon: false, terminalState: "aborted" };
+    publish(sink, error, diagnostics);
+    trace.end(diagnostics, undefined, error);
     throw error;
   }
   const returned = outcome.arms[outcome.returnedIndex];
@@ -140,10 +150,12 @@ export async function sendHedged(
   const { result } = outcome;
   if (result.response === undefined) {
     publish(sink, result.error, diagnostics);
+    trace.end(diagnostics, undefined, result.error);
     throw result.error;
   }
   // Upper policies expect the response of the request they sent, not of a clone.
   result.response.request = request;
   publish(sink, result.response, diagnostics);
+  trace.end(diagnostics, result.response);
   return result.response;
 }

@@ -35,6 +35,14 @@ export interface RaceStrategy {
   release?(index: number): void;
 }
 
+/** What an arm is, as its sender sees it. */
+export interface ArmLaunch {
+  /** 0 for the primary, 1.. for the hedges in launch order. */
+  readonly index: number;
+  readonly region: RegionEndpoint;
+  readonly reason: HedgeArmReason;
+}
+
 /** Everything a race needs. */
 export interface RaceInput {
   /** The request as the caller made it; never sent itself, only cloned. */
@@ -42,7 +50,7 @@ export interface RaceInput {
   /** The regions of the arms: the primary first, then the hedges in order. */
   readonly targets: readonly RegionEndpoint[];
   /** Sends one arm through the rest of the pipeline. */
-  readonly send: (request: PipelineRequest) => Promise<PipelineResponse>;
+  readonly send: (request: PipelineRequest, arm: ArmLaunch) => Promise<PipelineResponse>;
   readonly strategy: RaceStrategy;
   /** Runs on each arm before it is sent, for example to sign it afresh. */
   readonly prepare?: ((request: PipelineRequest) => void | Promise<void>) | undefined;
@@ -203,7 +211,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
           // that lost before it was sent must not go out at all.
           if (arm.aborted) return;
         }
-        result = { response: await send(clone) };
+        result = { response: await send(clone, { index: arm.index, region: arm.region, reason: arm.reason }) };
       } catch (error) {
         result = { error };
       }
