@@ -1,5 +1,6 @@
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { classifyOperation } from "../cosmos/operationKind.js";
+import { RateLimitedLog, topologyChangeLines } from "../hedging/operatorLog.js";
 import { logger } from "../log.js";
 import { assertRegionList, describe, normalizeRegionName } from "./regionNames.js";
 
@@ -249,6 +250,7 @@ export class RegionCache {
   private orders: Partial<Record<RegionAccess, readonly RegionEndpoint[]>> = {};
   private readonly keys = new WeakMap<RegionEndpoint, string>();
   private demotions: readonly RegionDemotion[] = [];
+  private readonly stateLog = new RateLimitedLog(logger);
 
   constructor(options: RegionCacheOptions = {}) {
     if (options === null || typeof options !== "object") {
@@ -317,6 +319,7 @@ export class RegionCache {
     }
     this.demotions = [...this.demotions.filter((entry) => normalizeRegionName(entry.region) !== key), { region: demoted, inFavourOf: winner }];
     this.orders = {};
+    this.stateLog.info(`region ${key}`, `Demoted read region ${JSON.stringify(demoted)}: reads go first to ${JSON.stringify(winner)} until it serves well again.`);
   }
 
   /**
@@ -330,6 +333,7 @@ export class RegionCache {
     const restored = remaining.length !== this.demotions.length;
     this.demotions = remaining;
     this.orders = {};
+    if (restored) this.stateLog.info(`region ${key}`, `Restored read region ${JSON.stringify(name)}: reads follow the preferred order again.`);
     return restored;
   }
 
@@ -469,6 +473,7 @@ export class RegionCache {
       const origin = originOf(region.endpoint);
       if (origin !== undefined && !byOrigin.has(origin)) byOrigin.set(origin, region);
     }
+    for (const { key, line } of topologyChangeLines(this.current, topology)) this.stateLog.info(key, line);
     this.current = topology;
     this.orders = {};
     this.byOrigin = byOrigin;

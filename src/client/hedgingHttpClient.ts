@@ -11,6 +11,8 @@ import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.j
 import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPolicy.js";
 import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
 import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
+import { logger } from "../log.js";
+import { hedgingClientSummary } from "./hedgingSummary.js";
 
 /** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
 export type CrossRegionHedgingOptions = Omit<
@@ -140,6 +142,7 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
   // Below the race, so each arm gets an HTTP span with the Azure SDK's conventions, under the arm's own span.
   pipeline.addPolicy(tracingPolicy());
   const transport = options.httpClient ?? createDefaultHttpClient();
+  logger.info(hedgingClientSummary(options));
   return {
     pipeline,
     regions,

@@ -9,6 +9,7 @@ import { attachHedgeDiagnostics } from "./diagnostics.js";
 import { recordForCollectors } from "./diagnosticsCollector.js";
 import type { RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
+import { logRace } from "./operatorLog.js";
 import { runRace } from "./race.js";
 import { startRaceTrace } from "./tracing.js";
 
@@ -124,6 +125,11 @@ export async function sendHedged(
     trace.end(undefined, undefined, error);
     throw error;
   }
+  const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
+    publish(sink, target, diagnostics);
+    logRace(sink, sink.logger, diagnostics);
+    trace.end(diagnostics, response, error);
+  };
   const common = {
     ...header,
     arms: outcome.arms,
@@ -133,9 +139,7 @@ export async function sendHedged(
   };
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");
-    const diagnostics: HedgeDiagnostics = { ...common, hedgeWon: false, terminalState: "aborted" };
-    publish(sink, error, diagnostics);
-    trace.end(diagnostics, undefined, error);
+    finish(error, { ...common, hedgeWon: false, terminalState: "aborted" }, undefined, error);
     throw error;
   }
   const returned = outcome.arms[outcome.returnedIndex];
@@ -149,13 +153,11 @@ export async function sendHedged(
   };
   const { result } = outcome;
   if (result.response === undefined) {
-    publish(sink, result.error, diagnostics);
-    trace.end(diagnostics, undefined, result.error);
+    finish(result.error, diagnostics, undefined, result.error);
     throw result.error;
   }
   // Upper policies expect the response of the request they sent, not of a clone.
   result.response.request = request;
-  publish(sink, result.response, diagnostics);
-  trace.end(diagnostics, result.response);
+  finish(result.response, diagnostics, result.response);
   return result.response;
 }

@@ -155,6 +155,8 @@ function pageToken(request: PipelineRequest): string | undefined {
  */
 export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {
   const { thresholdMs, requestTimeout, maxConcurrentHedges } = validate(options);
+  // Read now, so that a bad value is warned about when the client is created, not at its first metadata read.
+  readBooleanSwitch(metadataHedgingEnvironmentVariable);
   const regions = regionCacheOption(options.regions);
   const budget = new HedgeBudget(maxConcurrentHedges, "maxConcurrentHedges");
   const pins = new FeedPins();

@@ -1,0 +1,38 @@
+import { crossRegionHedgingDefaults } from "../policies/crossRegionHedgingPolicy.js";
+import { metadataHedgingDefaults } from "../policies/metadataHedgingPolicy.js";
+import type { HedgingHttpClientOptions } from "./hedgingHttpClient.js";
+
+function crossRegionSummary(setting: HedgingHttpClientOptions["crossRegion"]): string {
+  if (setting === false) return "data-plane hedging off";
+  if (setting === "followAccount") return "data-plane reads hedged while the account reports per-partition automatic failover";
+  const settings = typeof setting === "object" ? setting : {};
+  const threshold =
+    typeof settings.threshold === "number"
+      ? `after ${settings.threshold} ms`
+      : settings.threshold !== undefined
+        ? "after an adaptive threshold"
+        : `after ${crossRegionHedgingDefaults.threshold} ms`;
+  const step = settings.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep;
+  const writes = settings.enableMultiWriteRegionHedge === true ? ", writes too on multi-write accounts" : "";
+  return `data-plane reads hedged ${threshold}, then every ${step} ms${writes}`;
+}
+
+function metadataSummary(setting: HedgingHttpClientOptions["metadata"], requestTimeout: number): string {
+  if (setting === false) return "metadata hedging off";
+  if (setting === "followAccount") return "metadata reads hedged while the account reports per-partition automatic failover";
+  const threshold =
+    typeof setting === "object" && setting.threshold !== undefined
+      ? setting.threshold
+      : Math.min(metadataHedgingDefaults.threshold, requestTimeout / 2);
+  return `metadata reads hedged after ${threshold} ms`;
+}
+
+/**
+ * One line that says what a new hedging client will hedge, logged at
+ * `info` when it is created: the first thing to look for when asking
+ * whether hedging is on.
+ */
+export function hedgingClientSummary(options: HedgingHttpClientOptions): string {
+  const requestTimeout = options.requestTimeout ?? metadataHedgingDefaults.requestTimeout;
+  return `Hedging client created: ${crossRegionSummary(options.crossRegion)}; ${metadataSummary(options.metadata, requestTimeout)}.`;
+}
