@@ -1,0 +1,171 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import ts from "typescript";
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+/** What a consumer who uses only the policies writes: no `@azure/cosmos` anywhere. */
+const appSource = `
+import { createEmptyPipeline, createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
+import type { HttpClient } from "@azure/core-rest-pipeline";
+import {
+  RegionCache,
+  collectHedgeDiagnostics,
+  crossRegionHedgingPolicy,
+  excludedRegionsPolicy,
+  getHedgeDiagnostics,
+  metadataHedgingPolicy,
+} from "cosmos-hedging";
+import type { HedgeDiagnostics } from "cosmos-hedging";
+
+const regions = new RegionCache({
+  topology: {
+    readRegions: [
+      { name: "East US", endpoint: "https://acct-eastus.documents.azure.com/" },
+      { name: "West US", endpoint: "https://acct-westus.documents.azure.com/" },
+    ],
+  },
+});
+const pipeline = createEmptyPipeline();
+pipeline.addPolicy(excludedRegionsPolicy({ regions }));
+pipeline.addPolicy(metadataHedgingPolicy({ regions }));
+pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: 50 }));
+const transport: HttpClient = {
+  sendRequest: async (request) => ({ request, status: 200, headers: createHttpHeaders({ "x-ms-request-charge": "1" }), bodyAsText: "{}" }),
+};
+const request = createPipelineRequest({ url: "https://acct-eastus.documents.azure.com/dbs/db/colls/c/docs/1", method: "GET" });
+const { result, diagnostics } = await collectHedgeDiagnostics(() => pipeline.sendRequest(transport, request));
+const record: HedgeDiagnostics | undefined = getHedgeDiagnostics(result);
+console.log(JSON.stringify({ status: result.status, terminalState: record?.terminalState, collected: diagnostics.length }));
+`;
+
+/** The same for CommonJS, where top-level await is not available. */
+const cjsSource = appSource.replace(/^const \{ result, diagnostics \} = await (.*)$/m, "void (async () => {\nconst { result, diagnostics } = await $1").concat("})();\n");
+
+interface Project {
+  name: string;
+  packageType: "module" | "commonjs";
+  compilerOptions: Record<string, unknown>;
+  source: string;
+  /** Whether the compiled app is run with Node afterwards. */
+  runs: boolean;
+}
+
+const strict = { strict: true, target: "ES2022", types: ["node"], outDir: "out", rootDir: "." };
+const projects: Project[] = [
+  { name: "nodenext-esm", packageType: "module", compilerOptions: { ...strict, module: "NodeNext", moduleResolution: "NodeNext" }, source: appSource, runs: true },
+  { name: "nodenext-cjs", packageType: "commonjs", compilerOptions: { ...strict, module: "NodeNext", moduleResolution: "NodeNext" }, source: cjsSource, runs: true },
+  { name: "bundler", packageType: "module", compilerOptions: { ...strict, module: "ESNext", moduleResolution: "Bundler", noEmit: true }, source: appSource, runs: false },
+];
+
+function filesUnder(dir: string, prefix = ""): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? filesUnder(join(dir, entry.name), `${prefix}${entry.name}/`) : [`${prefix}${entry.name}`],
+  );
+}
+
+describe("the packed tarball, installed in a fresh app without @azure/cosmos", function () {
+  this.timeout(60_000);
+  let work: string;
+  let packageDir: string;
+  const compiles = new Map<string, string>();
+
+  before(async function () {
+    if (!existsSync(join(root, "dist", "esm", "index.js"))) throw new Error("npm pack ships dist/: run `npm run build` first.");
+    work = mkdtempSync(join(tmpdir(), "cosmos-hedging-pack-"));
+    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", work], { cwd: root });
+    const [packed] = JSON.parse(stdout) as [{ filename: string }];
+    const modules = join(work, "node_modules");
+    packageDir = join(modules, "cosmos-hedging");
+    mkdirSync(packageDir, { recursive: true });
+    await run("tar", ["-xzf", join(work, packed.filename), "-C", packageDir, "--strip-components=1"]);
+    // The package's own dependencies, as npm would install them; offline, from this checkout. @azure/cosmos is not among them.
+    const manifest = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    for (const dependency of [...Object.keys(manifest.dependencies), "@types/node"]) {
+      mkdirSync(dirname(join(modules, dependency)), { recursive: true });
+      symlinkSync(join(root, "node_modules", dependency), join(modules, dependency), "dir");
+    }
+    assert.ok(!existsSync(join(modules, "@azure", "cosmos")));
+    const sourceFiles = new Map<string, ts.SourceFile | undefined>();
+    for (const project of projects) compiles.set(project.name, compile(project, sourceFiles));
+  });
+
+  /**
+   * Writes the app, type-checks it and emits it; returns the errors, empty
+   * when there are none. Every file of the app and of this package is checked
+   * in full, as with `skipLibCheck: false`; the libraries below (Node's types,
+   * core-rest-pipeline's) only as far as this package's types use them.
+   * The programs share parsed files, so the three apps cost little more than one.
+   */
+  function compile(project: Project, sourceFiles: Map<string, ts.SourceFile | undefined>): string {
+    const appDir = join(work, project.name);
+    mkdirSync(appDir);
+    writeFileSync(join(appDir, "package.json"), JSON.stringify({ name: project.name, private: true, type: project.packageType }));
+    writeFileSync(join(appDir, "index.ts"), project.source);
+    const { options, errors } = ts.convertCompilerOptionsFromJson(project.compilerOptions, appDir);
+    assert.deepEqual(errors, []);
+    const host = ts.createCompilerHost(options);
+    const parse = host.getSourceFile.bind(host);
+    host.getSourceFile = (fileName, languageVersionOrOptions, ...rest) => {
+      const key = `${fileName}\u0000${JSON.stringify(languageVersionOrOptions)}`;
+      if (!sourceFiles.has(key)) sourceFiles.set(key, parse(fileName, languageVersionOrOptions, ...rest));
+      return sourceFiles.get(key);
+    };
+    const program = ts.createProgram({ rootNames: [join(appDir, "index.ts")], options, host });
+    const ours = program.getSourceFiles().filter((file) => file.fileName.startsWith(appDir) || file.fileName.startsWith(packageDir));
+    assert.ok(ours.some((file) => file.fileName.startsWith(packageDir)), "the app uses the packed package's types");
+    const diagnostics = [
+      ...program.getOptionsDiagnostics(),
+      ...program.getGlobalDiagnostics(),
+      ...ours.flatMap((file) => [...program.getSyntacticDiagnostics(file), ...program.getSemanticDiagnostics(file)]),
+      ...(project.runs ? program.emit().diagnostics : []),
+    ];
+    return ts.formatDiagnostics(diagnostics, { getCanonicalFileName: (name) => name, getCurrentDirectory: () => appDir, getNewLine: () => "\n" });
+  }
+
+  after(function () {
+    if (work !== undefined) rmSync(work, { recursive: true, force: true });
+  });
+
+  it("ships no type declaration that imports @azure/cosmos", function () {
+    const declarations = filesUnder(packageDir).filter((file) => file.endsWith(".d.ts"));
+    assert.ok(declarations.length > 20);
+    for (const file of declarations) {
+      assert.doesNotMatch(readFileSync(join(packageDir, file), "utf8"), /["']@azure\/cosmos["']/, `${file} imports @azure/cosmos`);
+    }
+  });
+
+  it("ships source maps that resolve: every map it points to is in the package and carries the sources", function () {
+    const files = new Set(filesUnder(packageDir));
+    const scripts = [...files].filter((file) => file.endsWith(".js") || file.endsWith(".d.ts"));
+    let maps = 0;
+    for (const file of scripts) {
+      const reference = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(join(packageDir, file), "utf8"))?.[1];
+      if (reference === undefined) continue;
+      const mapFile = join(dirname(file), reference);
+      assert.ok(files.has(mapFile), `${file} points to ${mapFile}, which is not in the package`);
+      const map = JSON.parse(readFileSync(join(packageDir, mapFile), "utf8")) as { sources: string[]; sourcesContent?: (string | null)[] };
+      assert.equal(map.sourcesContent?.length, map.sources.length, `${mapFile} lacks sourcesContent`);
+      assert.ok(map.sourcesContent.every((content) => typeof content === "string" && content.length > 0), `${mapFile} has an empty source`);
+      maps += 1;
+    }
+    assert.ok(maps > 20, `${maps} source maps`);
+  });
+
+  for (const project of projects) {
+    it(`type-checks a strict ${project.name} app that imports only the policies${project.runs ? ", and runs it" : ""}`, async function () {
+      const appDir = join(work, project.name);
+      const compiled = compiles.get(project.name);
+      assert.equal(compiled, "", `tsc found errors in the ${project.name} app:\n${compiled}`);
+      if (!project.runs) return;
+      const { stdout } = await run(process.execPath, [join(appDir, "out", "index.js")], { cwd: appDir });
+      assert.deepEqual(JSON.parse(stdout), { status: 200, terminalState: "primaryWon", collected: 1 });
+    });
+  }
+});
