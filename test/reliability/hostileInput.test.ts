@@ -436,11 +436,12 @@ describe("hostile input", function () {
         // The warned-value memory is process-wide: make the value this test's own.
         const unique = `${value} ${process.pid}-${Math.random()}`;
         process.env[metadataHedgingEnvironmentVariable] = unique;
+        // From before the client exists: the value is warned about when the client is created.
+        const logs = captureAzureLogs("warning");
         const client = createTestClient(
           emulator,
           withHedging({ endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { preferredLocations } }, { metadata: { threshold: 50 } }),
         );
-        const logs = captureAzureLogs("warning");
         try {
           emulator.resetCounters();
           const container = client.database(database).container(containerId);
