@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { BulkOperationType } from "@azure/cosmos";
 import type { Container, CosmosClient } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
@@ -81,6 +82,16 @@ describe("collectHedgeDiagnostics through the real CosmosClient", function () {
       assert.equal(page.hedgeWon, true);
       assert.equal(page.winningRegion, "East US");
     }
+  });
+
+  it("collects the batch requests that executeBulkOperations sends", async function () {
+    const { result, diagnostics } = await collectHedgeDiagnostics(() =>
+      container.items.executeBulkOperations(items.slice(0, 4).map((item) => ({ operationType: BulkOperationType.Read, id: item.id, partitionKey: item.pk }))),
+    );
+    assert.equal(result.length, 4);
+    const batches = diagnostics.filter((record) => record.operation === "batch");
+    assert.ok(batches.length >= 1, `records: ${diagnostics.map((record) => record.operation).join(", ")}`);
+    assert.deepEqual(diagnostics, published);
   });
 
   it("keeps concurrent blocks apart: each gets the records of its own requests only", async function () {
