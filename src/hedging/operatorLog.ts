@@ -119,8 +119,9 @@ function describeArms(diagnostics: HedgeDiagnostics): string {
 export function logRace(policy: object, logger: AzureLogger, diagnostics: HedgeDiagnostics): void {
   if (diagnostics.hedgeFired && logger.verbose.enabled) {
     const returned = diagnostics.arms.find((arm) => arm.outcome === "returned");
+    const firstHedge = diagnostics.arms[1];
     logger.verbose(
-      `${diagnostics.operation}: hedged after ${diagnostics.thresholdMs ?? "?"} ms; ${diagnostics.terminalState}` +
+      `${diagnostics.operation}: hedged at ${firstHedge?.startOffsetMs} ms (${firstHedge?.reason}); ${diagnostics.terminalState}` +
         `${diagnostics.winningRegion !== undefined ? ` by ${diagnostics.winningRegion}` : ""}` +
         `${returned?.durationMs !== undefined ? ` in ${returned.startOffsetMs + returned.durationMs} ms` : ""}` +
         ` (arms: ${describeArms(diagnostics)}; ${diagnostics.totalRequestCharge} RU).`,

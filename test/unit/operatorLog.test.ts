@@ -167,7 +167,7 @@ describe("what the package logs for an operator", () => {
       await harness.clock.tickAsync(500);
       await hedged.result();
       assert.deepEqual(messages(logs).slice(before), [
-        "pointRead: hedged after 100 ms; hedgeWon by West US in 130 ms (arms: East US primary - aborted, West US threshold 200 returned; 1.25 RU).",
+        "pointRead: hedged at 100 ms (threshold); hedgeWon by West US in 130 ms (arms: East US primary - aborted, West US threshold 200 returned; 1.25 RU).",
       ]);
       assert.ok(logs.packageLines().slice(before).every((line) => line.startsWith("azure:cosmos-hedging:crossRegionHedgingPolicy:verbose ")));
     });
