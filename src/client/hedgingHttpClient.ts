@@ -1,4 +1,4 @@
-import { createDefaultHttpClient, createEmptyPipeline, tracingPolicy } from "@azure/core-rest-pipeline";
+import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-pipeline";
 import type { HttpClient, Pipeline } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../caches/regionCache.js";
 import { assertRegionList, describe } from "../caches/regionNames.js";
@@ -11,6 +11,7 @@ import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.j
 import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPolicy.js";
 import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
 import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
+import { armHttpTracingPolicy } from "../hedging/tracing.js";
 import { logger } from "../log.js";
 import { hedgingClientSummary } from "./hedgingSummary.js";
 
@@ -139,8 +140,8 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
   pipeline.addPolicy(metadataHedgingPolicy({ ...metadataOptions(options.metadata), ...shared }));
   const crossRegion = crossRegionHedgingPolicy({ ...crossRegionOptions(options.crossRegion), ...shared });
   pipeline.addPolicy(crossRegion);
-  // Below the race, so each arm gets an HTTP span with the Azure SDK's conventions, under the arm's own span.
-  pipeline.addPolicy(tracingPolicy());
+  // Below the race, so each arm of a traced race gets an HTTP span with the Azure SDK's conventions, under its own span.
+  pipeline.addPolicy(armHttpTracingPolicy());
   const transport = options.httpClient ?? createDefaultHttpClient();
   logger.info(hedgingClientSummary(options));
   return {

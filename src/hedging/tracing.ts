@@ -1,6 +1,7 @@
 import { createTracingClient } from "@azure/core-tracing";
 import type { TracingContext, TracingSpan } from "@azure/core-tracing";
-import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
+import { tracingPolicy } from "@azure/core-rest-pipeline";
+import type { PipelinePolicy, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
 import { packageInfo } from "../packageInfo.js";
 import type { HedgeDiagnostics } from "./diagnostics.js";
@@ -44,6 +45,26 @@ export const spanAttributes = {
   armRequestCharge: "cosmos.hedging.arm.request_charge",
   armCancelled: "cosmos.hedging.arm.cancelled",
 } as const;
+
+/** The arms of races that are being traced, for {@link armHttpTracingPolicy}. */
+const tracedArms = new WeakSet<PipelineRequest>();
+
+/** The name of the {@link armHttpTracingPolicy}. */
+export const armHttpTracingPolicyName = "armHttpTracingPolicy";
+
+/**
+ * core-rest-pipeline's `tracingPolicy`, for the arms of traced races only:
+ * each gets an HTTP span with the Azure SDK's conventions, under its arm's
+ * span. Any other request passes straight through, so that a client nobody
+ * traces pays one set lookup per request, not a span.
+ */
+export function armHttpTracingPolicy(): PipelinePolicy {
+  const tracing = tracingPolicy();
+  return {
+    name: armHttpTracingPolicyName,
+    sendRequest: (request, next) => (tracedArms.has(request) ? tracing.sendRequest(request, next) : next(request)),
+  };
+}
 
 /** Sends one arm of a race, as the race engine calls it. */
 export type ArmSender = (request: PipelineRequest, arm: ArmLaunch) => Promise<PipelineResponse>;
@@ -105,8 +126,9 @@ export function startRaceTrace(request: PipelineRequest, header: DiagnosticsHead
     armSpan.setAttribute(spanAttributes.armRegion, arm.region.name);
     armSpan.setAttribute(spanAttributes.armReason, arm.reason);
     const armContext = armOptions.tracingOptions.tracingContext;
-    // The HTTP span of the arm (core-rest-pipeline's tracingPolicy, below the race) is a child of the arm's span.
+    // The HTTP span of the arm (armHttpTracingPolicy, below the race) is a child of the arm's span.
     armRequest.tracingOptions = { ...armRequest.tracingOptions, tracingContext: armContext };
+    tracedArms.add(armRequest);
     try {
       const response = await tracingClient.withContext(armContext, send, armRequest);
       armSpan.setAttribute(spanAttributes.armStatusCode, response.status);

@@ -168,17 +168,25 @@ describe("tracing", () => {
     assert.ok(arms.every((arm) => arm.status?.status === "error"), "an arm that failed on its own is an error");
   });
 
-  it("starts no span for a request it does not race, leaving the HTTP span to core-rest-pipeline", async () => {
+  it("starts no span for a request it does not race, HTTP span included", async () => {
     harness.transport.script(eastUs.endpoint, { status: 201 });
     const create = requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: "{}" });
     const pending = observe(hedgingClient().sendRequest(create));
     await harness.clock.tickAsync(1);
     const response: PipelineResponse = await pending.result();
     assert.equal(response.status, 201);
-    assert.deepEqual(ours(), []);
-    assert.deepEqual(
-      recording.spans.map((span) => span.name),
-      ["HTTP POST"],
-    );
+    assert.deepEqual(recording.spans, []);
+  });
+
+  it("gives the arms no HTTP span while nobody traces, and leaves their tracing options as they were", async () => {
+    recording.restore();
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 10 });
+    const request = pointRead(eastUs);
+    const pending = observe(hedgingClient().sendRequest(request));
+    await harness.clock.tickAsync(10);
+    await pending.result();
+    const [arm] = harness.transport.received;
+    assert.equal(arm?.request.tracingOptions, undefined);
+    assert.equal(arm?.headers["traceparent"], undefined);
   });
 });
