@@ -47,6 +47,15 @@ export interface RegionCacheOptions {
   preferredRegions?: readonly string[];
   /** Regions that no request and no hedge may go to, client-wide. */
   excludedRegions?: readonly string[];
+  /**
+   * The endpoint of the account this cache serves (the `endpoint` of
+   * `@azure/cosmos`). The cache learns only from that account's
+   * database-account responses, read from this endpoint or from one of the
+   * account's regional endpoints; another account's are ignored, so its
+   * requests pass through the policies untouched. Default: the account of
+   * the first database-account response the cache learns from.
+   */
+  accountEndpoint?: string;
 }
 
 /**
@@ -249,6 +258,9 @@ export class RegionCache {
   private orders: Partial<Record<RegionAccess, readonly RegionEndpoint[]>> = {};
   private readonly keys = new WeakMap<RegionEndpoint, string>();
   private demotions: readonly RegionDemotion[] = [];
+  /** The origin of the account endpoint this cache serves; set by the option or by the first account response learned from. */
+  private accountOrigin: string | undefined;
+  private readonly warnedOrigins = new Set<string>();
 
   constructor(options: RegionCacheOptions = {}) {
     if (options === null || typeof options !== "object") {
@@ -260,6 +272,14 @@ export class RegionCache {
       this.initialPreferred = this.preferred;
     }
     if (options.excludedRegions !== undefined) this.setExcludedRegions(options.excludedRegions);
+    if (options.accountEndpoint !== undefined) {
+      this.accountOrigin = new URL(parseEndpoint("accountEndpoint", options.accountEndpoint, TypeError)).origin;
+    }
+  }
+
+  /** The endpoint origin of the account this cache serves, once known (see {@link RegionCacheOptions.accountEndpoint}). */
+  get accountEndpoint(): string | undefined {
+    return this.accountOrigin;
   }
 
   /** The current topology, or `undefined` before the account has been read. */
@@ -360,8 +380,10 @@ export class RegionCache {
 
   /**
    * Learns the topology from a database-account response (a `GET` on the
-   * account root). Other responses are ignored. A malformed body keeps the
-   * previous topology and logs a warning; this never throws.
+   * account root) of the account this cache serves. Other responses, and
+   * another account's, are ignored (the latter with one warning). A
+   * malformed body keeps the previous topology and logs a warning; this
+   * never throws.
    * @returns whether the topology was replaced.
    */
   observe(request: PipelineRequest, response: PipelineResponse): boolean {
@@ -371,8 +393,14 @@ export class RegionCache {
     this.observed.add(response);
     const text = response.bodyAsText;
     if (typeof text !== "string") return false;
+    const origin = requestOriginOf(request.url);
+    if (origin === undefined || !this.servesAccountAt(origin)) {
+      this.warnOtherAccount(origin ?? "an unparsable URL");
+      return false;
+    }
     try {
       this.install(parseAccountBody(text));
+      this.accountOrigin ??= origin;
       return true;
     } catch (error) {
       if (!(error instanceof MalformedTopology)) throw error;
@@ -415,6 +443,21 @@ export class RegionCache {
       this.orders[access] = order;
     }
     return order.filter((region) => !this.isExcluded(region, extraExcluded));
+  }
+
+  /** Whether an account read sent to `origin` is about the account this cache serves. */
+  private servesAccountAt(origin: string): boolean {
+    if (this.accountOrigin === undefined) return true;
+    return origin === this.accountOrigin || this.byOrigin.has(origin);
+  }
+
+  private warnOtherAccount(origin: string): void {
+    if (this.warnedOrigins.has(origin) || this.warnedOrigins.size >= maxLocations) return;
+    this.warnedOrigins.add(origin);
+    logger.warning(
+      `This hedging client serves the account at ${this.accountOrigin ?? "another endpoint"}; ignoring the database account read from ${origin}. ` +
+        "Requests to that account pass through unhedged: give each account its own hedging client.",
+    );
   }
 
   /** A region's normalized name, computed once per region object. */

@@ -1,6 +1,7 @@
 import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-pipeline";
-import type { HttpClient, Pipeline } from "@azure/core-rest-pipeline";
+import type { HttpClient, Pipeline, PipelineRequest } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../caches/regionCache.js";
+import type { RegionCacheOptions } from "../caches/regionCache.js";
 import { assertRegionList, describe } from "../caches/regionNames.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
@@ -11,6 +12,8 @@ import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.j
 import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPolicy.js";
 import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
 import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
+import { requestControlsOf, setRequestControls } from "../hedging/requestControls.js";
+import { logger } from "../log.js";
 
 /** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
 export type CrossRegionHedgingOptions = Omit<
@@ -46,7 +49,7 @@ export interface HedgingOptions {
   preferredRegions?: readonly string[];
   /** Regions that no request or hedge may go to; changeable later through `regions`. */
   excludedRegions?: readonly string[];
-  /** Called with the diagnostics of every request a hedging policy considered. */
+  /** Called with the diagnostics of every request a hedging policy considered. Errors it throws, and rejections of a promise it returns, are logged and ignored. */
   onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
 }
 
@@ -58,6 +61,14 @@ export interface HedgingHttpClientOptions extends HedgingOptions {
   signer?: RequestSigner;
   /** The client's per-attempt request timeout, for the PPAF default threshold. Default 60000. */
   requestTimeout?: number;
+  /**
+   * The endpoint of the one account this client serves (see
+   * {@link RegionCacheOptions.accountEndpoint}); requests to any other
+   * account pass through unhedged and unchanged. Default: the account of the
+   * first database-account response that passes through. {@link withHedging}
+   * sets it to the `CosmosClient`'s `endpoint`.
+   */
+  accountEndpoint?: string;
 }
 
 /** An `HttpClient` that runs the hedging policies over a real transport. */
@@ -80,7 +91,7 @@ function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegion
   if (setting === null || typeof setting !== "object") {
     throw new TypeError(`crossRegion must be a boolean or an options object; got ${describe(setting)}.`);
   }
-  optionsObject("crossRegion", setting, ["threshold", "thresholdStep", "enableMultiWriteRegionHedge", "budget", "routing"]);
+  optionsObject("crossRegion", setting, ["threshold", "thresholdStep", "enableMultiWriteRegionHedge", "budget", "routing", "hedgesWithoutSessionToken"]);
   return { ...setting, enabled: true };
 }
 
@@ -101,6 +112,35 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
  * `CosmosClient` (see {@link withHedging}).
  */
 export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}): HedgingHttpClient {
+  return buildHedgingHttpClient(options, false);
+}
+
+let warnedWithoutSdkOptions = false;
+
+/**
+ * Fails safe on a request that should have come through `withHedging`'s
+ * `@azure/cosmos` request plugin and did not (the plugin was dropped from
+ * `plugins`, or the SDK runs no request plugins): the SDK's
+ * `excludedLocations` of that request are unknown, so no arm may go
+ * anywhere but where the SDK sent it.
+ */
+function hedgeOnlyWithSdkOptions(request: PipelineRequest): void {
+  const controls = requestControlsOf(request);
+  if (controls.sdkOptionsKnown === true) return;
+  setRequestControls(request, { ...controls, hedging: false });
+  if (warnedWithoutSdkOptions) return;
+  warnedWithoutSdkOptions = true;
+  logger.warning(
+    "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient; it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",
+  );
+}
+
+/**
+ * Builds the hedging client; with `sdkPluginInstalled`, every request is
+ * expected to carry the SDK's options through the request plugin, and one
+ * that does not is sent unhedged.
+ */
+export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPluginInstalled: boolean): HedgingHttpClient {
   optionsObject("createHedgingHttpClient options", options, [
     "crossRegion",
     "metadata",
@@ -110,6 +150,7 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
     "httpClient",
     "signer",
     "requestTimeout",
+    "accountEndpoint",
   ]);
   optionalFunction("onDiagnostics", options.onDiagnostics);
   if (options.httpClient !== undefined && typeof options.httpClient?.sendRequest !== "function") {
@@ -118,7 +159,8 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
   const regions = new RegionCache({
     ...(options.preferredRegions !== undefined ? { preferredRegions: assertRegionList("preferredRegions", options.preferredRegions) } : {}),
     ...(options.excludedRegions !== undefined ? { excludedRegions: assertRegionList("excludedRegions", options.excludedRegions) } : {}),
-  });
+    ...(options.accountEndpoint !== undefined ? { accountEndpoint: options.accountEndpoint } : {}),
+  } satisfies RegionCacheOptions);
   const shared = {
     regions,
     ...(options.requestTimeout !== undefined ? { requestTimeout: options.requestTimeout } : {}),
@@ -134,7 +176,10 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
   return {
     pipeline,
     regions,
-    sendRequest: (request) => pipeline.sendRequest(transport, request),
+    sendRequest: (request) => {
+      if (sdkPluginInstalled) hedgeOnlyWithSdkOptions(request);
+      return pipeline.sendRequest(transport, request);
+    },
     metrics: () => crossRegion.metrics(),
   };
 }
