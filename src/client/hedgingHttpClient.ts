@@ -115,24 +115,19 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
   return buildHedgingHttpClient(options, false);
 }
 
-let warnedWithoutSdkOptions = false;
-
 /**
  * Fails safe on a request that should have come through `withHedging`'s
  * `@azure/cosmos` request plugin and did not (the plugin was dropped from
  * `plugins`, or the SDK runs no request plugins): the SDK's
  * `excludedLocations` of that request are unknown, so no arm may go
  * anywhere but where the SDK sent it.
+ * @returns whether the request was kept from hedging.
  */
-function hedgeOnlyWithSdkOptions(request: PipelineRequest): void {
+function hedgeOnlyWithSdkOptions(request: PipelineRequest): boolean {
   const controls = requestControlsOf(request);
-  if (controls.sdkOptionsKnown === true) return;
+  if (controls.sdkOptionsKnown === true) return false;
   setRequestControls(request, { ...controls, hedging: false });
-  if (warnedWithoutSdkOptions) return;
-  warnedWithoutSdkOptions = true;
-  logger.warning(
-    "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient; it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",
-  );
+  return true;
 }
 
 /**
@@ -173,11 +168,17 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
   const crossRegion = crossRegionHedgingPolicy({ ...crossRegionOptions(options.crossRegion), ...shared });
   pipeline.addPolicy(crossRegion);
   const transport = options.httpClient ?? createDefaultHttpClient();
+  let warnedWithoutSdkOptions = false;
   return {
     pipeline,
     regions,
     sendRequest: (request) => {
-      if (sdkPluginInstalled) hedgeOnlyWithSdkOptions(request);
+      if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request) && !warnedWithoutSdkOptions) {
+        warnedWithoutSdkOptions = true;
+        logger.warning(
+          "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient (were its plugins replaced?); it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",
+        );
+      }
       return pipeline.sendRequest(transport, request);
     },
     metrics: () => crossRegion.metrics(),

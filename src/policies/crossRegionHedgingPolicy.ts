@@ -365,6 +365,9 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
           : winner?.durationMs !== undefined && duration >= winner.durationMs;
         if (informative) windows.record(arm.region, latencyClass, duration, "tail");
         if (informative || !callerAborted) thompson?.observeCensored(arm.region, latencyClass, duration);
+      } else if (arm.status !== undefined || arm.error !== undefined) {
+        // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
+        thompson?.observeFailure(arm.region, latencyClass);
       }
     }
     if (demotions === undefined) return;
