@@ -248,6 +248,8 @@ function requestOriginOf(url: string): string | undefined {
 export class RegionCache {
   private current: AccountTopology | undefined;
   private byOrigin = new Map<string, RegionEndpoint>();
+  /** {@link RegionCache.regionOf}'s answers by raw URL prefix (scheme and authority as written), for the current topology. */
+  private readonly byPrefix = new Map<string, RegionEndpoint | undefined>();
   private preferred: readonly string[] = [];
   private initialPreferred: readonly string[] = [];
   private preferredChanged = false;
@@ -411,8 +413,19 @@ export class RegionCache {
 
   /** The region whose endpoint has the URL's origin, or `undefined` for an unknown host. */
   regionOf(url: string): RegionEndpoint | undefined {
+    // Every policy asks for every request, and a client addresses a handful of hosts: remember them by the URL's raw prefix.
+    const schemeEnd = url.indexOf("://");
+    const authorityEnd = schemeEnd === -1 ? -1 : url.indexOf("/", schemeEnd + 3);
+    const prefix = authorityEnd === -1 ? undefined : url.slice(0, authorityEnd);
+    const cacheable = prefix !== undefined && !prefix.includes("?") && !prefix.includes("#");
+    if (cacheable && this.byPrefix.has(prefix)) return this.byPrefix.get(prefix);
     const origin = requestOriginOf(url);
-    return origin === undefined ? undefined : this.byOrigin.get(origin);
+    const region = origin === undefined ? undefined : this.byOrigin.get(origin);
+    if (cacheable) {
+      if (this.byPrefix.size >= maxLocations) this.byPrefix.clear();
+      this.byPrefix.set(prefix, region);
+    }
+    return region;
   }
 
   /** The read or write region of that name (any case and spacing), or `undefined`. */
@@ -515,5 +528,6 @@ export class RegionCache {
     this.current = topology;
     this.orders = {};
     this.byOrigin = byOrigin;
+    this.byPrefix.clear();
   }
 }

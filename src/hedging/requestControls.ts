@@ -99,7 +99,11 @@ function parseJson(text: string): unknown {
   }
 }
 
+const noRegions: readonly string[] = Object.freeze([]);
+
 function parseExcludedRegions(text: string): readonly string[] {
+  // What the SDK plugin writes on nearly every request.
+  if (text === "[]") return noRegions;
   const value = parseJson(text);
   if (!Array.isArray(value)) throw new GarbageHeader("it is not a JSON array");
   if (value.length > requestControlLimits.maxRegions) {

@@ -5,7 +5,7 @@ import { LatencyWindows, latencyClassOf } from "../caches/latencyWindows.js";
 import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import { describe, normalizeRegionName, sameRegion } from "../caches/regionNames.js";
 import type { RankedTargets, RegionRouting } from "../caches/regionRanking.js";
 import { DemotionTracker, ThompsonRanking } from "../caches/regionRanking.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
@@ -221,9 +221,6 @@ function timedOut(arm: HedgeArmDiagnostics): boolean {
   return error !== undefined && (error.name === "TimeoutError" || (error.code !== undefined && timeoutErrorCodes.has(error.code)));
 }
 
-function sameRegion(a: RegionEndpoint, b: RegionEndpoint | undefined): boolean {
-  return b !== undefined && normalizeRegionName(a.name) === normalizeRegionName(b.name);
-}
 
 /**
  * Hedges Cosmos DB document reads across regions: when the region the SDK

@@ -2,7 +2,7 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import type { RegionAccess, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import { describe, sameRegion } from "../caches/regionNames.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import { continuesFeed } from "../cosmos/feedPages.js";
@@ -39,9 +39,6 @@ interface Route {
 
 const stay: Route = Object.freeze({});
 
-function sameRegion(a: RegionEndpoint | undefined, b: RegionEndpoint | undefined): boolean {
-  return a !== undefined && b !== undefined && normalizeRegionName(a.name) === normalizeRegionName(b.name);
-}
 
 /**
  * What this policy steers: document operations, and the metadata reads that
