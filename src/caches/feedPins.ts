@@ -1,3 +1,5 @@
+import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
+import { collectionLinkOf, nextPageTokenOf, pageTokenOf } from "../cosmos/feedPages.js";
 import { positiveMilliseconds, wholeNumber } from "../hedging/validation.js";
 import type { RegionEndpoint } from "./regionCache.js";
 
@@ -23,12 +25,13 @@ interface Pin {
 }
 
 /**
- * Which region the later pages of a read feed must go to, keyed by
- * collection link and continuation token. A continuation token is only
- * meaningful to the region that issued it, so once a hedge has served a
- * feed's first page from another region, the rest of that feed is pinned
- * there. Bounded and expiring, because a feed the SDK abandons leaves its
- * pin behind.
+ * Which region the later pages of a feed must go to, keyed by collection
+ * link and page token. A token is only meaningful to the region that issued
+ * it, so every page served pins the next one to its own region, whichever
+ * region that was (the SDK's choice, a rerouted one, a hedge's): a token
+ * that another region issued earlier is overwritten, and so never steers a
+ * later feed. Bounded and expiring, because a feed the SDK abandons leaves
+ * its pin behind.
  */
 export class FeedPins {
   private readonly pins = new Map<string, Pin>();
@@ -70,6 +73,18 @@ export class FeedPins {
       return undefined;
     }
     return pin.region;
+  }
+
+  /** Pins the page after `response` (when there is one) to the region that served `response`. */
+  pinNextPage(request: PipelineRequest, response: PipelineResponse, servedBy: RegionEndpoint): void {
+    const next = nextPageTokenOf(request, response);
+    if (next !== undefined) this.pin(collectionLinkOf(request.url), next, servedBy);
+  }
+
+  /** The region that issued the token a later page carries, while its pin lives. */
+  issuerOf(request: PipelineRequest): RegionEndpoint | undefined {
+    const token = pageTokenOf(request);
+    return token === undefined ? undefined : this.regionFor(collectionLinkOf(request.url), token);
   }
 
   /** Forgets every pin. */

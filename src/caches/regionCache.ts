@@ -48,6 +48,15 @@ export interface RegionCacheOptions {
   preferredRegions?: readonly string[];
   /** Regions that no request and no hedge may go to, client-wide. */
   excludedRegions?: readonly string[];
+  /**
+   * The endpoint of the account this cache serves (the `endpoint` of
+   * `@azure/cosmos`). The cache learns only from that account's
+   * database-account responses, read from this endpoint or from one of the
+   * account's regional endpoints; another account's are ignored, so its
+   * requests pass through the policies untouched. Default: the account of
+   * the first database-account response the cache learns from.
+   */
+  accountEndpoint?: string;
 }
 
 /**
@@ -240,6 +249,8 @@ function requestOriginOf(url: string): string | undefined {
 export class RegionCache {
   private current: AccountTopology | undefined;
   private byOrigin = new Map<string, RegionEndpoint>();
+  /** {@link RegionCache.regionOf}'s answers by raw URL prefix (scheme and authority as written), for the current topology. */
+  private readonly byPrefix = new Map<string, RegionEndpoint | undefined>();
   private preferred: readonly string[] = [];
   private initialPreferred: readonly string[] = [];
   private preferredChanged = false;
@@ -251,6 +262,9 @@ export class RegionCache {
   private readonly keys = new WeakMap<RegionEndpoint, string>();
   private demotions: readonly RegionDemotion[] = [];
   private readonly stateLog = new RateLimitedLog(logger);
+  /** The origin of the account endpoint this cache serves; set by the option or by the first account response learned from. */
+  private accountOrigin: string | undefined;
+  private readonly warnedOrigins = new Set<string>();
 
   constructor(options: RegionCacheOptions = {}) {
     if (options === null || typeof options !== "object") {
@@ -262,6 +276,14 @@ export class RegionCache {
       this.initialPreferred = this.preferred;
     }
     if (options.excludedRegions !== undefined) this.setExcludedRegions(options.excludedRegions);
+    if (options.accountEndpoint !== undefined) {
+      this.accountOrigin = new URL(parseEndpoint("accountEndpoint", options.accountEndpoint, TypeError)).origin;
+    }
+  }
+
+  /** The endpoint origin of the account this cache serves, once known (see {@link RegionCacheOptions.accountEndpoint}). */
+  get accountEndpoint(): string | undefined {
+    return this.accountOrigin;
   }
 
   /** The current topology, or `undefined` before the account has been read. */
@@ -364,8 +386,10 @@ export class RegionCache {
 
   /**
    * Learns the topology from a database-account response (a `GET` on the
-   * account root). Other responses are ignored. A malformed body keeps the
-   * previous topology and logs a warning; this never throws.
+   * account root) of the account this cache serves. Other responses, and
+   * another account's, are ignored (the latter with one warning). A
+   * malformed body keeps the previous topology and logs a warning; this
+   * never throws.
    * @returns whether the topology was replaced.
    */
   observe(request: PipelineRequest, response: PipelineResponse): boolean {
@@ -375,8 +399,14 @@ export class RegionCache {
     this.observed.add(response);
     const text = response.bodyAsText;
     if (typeof text !== "string") return false;
+    const origin = requestOriginOf(request.url);
+    if (origin === undefined || !this.servesAccountAt(origin)) {
+      this.warnOtherAccount(origin ?? "an unparsable URL");
+      return false;
+    }
     try {
       this.install(parseAccountBody(text));
+      this.accountOrigin ??= origin;
       return true;
     } catch (error) {
       if (!(error instanceof MalformedTopology)) throw error;
@@ -387,8 +417,19 @@ export class RegionCache {
 
   /** The region whose endpoint has the URL's origin, or `undefined` for an unknown host. */
   regionOf(url: string): RegionEndpoint | undefined {
+    // Every policy asks for every request, and a client addresses a handful of hosts: remember them by the URL's raw prefix.
+    const schemeEnd = url.indexOf("://");
+    const authorityEnd = schemeEnd === -1 ? -1 : url.indexOf("/", schemeEnd + 3);
+    const prefix = authorityEnd === -1 ? undefined : url.slice(0, authorityEnd);
+    const cacheable = prefix !== undefined && !prefix.includes("?") && !prefix.includes("#");
+    if (cacheable && this.byPrefix.has(prefix)) return this.byPrefix.get(prefix);
     const origin = requestOriginOf(url);
-    return origin === undefined ? undefined : this.byOrigin.get(origin);
+    const region = origin === undefined ? undefined : this.byOrigin.get(origin);
+    if (cacheable) {
+      if (this.byPrefix.size >= maxLocations) this.byPrefix.clear();
+      this.byPrefix.set(prefix, region);
+    }
+    return region;
   }
 
   /** The read or write region of that name (any case and spacing), or `undefined`. */
@@ -419,6 +460,21 @@ export class RegionCache {
       this.orders[access] = order;
     }
     return order.filter((region) => !this.isExcluded(region, extraExcluded));
+  }
+
+  /** Whether an account read sent to `origin` is about the account this cache serves. */
+  private servesAccountAt(origin: string): boolean {
+    if (this.accountOrigin === undefined) return true;
+    return origin === this.accountOrigin || this.byOrigin.has(origin);
+  }
+
+  private warnOtherAccount(origin: string): void {
+    if (this.warnedOrigins.has(origin) || this.warnedOrigins.size >= maxLocations) return;
+    this.warnedOrigins.add(origin);
+    logger.warning(
+      `This hedging client serves the account at ${this.accountOrigin ?? "another endpoint"}; ignoring the database account read from ${origin}. ` +
+        "Requests to that account pass through unhedged: give each account its own hedging client.",
+    );
   }
 
   /** A region's normalized name, computed once per region object. */
@@ -477,5 +533,6 @@ export class RegionCache {
     this.current = topology;
     this.orders = {};
     this.byOrigin = byOrigin;
+    this.byPrefix.clear();
   }
 }

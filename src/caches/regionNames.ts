@@ -6,6 +6,12 @@ export function normalizeRegionName(name: string): string {
   return name.replace(/\s+/g, "").toLowerCase();
 }
 
+/** Whether two regions are one (any case and spacing); the same object, the common case, is one at once. */
+export function sameRegion(a: { readonly name: string } | undefined, b: { readonly name: string } | undefined): boolean {
+  if (a === undefined || b === undefined) return false;
+  return a === b || normalizeRegionName(a.name) === normalizeRegionName(b.name);
+}
+
 /** Validates a user-supplied list of region names; the error names the option. */
 export function assertRegionList(option: string, value: unknown): readonly string[] {
   if (!Array.isArray(value)) {

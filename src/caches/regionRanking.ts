@@ -172,6 +172,8 @@ interface Posterior {
   /** Weighted sum of squared deviations from the mean. */
   squares: number;
   updatedAt: number;
+  /** The region's latest settled arm was an error: until it answers successfully it is ranked after every other region. */
+  failing: boolean;
 }
 
 /** A normal deviate (Box–Muller); `1 - u` keeps the logarithm finite. */
@@ -242,10 +244,22 @@ export class ThompsonRanking {
     this.priorMean = Math.log(settings.priorMedianMs);
   }
 
-  /** Records an answer's latency. */
+  /** Records a successful answer's latency. */
   observe(region: string, latencyClass: LatencyClass, latencyMs: number): void {
     if (!Number.isFinite(latencyMs) || latencyMs < 0) return;
-    this.add(this.posterior(region, latencyClass), Math.log(Math.max(latencyMs, minLatencyMs)));
+    const posterior = this.posterior(region, latencyClass);
+    posterior.failing = false;
+    this.add(posterior, Math.log(Math.max(latencyMs, minLatencyMs)));
+  }
+
+  /**
+   * Records that a region answered with an error (or failed to connect): a
+   * fast error must not make a region look fast, so it goes after every
+   * region that is not failing until it answers successfully again (as a
+   * hedge, which it still gets).
+   */
+  observeFailure(region: string, latencyClass: LatencyClass): void {
+    this.posterior(region, latencyClass).failing = true;
   }
 
   /** Records that a region's latency exceeded `atLeastMs`: its arm was cancelled or timed out after running that long. */
@@ -264,12 +278,22 @@ export class ThompsonRanking {
     this.add(posterior, Math.max(bound, mean + deviation * mills));
   }
 
-  /** Orders regions by a sample of each one's mean log-latency, fastest first. */
+  /**
+   * Orders regions by a sample of each one's mean log-latency, fastest
+   * first. Only regions that have answered successfully are sampled: the
+   * others (never observed, or failing since their last success) follow in
+   * the order given, so that the prior's optimism never moves a read to a
+   * region that has not shown it can answer it.
+   */
   order(regions: readonly RegionEndpoint[], latencyClass: LatencyClass): RegionEndpoint[] {
-    return regions
-      .map((region) => ({ region, sample: this.sample(this.posterior(region.name, latencyClass)) }))
-      .sort((a, b) => a.sample - b.sample)
-      .map((entry) => entry.region);
+    const proven: Array<{ region: RegionEndpoint; sample: number }> = [];
+    const unproven: RegionEndpoint[] = [];
+    for (const region of regions) {
+      const posterior = this.posterior(region.name, latencyClass);
+      if (posterior.failing || posterior.weight === 0) unproven.push(region);
+      else proven.push({ region, sample: this.sample(posterior) });
+    }
+    return [...proven.sort((a, b) => a.sample - b.sample).map((entry) => entry.region), ...unproven];
   }
 
   /** The posterior median latency of a region in milliseconds (the exponential of the posterior mean of its log-latency). */
@@ -282,7 +306,7 @@ export class ThompsonRanking {
     const now = performance.now();
     let posterior = this.posteriors.get(key);
     if (posterior === undefined) {
-      posterior = { weight: 0, mean: 0, squares: 0, updatedAt: now };
+      posterior = { weight: 0, mean: 0, squares: 0, updatedAt: now, failing: false };
       this.posteriors.set(key, posterior);
     } else if (now > posterior.updatedAt) {
       const decay = Math.pow(0.5, (now - posterior.updatedAt) / this.settings.halfLifeMs);

@@ -1,6 +1,7 @@
 import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-pipeline";
-import type { HttpClient, Pipeline } from "@azure/core-rest-pipeline";
+import type { HttpClient, Pipeline, PipelineRequest } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../caches/regionCache.js";
+import type { RegionCacheOptions } from "../caches/regionCache.js";
 import { assertRegionList, describe } from "../caches/regionNames.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
@@ -12,6 +13,7 @@ import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPo
 import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
 import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
 import { armHttpTracingPolicy } from "../hedging/tracing.js";
+import { requestControlsOf, setRequestControls } from "../hedging/requestControls.js";
 import { logger } from "../log.js";
 import { hedgingClientSummary } from "./hedgingSummary.js";
 
@@ -53,7 +55,7 @@ export interface HedgingOptions {
   preferredRegions?: readonly string[];
   /** Regions that no request or hedge may go to; changeable later through `regions`. */
   excludedRegions?: readonly string[];
-  /** Called with the diagnostics of every request a hedging policy considered. */
+  /** Called with the diagnostics of every request a hedging policy considered. Errors it throws, and rejections of a promise it returns, are logged and ignored. */
   onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
 }
 
@@ -65,6 +67,14 @@ export interface HedgingHttpClientOptions extends HedgingOptions {
   signer?: RequestSigner;
   /** The client's per-attempt request timeout, for the PPAF default threshold. Default 60000. */
   requestTimeout?: number;
+  /**
+   * The endpoint of the one account this client serves (see
+   * {@link RegionCacheOptions.accountEndpoint}); requests to any other
+   * account pass through unhedged and unchanged. Default: the account of the
+   * first database-account response that passes through. {@link withHedging}
+   * sets it to the `CosmosClient`'s `endpoint`.
+   */
+  accountEndpoint?: string;
 }
 
 /** An `HttpClient` that runs the hedging policies over a real transport. */
@@ -88,7 +98,7 @@ function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegion
   if (setting === null || typeof setting !== "object") {
     throw new TypeError(`crossRegion must be a boolean, "followAccount" or an options object; got ${describe(setting)}.`);
   }
-  optionsObject("crossRegion", setting, ["threshold", "thresholdStep", "enableMultiWriteRegionHedge", "budget", "routing"]);
+  optionsObject("crossRegion", setting, ["threshold", "thresholdStep", "enableMultiWriteRegionHedge", "budget", "routing", "hedgesWithoutSessionToken"]);
   return { ...setting, enabled: true };
 }
 
@@ -111,6 +121,30 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
  * `CosmosClient` (see {@link withHedging}).
  */
 export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}): HedgingHttpClient {
+  return buildHedgingHttpClient(options, false);
+}
+
+/**
+ * Fails safe on a request that should have come through `withHedging`'s
+ * `@azure/cosmos` request plugin and did not (the plugin was dropped from
+ * `plugins`, or the SDK runs no request plugins): the SDK's
+ * `excludedLocations` of that request are unknown, so no arm may go
+ * anywhere but where the SDK sent it.
+ * @returns whether the request was kept from hedging.
+ */
+function hedgeOnlyWithSdkOptions(request: PipelineRequest): boolean {
+  const controls = requestControlsOf(request);
+  if (controls.sdkOptionsKnown === true) return false;
+  setRequestControls(request, { ...controls, hedging: false });
+  return true;
+}
+
+/**
+ * Builds the hedging client; with `sdkPluginInstalled`, every request is
+ * expected to carry the SDK's options through the request plugin, and one
+ * that does not is sent unhedged.
+ */
+export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPluginInstalled: boolean): HedgingHttpClient {
   optionsObject("createHedgingHttpClient options", options, [
     "crossRegion",
     "metadata",
@@ -120,6 +154,7 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
     "httpClient",
     "signer",
     "requestTimeout",
+    "accountEndpoint",
   ]);
   optionalFunction("onDiagnostics", options.onDiagnostics);
   if (options.httpClient !== undefined && typeof options.httpClient?.sendRequest !== "function") {
@@ -128,7 +163,8 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
   const regions = new RegionCache({
     ...(options.preferredRegions !== undefined ? { preferredRegions: assertRegionList("preferredRegions", options.preferredRegions) } : {}),
     ...(options.excludedRegions !== undefined ? { excludedRegions: assertRegionList("excludedRegions", options.excludedRegions) } : {}),
-  });
+    ...(options.accountEndpoint !== undefined ? { accountEndpoint: options.accountEndpoint } : {}),
+  } satisfies RegionCacheOptions);
   const shared = {
     regions,
     ...(options.requestTimeout !== undefined ? { requestTimeout: options.requestTimeout } : {}),
@@ -144,10 +180,19 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
   pipeline.addPolicy(armHttpTracingPolicy());
   const transport = options.httpClient ?? createDefaultHttpClient();
   logger.info(hedgingClientSummary(options));
+  let warnedWithoutSdkOptions = false;
   return {
     pipeline,
     regions,
-    sendRequest: (request) => pipeline.sendRequest(transport, request),
+    sendRequest: (request) => {
+      if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request) && !warnedWithoutSdkOptions) {
+        warnedWithoutSdkOptions = true;
+        logger.warning(
+          "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient (were its plugins replaced?); it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",
+        );
+      }
+      return pipeline.sendRequest(transport, request);
+    },
     metrics: () => crossRegion.metrics(),
   };
 }

@@ -7,6 +7,7 @@ import {
   runWithRequestControls,
 } from "../hedging/requestControls.js";
 import { positiveMilliseconds } from "../hedging/validation.js";
+import { headerJson } from "../cosmos/sdkRequestPlugin.js";
 
 /** Hedging choices for one request, or for every request of a block of code. */
 export interface RequestHedgingOptions {
@@ -24,9 +25,13 @@ export interface RequestHedgingOptions {
    */
   region?: string;
   /**
-   * `false`: no hedge for this request. An object: hedge this request, even
-   * where the client's policy would not, with these settings in milliseconds
-   * (each defaulting to the policy's).
+   * `false`: no hedge for this request. An object: hedge this request with
+   * these settings in milliseconds (each defaulting to the policy's), even
+   * where the client's policy would not hedge it (turned off, or following
+   * an account without per-partition automatic failover), as a request-level
+   * setting does in .NET. Only the `AZURE_COSMOS_METADATA_HEDGING_ENABLED=false`
+   * kill switch (for metadata reads) and the account's
+   * `disableCrossRegionalHedging` win over it.
    */
   hedging?: false | { threshold?: number; thresholdStep?: number };
 }
@@ -108,11 +113,6 @@ function validateOptions(options: unknown): RequestHedgingControls {
     ...(region !== undefined ? { region } : {}),
     ...(hedging !== undefined ? { hedging } : {}),
   });
-}
-
-/** JSON with every non-ASCII character escaped: header values must be Latin-1, region names need not be. */
-function headerJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 function controlHeaders(controls: RequestHedgingControls): Record<string, string> {

@@ -3,7 +3,8 @@ import { describe } from "../caches/regionNames.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import { optionsObject } from "../hedging/validation.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
-import { createHedgingHttpClient } from "./hedgingHttpClient.js";
+import { buildHedgingHttpClient } from "./hedgingHttpClient.js";
+import { sdkRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
 
 function isMasterKey(key: string): boolean {
   // Resource tokens and SAS tokens are not master keys and cannot re-sign.
@@ -32,7 +33,8 @@ export interface HedgeableCosmosClientOptions {
  * Calling it is the opt-in: without hedging options, reads are hedged with
  * the explicit defaults (500 ms, step 100 ms) and the metadata reads after
  * 1500 ms; `"followAccount"` hedges only while the account reports
- * per-partition automatic failover, as the .NET SDK does. It wraps your own `httpClient` when you set one, takes the preferred
+ * per-partition automatic failover, as the .NET SDK does. It wraps your own
+ * `httpClient` when you set one, takes the preferred
  * regions from `connectionPolicy.preferredLocations` unless `preferredRegions`
  * is given, and derives the PPAF default threshold from
  * `connectionPolicy.requestTimeout`, below which the metadata hedging
@@ -56,16 +58,19 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
     throw new TypeError(`cosmosClientOptions must be an object; got ${describe(cosmosClientOptions)}.`);
   }
   optionsObject("hedgingOptions", hedgingOptions, ["crossRegion", "metadata", "preferredRegions", "excludedRegions", "onDiagnostics"]);
-  const { connectionPolicy, key, httpClient } = cosmosClientOptions;
+  const { connectionPolicy, key, httpClient, endpoint } = cosmosClientOptions;
   // The cache starts from the order the SDK routes by; a different hedging order is a change the SDK does not know of.
   const sdkOrder = connectionPolicy?.preferredLocations;
-  const hedgingClient = createHedgingHttpClient({
+  const hedgingClient = buildHedgingHttpClient({
     ...hedgingOptions,
     ...(sdkOrder !== undefined ? { preferredRegions: sdkOrder } : { preferredRegions: [] }),
     ...(httpClient !== undefined ? { httpClient } : {}),
     ...(connectionPolicy?.requestTimeout !== undefined ? { requestTimeout: connectionPolicy.requestTimeout } : {}),
     ...(typeof key === "string" && isMasterKey(key) ? { signer: masterKeySigner(key) } : {}),
-  });
+    ...(typeof endpoint === "string" ? { accountEndpoint: endpoint } : {}),
+  }, true);
   if (hedgingOptions.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedgingOptions.preferredRegions);
-  return { ...cosmosClientOptions, httpClient: hedgingClient };
+  // Last, so that it sees the options as every plugin before it left them.
+  const { plugins = [] } = cosmosClientOptions as { plugins?: readonly unknown[] };
+  return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, sdkRequestPlugin(hedgingClient)] };
 }

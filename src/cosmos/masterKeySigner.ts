@@ -43,8 +43,8 @@ const base64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /**
  * A signer that re-signs every arm with the account's master key and a fresh
  * `x-ms-date`, exactly as `@azure/cosmos` signs a request. Arms whose
- * `authorization` header is not a master-key signature (an AAD token or a
- * resource token) are left as they are: those are scoped to the account, not
+ * `authorization` header is not a master-key signature of this key (an AAD
+ * token, a resource token, or another account's key) are left as they are: those are scoped to the account, not
  * to a region, so they stay valid on every regional endpoint. A request
  * without an `authorization` header is signed, so the signer also serves as
  * the sign step of a core-client pipeline talking to Cosmos DB.
@@ -58,7 +58,12 @@ export function masterKeySigner(key: string): RequestSigner {
   const secret = Buffer.from(key.trim(), "base64");
   return (request) => {
     const current = request.headers.get(CosmosHeaders.authorization);
-    if (current !== undefined && !isMasterKeySignature(current)) return;
+    if (current !== undefined) {
+      if (!isMasterKeySignature(current)) return;
+      // Signed with another key, so for another account: re-signed with this one it would fail with 401.
+      const signedAt = request.headers.get(CosmosHeaders.date);
+      if (signedAt === undefined || masterKeyAuthorization(secret, request.method, request.url, signedAt) !== current) return;
+    }
     const date = new Date().toUTCString();
     request.headers.set(CosmosHeaders.date, date);
     request.headers.set(CosmosHeaders.authorization, masterKeyAuthorization(secret, request.method, request.url, date));

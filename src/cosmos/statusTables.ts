@@ -45,6 +45,11 @@ export function isFinalResult(result: ArmResult): boolean {
   return isFinalStatus(result.response.status, subStatusOf(result.response));
 }
 
+/** Whether an arm's result is a success (2xx, 304): the only answer a hedge may beat a primary in flight with. */
+export function isSuccessResult(result: ArmResult): boolean {
+  return result.response !== undefined && result.response.status < 400;
+}
+
 /** The three outcome classes of metadata hedging, where the primary is authoritative. */
 export type MetadataOutcome = "success" | "regionalFailure" | "definitive";
 

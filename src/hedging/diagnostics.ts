@@ -96,6 +96,11 @@ export interface HedgeArmDiagnostics {
   requestCharge?: number;
   /** How the arm ended. */
   outcome: HedgeArmOutcome;
+  /**
+   * `true` on a hedge sent without the request's `x-ms-session-token`
+   * (`hedgesWithoutSessionToken`): its answer may predate the session's own writes.
+   */
+  sessionTokenOmitted?: boolean;
 }
 
 /** What a hedging policy did for one request. */

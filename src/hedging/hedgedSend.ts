@@ -3,6 +3,7 @@ import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core
 import type { AzureLogger } from "@azure/logger";
 import type { RegionEndpoint } from "../caches/regionCache.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
+import { CosmosHeaders } from "../cosmos/headers.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
@@ -52,12 +53,19 @@ function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagn
   if (typeof target === "object" && target !== null) attachHedgeDiagnostics(target, diagnostics);
   recordForCollectors(diagnostics);
   if (sink.onDiagnostics === undefined) return;
+  // A metrics callback must never break the request it describes, whether it throws or returns a promise that rejects.
+  const ignore = (error: unknown): void =>
+    sink.logger.warning(`onDiagnostics failed and was ignored: ${error instanceof Error ? error.name : typeof error}`);
   try {
-    sink.onDiagnostics(diagnostics);
+    const returned: unknown = sink.onDiagnostics(diagnostics);
+    if (isThenable(returned)) returned.then(undefined, ignore);
   } catch (error) {
-    // A metrics callback must never break the request it describes.
-    sink.logger.warning(`onDiagnostics threw and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+    ignore(error);
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
 /** Sends the request unhedged and records why hedging was skipped. */
@@ -97,6 +105,13 @@ export interface HedgePlan {
   readonly targets: readonly RegionEndpoint[];
   readonly strategy: RaceStrategy;
   readonly signer?: RequestSigner | undefined;
+  /**
+   * Send the hedges (never the primary) without `x-ms-session-token`, so
+   * that a region lagging behind the session's writes can still answer.
+   */
+  readonly hedgesWithoutSessionToken?: boolean | undefined;
+  /** Told which region's response is returned, for example to pin the feed's next page there. */
+  readonly onReturned?: ((response: PipelineResponse, region: RegionEndpoint) => void) | undefined;
 }
 
 /**
@@ -111,6 +126,8 @@ export async function sendHedged(
   plan: HedgePlan,
   sink: DiagnosticsSink,
 ): Promise<PipelineResponse> {
+  const { signer } = plan;
+  const dropSessionToken = plan.hedgesWithoutSessionToken === true && request.headers.has(CosmosHeaders.sessionToken);
   const trace = startRaceTrace(request, header);
   let outcome: RaceOutcome;
   try {
@@ -119,11 +136,21 @@ export async function sendHedged(
       targets: plan.targets,
       send: trace.traceArms(next),
       strategy: plan.strategy,
-      prepare: plan.signer,
+      prepare: (arm, index) => {
+        if (index === 0) {
+          // The SDK signed the primary a moment ago; only a request nobody signed yet (a core-client pipeline's) needs it.
+          return arm.headers.has(CosmosHeaders.authorization) ? undefined : signer?.(arm);
+        }
+        if (dropSessionToken) arm.headers.delete(CosmosHeaders.sessionToken);
+        return signer?.(arm);
+      },
     });
   } catch (error) {
     trace.end(undefined, undefined, error);
     throw error;
+  }
+  if (dropSessionToken) {
+    for (const arm of outcome.arms.slice(1)) arm.sessionTokenOmitted = true;
   }
   const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
     publish(sink, target, diagnostics);
@@ -158,6 +185,8 @@ export async function sendHedged(
   }
   // Upper policies expect the response of the request they sent, not of a clone.
   result.response.request = request;
+  const returnedRegion = plan.targets[outcome.returnedIndex];
+  if (returnedRegion !== undefined) plan.onReturned?.(result.response, returnedRegion);
   finish(result.response, diagnostics, result.response);
   return result.response;
 }

@@ -7,8 +7,13 @@ import { cloneRequestFor } from "./cloneRequest.js";
 import type { HedgeArmDiagnostics, HedgeArmError, HedgeArmReason } from "./diagnostics.js";
 import { redactCredentials } from "./redact.js";
 
-/** What a strategy makes of a settled arm: it wins, the next arm launches now, or the race waits. */
-export type Verdict = "win" | "next" | "wait";
+/**
+ * What a strategy makes of a settled arm: it wins; the next arm launches
+ * now; the race waits; or (`hold`) it is an answer that may not beat a
+ * primary still in flight: it wins once the primary has settled without
+ * winning, or when no arm does better.
+ */
+export type Verdict = "win" | "next" | "wait" | "hold";
 
 /** An arm that has settled, as a strategy sees it. */
 export interface SettledArm {
@@ -52,8 +57,8 @@ export interface RaceInput {
   /** Sends one arm through the rest of the pipeline. */
   readonly send: (request: PipelineRequest, arm: ArmLaunch) => Promise<PipelineResponse>;
   readonly strategy: RaceStrategy;
-  /** Runs on each arm before it is sent, for example to sign it afresh. */
-  readonly prepare?: ((request: PipelineRequest) => void | Promise<void>) | undefined;
+  /** Runs on each arm (`index` 0 is the primary) before it is sent, for example to sign it afresh. */
+  readonly prepare?: ((request: PipelineRequest, index: number) => void | Promise<void>) | undefined;
 }
 
 /** How a race ended. */
@@ -140,6 +145,8 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let decided = false;
   let hedgeRefused = false;
+  /** The first arm held back by a `hold` verdict, while the primary was in flight. */
+  let held: number | undefined;
 
   return new Promise<RaceOutcome>((resolve, reject) => {
     const describeAll = (returnedIndex?: number): HedgeArmDiagnostics[] =>
@@ -191,8 +198,15 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
       arm.endedAt = performance.now();
       if (arm.index > 0) strategy.release?.(arm.index);
       const verdict = strategy.judge({ index: arm.index, region: arm.region, result });
-      if (verdict === "win") {
+      const primarySettled = arms[0]?.result !== undefined;
+      if (verdict === "win" || (verdict === "hold" && primarySettled)) {
         decide(arm.index, false);
+        return;
+      }
+      if (verdict === "hold") held ??= arm.index;
+      // The primary settled without winning: an answer held back for it wins now.
+      if (arm.index === 0 && held !== undefined) {
+        decide(held, false);
         return;
       }
       if (verdict === "next") launch(strategy.earlyLaunchReason);
@@ -205,8 +219,10 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
     const sendArm = async (arm: ArmState, clone: PipelineRequest): Promise<void> => {
       let result: ArmResult;
       try {
-        if (prepare !== undefined) {
-          await prepare(clone);
+        const preparing = prepare?.(clone, arm.index);
+        // A synchronous preparation sends the arm in the same turn; only an asynchronous one is awaited.
+        if (preparing !== undefined) {
+          await preparing;
           // The race may have ended while the arm was being prepared; an arm
           // that lost before it was sent must not go out at all.
           if (arm.aborted) return;

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { logger } from "../log.js";
+import { isTimerMilliseconds } from "./validation.js";
 
 /** Per-request hedging settings: `false` turns hedging off, an object overrides the policy's timing. */
 export type RequestHedgingSetting = false | { readonly threshold?: number; readonly thresholdStep?: number };
@@ -31,6 +32,12 @@ export interface RequestHedgingControls {
   readonly hedging?: RequestHedgingSetting;
   /** Set by the routing policy: what it did with the request. */
   readonly routing?: RequestRouting;
+  /**
+   * Set when the request came through the `@azure/cosmos` request plugin
+   * that `withHedging` installs: the SDK's own per-request options are known,
+   * and its `excludedLocations` are part of {@link RequestHedgingControls.excludedRegions}.
+   */
+  readonly sdkOptionsKnown?: boolean;
 }
 
 /**
@@ -45,7 +52,11 @@ export const requestControlHeaders = {
   excludedRegions: "x-cosmos-hedging-excluded-regions",
   region: "x-cosmos-hedging-region",
   hedging: "x-cosmos-hedging",
+  /** Written by the `@azure/cosmos` request plugin: the SDK request's `excludedLocations`, a JSON array (possibly empty). */
+  sdkExcludedRegions: "x-cosmos-hedging-sdk-excluded-regions",
 } as const;
+
+const controlHeaderNames: readonly string[] = Object.values(requestControlHeaders);
 
 /** The value of the {@link requestControlHeaders}.hedging header that turns hedging off. */
 export const hedgingOffHeaderValue = "off";
@@ -78,11 +89,6 @@ function isPlausibleRegionName(value: unknown): value is string {
   );
 }
 
-/** Whether a value is a finite number above zero. */
-function isPositive(value: unknown): value is number {
-  return typeof value === "number" && Number.isFinite(value) && value > 0;
-}
-
 class GarbageHeader extends Error {}
 
 function parseJson(text: string): unknown {
@@ -93,7 +99,11 @@ function parseJson(text: string): unknown {
   }
 }
 
+const noRegions: readonly string[] = Object.freeze([]);
+
 function parseExcludedRegions(text: string): readonly string[] {
+  // What the SDK plugin writes on nearly every request.
+  if (text === "[]") return noRegions;
   const value = parseJson(text);
   if (!Array.isArray(value)) throw new GarbageHeader("it is not a JSON array");
   if (value.length > requestControlLimits.maxRegions) {
@@ -123,7 +133,7 @@ function parseHedging(text: string): RequestHedgingSetting {
   const setting: { threshold?: number; thresholdStep?: number } = {};
   for (const [key, field] of Object.entries(record)) {
     if (key !== "threshold" && key !== "thresholdStep") throw new GarbageHeader("it has a field other than threshold and thresholdStep");
-    if (!isPositive(field)) throw new GarbageHeader(`its ${key} is not a positive number`);
+    if (!isTimerMilliseconds(field)) throw new GarbageHeader(`its ${key} is not a positive number of milliseconds below 2^31 - 1`);
     setting[key] = field;
   }
   return Object.freeze(setting);
@@ -153,17 +163,11 @@ function parseHeader<T>(request: PipelineRequest, header: string, parse: (text: 
 }
 
 function hasControlHeader(request: PipelineRequest): boolean {
-  return (
-    request.headers.has(requestControlHeaders.excludedRegions) ||
-    request.headers.has(requestControlHeaders.region) ||
-    request.headers.has(requestControlHeaders.hedging)
-  );
+  return controlHeaderNames.some((name) => request.headers.has(name));
 }
 
 function stripControlHeaders(request: PipelineRequest): void {
-  request.headers.delete(requestControlHeaders.excludedRegions);
-  request.headers.delete(requestControlHeaders.region);
-  request.headers.delete(requestControlHeaders.hedging);
+  for (const name of controlHeaderNames) request.headers.delete(name);
 }
 
 function parseControlHeaders(request: PipelineRequest): RequestHedgingControls {
@@ -181,6 +185,17 @@ function parseControlHeaders(request: PipelineRequest): RequestHedgingControls {
 function overlay(outer: RequestHedgingControls | undefined, inner: RequestHedgingControls): RequestHedgingControls {
   if (outer === undefined) return inner;
   return Object.freeze({ ...outer, ...inner });
+}
+
+/**
+ * Adds the SDK's own exclusions to the request's: they bind every arm, and
+ * nothing of ours can lift them. A header that cannot be read leaves the
+ * SDK's options unknown, which the hedging client treats as "do not hedge".
+ */
+function withSdkExclusions(controls: RequestHedgingControls, sdkExcluded: readonly string[] | undefined): RequestHedgingControls {
+  if (sdkExcluded === undefined) return controls;
+  const excludedRegions = sdkExcluded.length === 0 ? controls.excludedRegions : Object.freeze([...(controls.excludedRegions ?? []), ...sdkExcluded]);
+  return Object.freeze({ ...controls, ...(excludedRegions !== undefined ? { excludedRegions } : {}), sdkOptionsKnown: true });
 }
 
 function originalOf(request: PipelineRequest): PipelineRequest | undefined {
@@ -212,7 +227,8 @@ export function requestControlsOf(request: PipelineRequest): RequestHedgingContr
   if (known !== undefined) return known;
   let controls: RequestHedgingControls;
   if (hasControlHeader(request)) {
-    controls = overlay(scope.getStore(), parseControlHeaders(request));
+    const sdkExcluded = parseHeader(request, requestControlHeaders.sdkExcludedRegions, parseExcludedRegions);
+    controls = withSdkExclusions(overlay(scope.getStore(), parseControlHeaders(request)), sdkExcluded);
   } else {
     const original = originalOf(request);
     controls = (original !== undefined ? controlsByRequest.get(original) : undefined) ?? scope.getStore() ?? noControls;

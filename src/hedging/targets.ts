@@ -1,4 +1,7 @@
+import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import type { FeedPins } from "../caches/feedPins.js";
 import type { RegionAccess, RegionCache, RegionEndpoint } from "../caches/regionCache.js";
+import type { RequestHedgingControls } from "./requestControls.js";
 import { normalizeRegionName } from "../caches/regionNames.js";
 
 /**
@@ -28,4 +31,25 @@ export function raceTargets(
     .applicableRegions(access, extraExcluded)
     .filter((region) => normalizeRegionName(region.name) !== primaryName && sameScheme(requestUrl, region));
   return [primary, ...hedges];
+}
+
+/**
+ * Where a later page of a feed goes: the region that issued its token, as
+ * the account knows it now, unless the request may not go there (it is
+ * pinned to a region of its own choosing, or the issuer is excluded, which
+ * no pin overrides). `undefined` leaves the page where it was sent.
+ */
+export function feedPageTarget(
+  pins: FeedPins,
+  regions: RegionCache,
+  request: PipelineRequest,
+  controls: RequestHedgingControls,
+): RegionEndpoint | undefined {
+  if (controls.region !== undefined) return undefined;
+  const issuer = pins.issuerOf(request);
+  if (issuer === undefined) return undefined;
+  const wanted = normalizeRegionName(issuer.name);
+  return regions
+    .applicableRegions("read", controls.excludedRegions)
+    .find((region) => normalizeRegionName(region.name) === wanted && sameScheme(request.url, region));
 }

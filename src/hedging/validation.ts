@@ -1,9 +1,22 @@
 import { describe } from "../caches/regionNames.js";
 
-/** A finite number above zero, or a `RangeError` that names the option and the value. */
+/**
+ * Node.js runs a timer of 2^31 - 1 ms or more after 1 ms instead (with a
+ * TimeoutOverflowWarning), so a delay that long would hedge every request at once.
+ */
+export const maxTimerMilliseconds = 2 ** 31 - 1;
+
+/** Whether a value is a usable timer delay: a finite number above zero and below {@link maxTimerMilliseconds}. */
+export function isTimerMilliseconds(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 && value < maxTimerMilliseconds;
+}
+
+/** A finite number above zero and below 2^31 - 1, or a `RangeError` that names the option and the value. */
 export function positiveMilliseconds(option: string, value: unknown): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new RangeError(`${option} must be a finite number of milliseconds above 0; got ${describe(value)}.`);
+  if (!isTimerMilliseconds(value)) {
+    throw new RangeError(
+      `${option} must be a finite number of milliseconds above 0 and below ${maxTimerMilliseconds}; got ${describe(value)}.`,
+    );
   }
   return value;
 }

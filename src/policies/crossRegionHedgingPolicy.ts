@@ -1,17 +1,19 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { LatencyClass } from "../caches/latencyWindows.js";
+import { FeedPins } from "../caches/feedPins.js";
 import { LatencyWindows, latencyClassOf } from "../caches/latencyWindows.js";
 import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import { describe, normalizeRegionName, sameRegion } from "../caches/regionNames.js";
 import type { RankedTargets, RegionRouting } from "../caches/regionRanking.js";
 import { DemotionTracker, ThompsonRanking } from "../caches/regionRanking.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
+import { continuesFeed, documentFeedKinds } from "../cosmos/feedPages.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
-import { isFinalResult } from "../cosmos/statusTables.js";
+import { isFinalResult, isSuccessResult } from "../cosmos/statusTables.js";
 import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hedging/adaptiveThreshold.js";
 import { adaptiveThreshold, adaptiveThresholdDefaults, isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
 import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
@@ -25,7 +27,7 @@ import { HedgingMetricsRecorder } from "../hedging/metrics.js";
 import type { RaceStrategy } from "../hedging/race.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
-import { raceTargets } from "../hedging/targets.js";
+import { feedPageTarget, raceTargets } from "../hedging/targets.js";
 import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
@@ -99,7 +101,7 @@ export interface CrossRegionHedgingPolicyOptions {
    * `bearerTokenAuthenticationPolicy` signs each arm without a signer here.
    */
   signer?: RequestSigner;
-  /** Called with the diagnostics of every document request this policy considered. Errors it throws are logged and ignored. */
+  /** Called with the diagnostics of every document request this policy considered. Errors it throws, and rejections of a promise it returns, are logged and ignored. */
   onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
   /**
    * Bounds the extra load of hedging, whatever the threshold: over a
@@ -111,6 +113,16 @@ export interface CrossRegionHedgingPolicyOptions {
    * 1 hedge a second and 100 in flight. `false` turns the budget off.
    */
   budget?: false | HedgeLoadBudgetOptions;
+  /**
+   * Send the hedges of a read without the request's `x-ms-session-token`;
+   * the primary always keeps it. Default `false`. With the token, a region
+   * that has not yet replicated the session's writes answers 404/1002 and
+   * cannot help when the primary region is the slow one; without it, the
+   * hedge answers from whatever that region has, which may be older than the
+   * session's own writes (the session guarantee is traded for latency on the
+   * reads a hedge wins). Diagnostics mark each arm sent without the token.
+   */
+  hedgesWithoutSessionToken?: boolean;
   /**
    * How reads choose their primary and hedge order (see {@link RegionRouting}):
    * `"preferred"`, `"demotion"` or `"thompson"`. Default `"demotion"` with
@@ -159,6 +171,7 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
     "onDiagnostics",
     "budget",
     "routing",
+    "hedgesWithoutSessionToken",
   ]);
   const { enabled = true } = options;
   if (enabled !== true && enabled !== false && enabled !== "followAccount") {
@@ -174,6 +187,7 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
   if (options.thresholdStep !== undefined) positiveMilliseconds("thresholdStep", options.thresholdStep);
   const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? crossRegionHedgingDefaults.requestTimeout);
   optionalBoolean("enableMultiWriteRegionHedge", options.enableMultiWriteRegionHedge);
+  optionalBoolean("hedgesWithoutSessionToken", options.hedgesWithoutSessionToken);
   optionalFunction("signer", options.signer);
   optionalFunction("onDiagnostics", options.onDiagnostics);
   const fixedDefault =
@@ -192,9 +206,13 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
   return { enabled, requestTimeout, adaptive, budget, routing };
 }
 
-/** A response the service answered in full: a success, or a plain not-found. */
-function answered(arm: HedgeArmDiagnostics): boolean {
-  return arm.status !== undefined && (arm.status < 400 || (arm.status === 404 && arm.subStatus === undefined));
+/**
+ * A successful answer (2xx, 304): the only kind that may teach the ranking.
+ * A region that answers fast with errors (a lagging replica's 404, a 401)
+ * must never look better for it.
+ */
+function succeeded(arm: HedgeArmDiagnostics): boolean {
+  return arm.status !== undefined && arm.status < 400;
 }
 
 function timedOut(arm: HedgeArmDiagnostics): boolean {
@@ -203,15 +221,6 @@ function timedOut(arm: HedgeArmDiagnostics): boolean {
   return error !== undefined && (error.name === "TimeoutError" || (error.code !== undefined && timeoutErrorCodes.has(error.code)));
 }
 
-/** Whether a read continues a feed, whose later pages must not be moved to another region by the ranking. */
-function continuesFeed(request: PipelineRequest, operation: OperationKind): boolean {
-  if (request.headers.has(CosmosHeaders.continuation)) return true;
-  return (operation === "changeFeed" || operation === "readFeed") && request.headers.has(CosmosHeaders.ifNoneMatch);
-}
-
-function sameRegion(a: RegionEndpoint, b: RegionEndpoint | undefined): boolean {
-  return b !== undefined && normalizeRegionName(a.name) === normalizeRegionName(b.name);
-}
 
 /**
  * Hedges Cosmos DB document reads across regions: when the region the SDK
@@ -244,6 +253,18 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   /** Until when (on the `performance.now()` clock) each region, by normalized name, answers 429. */
   const throttledUntil = new Map<string, number>();
   const fixedThreshold = typeof options.threshold === "number" ? options.threshold : undefined;
+  const pins = new FeedPins();
+
+  /** The timing of hedging turned on explicitly, where the client's own mode leaves it off. */
+  const explicitTiming: Timing =
+    adaptive !== undefined
+      ? { kind: "adaptive", thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep, settings: adaptive }
+      : {
+          kind: "fixed",
+          thresholdMs: fixedThreshold ?? crossRegionHedgingDefaults.threshold,
+          thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
+          thresholdSource: "options",
+        };
 
   /** The timing of the policy's mode: explicit, following the account's PPAF state, or off. */
   const modeTiming = (topology: AccountTopology | undefined): Timing | HedgeSkipReason => {
@@ -268,10 +289,12 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     if (override === false) return "disabled";
     if (topology?.crossRegionalHedgingDisabled) return "accountSwitch";
     const timing = modeTiming(topology);
-    // A request's own settings tune hedging that is on, field by field; they never turn it on.
-    if (typeof timing === "string" || override === undefined) return timing;
-    const thresholdStepMs = override.thresholdStep ?? timing.thresholdStepMs;
-    if (override.threshold === undefined) return { ...timing, thresholdStepMs };
+    if (override === undefined) return timing;
+    // A request's own settings override the client's, as in .NET: on a client that does not hedge they turn
+    // hedging on for that request, with the explicit defaults for what they leave out.
+    const base = typeof timing === "string" ? explicitTiming : timing;
+    const thresholdStepMs = override.thresholdStep ?? base.thresholdStepMs;
+    if (override.threshold === undefined) return { ...base, thresholdStepMs };
     return { kind: "fixed", thresholdMs: override.threshold, thresholdStepMs, thresholdSource: "request" };
   };
 
@@ -318,7 +341,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     const { thresholdMs } = diagnostics;
     const primaryArm = diagnostics.arms[0];
     if (latencyClass === undefined || primaryArm === undefined) return;
-    const winner = diagnostics.arms.find((arm) => arm.outcome === "returned" && answered(arm));
+    const winner = diagnostics.arms.find((arm) => arm.outcome === "returned" && succeeded(arm));
     const callerAborted = diagnostics.terminalState === "aborted";
     // A refused hedge leaves the arms still running unraced: their answers are no healthy baseline,
     // and letting them in would raise the threshold of the very region that needs hedging.
@@ -326,7 +349,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     for (const arm of diagnostics.arms) {
       const duration = arm.durationMs;
       if (duration === undefined) continue;
-      if (answered(arm)) {
+      if (succeeded(arm)) {
         windows.record(arm.region, latencyClass, duration, answerKind);
         thompson?.observe(arm.region, latencyClass, duration);
       } else if (timedOut(arm)) {
@@ -339,13 +362,17 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
           : winner?.durationMs !== undefined && duration >= winner.durationMs;
         if (informative) windows.record(arm.region, latencyClass, duration, "tail");
         if (informative || !callerAborted) thompson?.observeCensored(arm.region, latencyClass, duration);
+      } else if (arm.status !== undefined || arm.error !== undefined) {
+        // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
+        thompson?.observeFailure(arm.region, latencyClass);
       }
     }
     if (demotions === undefined) return;
-    if (diagnostics.terminalState === "hedgeWon" && diagnostics.winningRegion !== undefined) {
-      demotions.observe({ primary: primaryArm.region, hedgeWinner: diagnostics.winningRegion });
+    if (diagnostics.terminalState === "hedgeWon" && winner !== undefined) {
+      demotions.observe({ primary: primaryArm.region, hedgeWinner: winner.region });
     } else if (
       diagnostics.terminalState === "primaryWon" &&
+      succeeded(primaryArm) &&
       primaryArm.durationMs !== undefined &&
       // A primary that won only because the budget kept its hedge home proves nothing about its speed.
       diagnostics.skipReason !== "budgetExhausted"
@@ -361,26 +388,21 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     logger,
     onDiagnostics: (diagnostics) => {
       learn(diagnostics);
-      options.onDiagnostics?.(diagnostics);
+      return options.onDiagnostics?.(diagnostics);
     },
   };
 
   const rank = (
-    request: PipelineRequest,
-    operation: OperationKind,
     addressed: RegionEndpoint,
     candidates: readonly RegionEndpoint[],
     latencyClass: LatencyClass | undefined,
     controls: RequestHedgingControls,
   ): RankedTargets => {
-    if (demotions !== undefined) {
-      const ranked = demotions.route(addressed, candidates);
-      return ranked.reason === "demoted" && continuesFeed(request, operation) ? { targets: candidates } : ranked;
-    }
+    if (demotions !== undefined) return demotions.route(addressed, candidates);
     if (thompson === undefined || latencyClass === undefined) return { targets: candidates };
     const usualFirst = regions.applicableRegions("read", controls.excludedRegions)[0];
-    // A read the SDK sent anywhere but its usual first region is its own failover or retry, and a feed's later page stays put: only the hedges are reordered.
-    if (!sameRegion(addressed, usualFirst) || continuesFeed(request, operation)) {
+    // A read the SDK sent anywhere but its usual first region is its own failover or retry: only the hedges are reordered.
+    if (!sameRegion(addressed, usualFirst)) {
       return { targets: [addressed, ...thompson.order(candidates.slice(1), latencyClass)], reason: "thompson" };
     }
     return { targets: thompson.order(candidates, latencyClass), reason: "thompson" };
@@ -388,6 +410,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
 
   async function sendDocumentRequest(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
     budget?.deposit();
+    if (continuesFeed(request, operation)) return sendLaterPage(request, next, operation);
     const observingNext: SendRequest = async (arm) => {
       const response = await next(arm);
       noteThrottling(arm, response);
@@ -399,8 +422,13 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     const controls = requestControlsOf(request);
     const header = diagnosticsHeader("crossRegion", operation, addressed, controls);
     const timing = timingFor(topology, controls.hedging);
-    const skip = (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> =>
-      sendSkipped(request, observingNext, skipHeader, reason, sink);
+    const pinNextPage = (response: PipelineResponse, servedBy: RegionEndpoint): void => pins.pinNextPage(request, response, servedBy);
+    const skip = async (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> => {
+      const response = await sendSkipped(request, observingNext, skipHeader, reason, sink);
+      const servedBy = regions.regionOf(request.url);
+      if (servedBy !== undefined && documentFeedKinds.has(operation)) pinNextPage(response, servedBy);
+      return response;
+    };
     if (typeof timing === "string") return skip(header, timing);
     const withTiming: DiagnosticsHeader =
       timing.kind === "fixed"
@@ -415,7 +443,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     if (candidates.length < 2) return skip(withTiming, "singleRegion");
     const unthrottled = [addressed, ...candidates.slice(1).filter((region) => throttledForMs(region.name) === 0)];
     if (unthrottled.length < 2) return skip(withTiming, "regionThrottled");
-    const ranked = isWrite ? { targets: unthrottled } : rank(request, operation, addressed, unthrottled, latencyClass, controls);
+    const ranked = isWrite ? { targets: unthrottled } : rank(addressed, unthrottled, latencyClass, controls);
     // Ranking may move the addressed region among the hedges; a throttled one must not be hedged into there either.
     const [rankedFirst, ...rankedHedges] = ranked.targets;
     const targets = rankedFirst === undefined ? unthrottled : [rankedFirst, ...rankedHedges.filter((region) => throttledForMs(region.name) === 0)];
@@ -443,11 +471,39 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     };
     const strategy: RaceStrategy = {
       delayBefore: (index) => (index === 1 ? thresholdMs : timing.thresholdStepMs),
-      judge: (arm) => (isFinalResult(arm.result) ? "win" : "next"),
+      judge: (arm) => {
+        if (!isFinalResult(arm.result)) return "next";
+        // A hedge's final error (a lagging region's 404/0, a 401, a 409) must not beat a primary that may still succeed.
+        return arm.index === 0 || isSuccessResult(arm.result) ? "win" : "hold";
+      },
       earlyLaunchReason: "transientResult",
       ...(budget !== undefined ? { admit: () => budget.tryWithdraw(), release: () => budget.release() } : {}),
     };
-    return sendHedged(request, observingNext, raceHeader, { targets, strategy, signer: options.signer }, sink);
+    const plan = {
+      targets,
+      strategy,
+      signer: options.signer,
+      // A write keeps its session token: it is the read-your-writes guarantee of the write itself.
+      hedgesWithoutSessionToken: options.hedgesWithoutSessionToken === true && !isWrite,
+      ...(documentFeedKinds.has(operation) ? { onReturned: pinNextPage } : {}),
+    };
+    return sendHedged(request, observingNext, raceHeader, plan, sink);
+  }
+
+  /**
+   * A later page of a document feed goes, unhedged, to the region that
+   * issued its token: a hedge or the ranking would send the token to a
+   * region that never issued it. Exclusions and a request's own region win
+   * over the pin.
+   */
+  async function sendLaterPage(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
+    const controls = requestControlsOf(request);
+    const issuer = feedPageTarget(pins, regions, request, controls);
+    if (issuer !== undefined) request.url = retarget(request.url, issuer);
+    const region = issuer ?? regions.regionOf(request.url);
+    const response = await sendSkipped(request, next, diagnosticsHeader("crossRegion", operation, region, controls), "continuationPage", sink);
+    if (region !== undefined) pins.pinNextPage(request, response, region);
+    return response;
   }
 
   return {

@@ -2,9 +2,10 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import type { RegionAccess, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import { describe, sameRegion } from "../caches/regionNames.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
+import { continuesFeed } from "../cosmos/feedPages.js";
 import { retarget } from "../hedging/cloneRequest.js";
 import { sameScheme } from "../hedging/targets.js";
 import type { RequestHedgingControls, RequestRouting } from "../hedging/requestControls.js";
@@ -38,9 +39,6 @@ interface Route {
 
 const stay: Route = Object.freeze({});
 
-function sameRegion(a: RegionEndpoint | undefined, b: RegionEndpoint | undefined): boolean {
-  return a !== undefined && b !== undefined && normalizeRegionName(a.name) === normalizeRegionName(b.name);
-}
 
 /**
  * What this policy steers: document operations, and the metadata reads that
@@ -51,6 +49,7 @@ const steeredKinds: ReadonlySet<OperationKind> = new Set<OperationKind>([
   ...documentWriteKinds,
   "collectionRead",
   "partitionKeyRangeReadFeed",
+  "partitionKeyRangeReadFeedContinuation",
 ]);
 
 function regionList(regions: readonly RegionEndpoint[]): string {
@@ -58,7 +57,7 @@ function regionList(regions: readonly RegionEndpoint[]): string {
 }
 
 /**
- * Steers Cosmos DB document requests, and the Collection and first
+ * Steers Cosmos DB document requests, and the Collection and
  * PartitionKeyRange reads, between regions, ahead of the hedging policies,
  * without recreating the client:
  *
@@ -84,7 +83,13 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
   optionsObject("excludedRegionsPolicy options", options, ["regions"]);
   const regions = regionCacheOption(options.regions);
 
-  const pinnedRoute = (request: PipelineRequest, access: RegionAccess, name: string, current: RegionEndpoint | undefined): Route => {
+  const pinnedRoute = (
+    request: PipelineRequest,
+    access: RegionAccess,
+    name: string,
+    current: RegionEndpoint | undefined,
+    controls: RequestHedgingControls,
+  ): Route => {
     const target = regions.regionNamed(name, access);
     if (target === undefined) {
       const topology = regions.topology;
@@ -96,6 +101,10 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
     }
     if (!sameScheme(request.url, target)) {
       throw new RangeError(`Cannot send this request to region ${describe(name)}: its endpoint has another scheme than the request.`);
+    }
+    if (regions.isExcluded(target, controls.excludedRegions)) {
+      const by = regions.isExcluded(target) ? `the client's excludedRegions (${regions.excludedRegions.map((region) => JSON.stringify(region)).join(", ")})` : "this request's excluded regions";
+      throw new RangeError(`Cannot send this ${access} to region ${describe(name)}: ${by} exclude it.`);
     }
     if (sameRegion(current, target)) return stay;
     return { target, routing: { ...(current !== undefined ? { sdkRegion: current.name } : {}), rerouteReason: "pinnedRegion" } };
@@ -110,9 +119,17 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
     return regions.topology?.readRegions[0];
   };
 
-  const route = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls): Route => {
+  const route = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls, continues: boolean): Route => {
     const current = regions.regionOf(request.url);
-    if (controls.region !== undefined) return pinnedRoute(request, access, controls.region, current);
+    if (controls.region !== undefined) {
+      if (current === undefined && regions.topology !== undefined) {
+        // Re-pointing it would send one account's request, signed with its key, to another account's region.
+        throw new RangeError(
+          `Cannot send this ${access} to region ${describe(controls.region)}: it is addressed to ${describe(new URL(request.url).origin)}, which is not an endpoint of the account this hedging client serves (${describe(regions.accountEndpoint ?? "unknown")}).`,
+        );
+      }
+      return pinnedRoute(request, access, controls.region, current, controls);
+    }
     if (current === undefined) return stay;
     const candidates = () => regions.applicableRegions(access, controls.excludedRegions).filter((region) => sameScheme(request.url, region));
     if (regions.isExcluded(current, controls.excludedRegions)) {
@@ -120,7 +137,8 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
       if (target === undefined) return { routing: { exclusionsIgnored: true } };
       return { target, routing: { sdkRegion: current.name, rerouteReason: "excludedRegion" } };
     }
-    if (access === "read" && regions.preferredRegionsChangedAtRuntime && sameRegion(current, sdkFirstReadRegion())) {
+    // A later page stays with the region that issued its token (the hedging policies' pins); only an exclusion moves it.
+    if (access === "read" && regions.preferredRegionsChangedAtRuntime && !continues && sameRegion(current, sdkFirstReadRegion())) {
       const target = candidates()[0];
       if (target === undefined || sameRegion(current, target)) return stay;
       return { target, routing: { sdkRegion: current.name, rerouteReason: "preferredRegions" } };
@@ -134,7 +152,8 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
     operation: OperationKind,
     controls: RequestHedgingControls,
   ): Promise<PipelineResponse> {
-    const { target, routing } = route(request, documentWriteKinds.has(operation) ? "write" : "read", controls);
+    const continues = operation === "partitionKeyRangeReadFeedContinuation" || continuesFeed(request, operation);
+    const { target, routing } = route(request, documentWriteKinds.has(operation) ? "write" : "read", controls, continues);
     if (routing !== undefined) setRequestControls(request, { ...controls, routing });
     if (target !== undefined) {
       logger.verbose(`Sending a ${operation} to ${target.name} instead of ${routing?.sdkRegion ?? "the SDK's region"} (${routing?.rerouteReason}).`);

@@ -3,23 +3,21 @@ import { FeedPins } from "../caches/feedPins.js";
 import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import { describe } from "../caches/regionNames.js";
 import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../cosmos/environment.js";
-import { CosmosHeaders } from "../cosmos/headers.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
-import { classifyOperation, pathSegments } from "../cosmos/operationKind.js";
+import { classifyOperation } from "../cosmos/operationKind.js";
 import { classifyMetadataResult } from "../cosmos/statusTables.js";
 import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
 import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
-import { getHedgeDiagnostics } from "../hedging/diagnostics.js";
 import { HedgeBudget } from "../hedging/hedgeBudget.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
 import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { RaceStrategy } from "../hedging/race.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
-import { raceTargets, sameScheme } from "../hedging/targets.js";
+import { feedPageTarget, raceTargets } from "../hedging/targets.js";
 import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
@@ -77,7 +75,7 @@ export interface MetadataHedgingPolicyOptions {
    * `bearerTokenAuthenticationPolicy` signs each arm without a signer here.
    */
   signer?: RequestSigner;
-  /** Called with the diagnostics of every metadata read this policy considered. Errors it throws are logged and ignored. */
+  /** Called with the diagnostics of every metadata read this policy considered. Errors it throws, and rejections of a promise it returns, are logged and ignored. */
   onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
 }
 
@@ -115,30 +113,6 @@ function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number;
   return { thresholdMs, requestTimeout, maxConcurrentHedges: options.maxConcurrentHedges ?? metadataHedgingDefaults.maxConcurrentHedges };
 }
 
-/** The collection link a metadata request is about: `dbs/{db}/colls/{coll}`. */
-function collectionLinkOf(url: string): string {
-  return pathSegments(url).slice(0, 4).join("/");
-}
-
-function isIncrementalFeed(request: PipelineRequest): boolean {
-  return request.headers.get(CosmosHeaders.aIm)?.trim().toLowerCase() === "incremental feed";
-}
-
-/** The token a later page will carry: the continuation, or for an incremental (If-None-Match) feed the etag. */
-function nextPageToken(request: PipelineRequest, response: PipelineResponse): string | undefined {
-  const token = isIncrementalFeed(request) ? response.headers.get("etag") : response.headers.get(CosmosHeaders.continuation);
-  return token === undefined || token.trim() === "" ? undefined : token;
-}
-
-/** The token a later page carries. */
-function pageToken(request: PipelineRequest): string | undefined {
-  for (const name of [CosmosHeaders.continuation, CosmosHeaders.ifNoneMatch]) {
-    const token = request.headers.get(name);
-    if (token !== undefined && token.trim() !== "") return token;
-  }
-  return undefined;
-}
-
 /**
  * Hedges the two metadata reads every Cosmos DB operation waits on when a
  * client starts cold or refreshes its caches: the Collection read and the
@@ -150,8 +124,9 @@ function pageToken(request: PipelineRequest): string | undefined {
  * included) is returned verbatim, even with a hedge in flight; a hedge wins
  * only with a success while the primary has produced nothing better than a
  * regional failure; when neither is good, the primary's outcome is returned
- * or rethrown. Later pages of a feed whose first page a hedge won are sent
- * to the winning region, so the continuation chain stays in one region.
+ * or rethrown. Every later page of a PartitionKeyRange feed goes to the
+ * region that served the page before it (the hedge's, when a hedge won), so
+ * the continuation chain stays in one region; exclusions bind every page.
  */
 export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {
   const { thresholdMs, requestTimeout, maxConcurrentHedges } = validate(options);
@@ -170,9 +145,9 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     const environment = readBooleanSwitch(metadataHedgingEnvironmentVariable);
     if (environment === false || override === false) return "disabled";
     if (topology?.crossRegionalHedgingDisabled) return "accountSwitch";
-    const enabled = environment ?? options.enabled ?? topology?.perPartitionFailover === true;
+    // A request's own settings override the client's (they may turn hedging on); the threshold never reaches past the attempt's timeout.
+    const enabled = environment ?? (override !== undefined || (options.enabled ?? topology?.perPartitionFailover === true));
     if (!enabled) return "disabled";
-    // A request's own threshold tunes hedging that is on; it never turns it on, and never reaches past the attempt's timeout.
     const requested = override === undefined ? undefined : override.threshold;
     if (requested !== undefined && requested < requestTimeout) return { thresholdMs: requested, thresholdSource: "request" };
     return { thresholdMs, thresholdSource: "options" };
@@ -190,35 +165,17 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     release: () => budget.release(),
   });
 
-  const pinNextPage = (request: PipelineRequest, response: PipelineResponse, region: RegionEndpoint): void => {
-    const token = nextPageToken(request, response);
-    if (token !== undefined) pins.pin(collectionLinkOf(request.url), token, region);
-  };
-
-  /** The pinned region of a later page, as the account knows it now, unless the request may not go there. */
-  const pinnedTarget = (request: PipelineRequest, controls: RequestHedgingControls): RegionEndpoint | undefined => {
-    if (controls.region !== undefined) return undefined;
-    const token = pageToken(request);
-    if (token === undefined) return undefined;
-    const pinned = pins.regionFor(collectionLinkOf(request.url), token);
-    if (pinned === undefined) return undefined;
-    const wanted = normalizeRegionName(pinned.name);
-    return regions
-      .applicableRegions("read", controls.excludedRegions)
-      .find((region) => normalizeRegionName(region.name) === wanted && sameScheme(request.url, region));
-  };
-
   // Pins are honoured whether or not hedging is on now: a feed whose first
   // page a hedge served needs its later pages in that region either way.
   async function sendLaterPage(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
     const controls = requestControlsOf(request);
-    const pinned = pinnedTarget(request, controls);
+    const pinned = feedPageTarget(pins, regions, request, controls);
     if (pinned !== undefined) request.url = retarget(request.url, pinned);
     // Named after where the page went, so that the diagnostics' winning region is the one that answered.
     const region = pinned ?? regions.regionOf(request.url);
     const header = diagnosticsHeader("metadata", operation, region, controls);
     const response = await sendSkipped(request, next, header, "continuationPage", sink);
-    if (pinned !== undefined) pinNextPage(request, response, pinned);
+    if (region !== undefined) pins.pinNextPage(request, response, region);
     return response;
   }
 
@@ -226,22 +183,25 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     const primary = regions.regionOf(request.url);
     const controls = requestControlsOf(request);
     const header = diagnosticsHeader("metadata", operation, primary, controls);
+    const skip = async (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> => {
+      const response = await sendSkipped(request, next, skipHeader, reason, sink);
+      if (primary !== undefined) pinFirstPage(response, primary);
+      return response;
+    };
+    const pinFirstPage = (response: PipelineResponse, servedBy: RegionEndpoint): void => {
+      if (operation === "partitionKeyRangeReadFeed") pins.pinNextPage(request, response, servedBy);
+    };
     const threshold = thresholdFor(regions.topology, controls.hedging);
-    if (typeof threshold === "string") return sendSkipped(request, next, header, threshold, sink);
+    if (typeof threshold === "string") return skip(header, threshold);
     const withThreshold: DiagnosticsHeader = { ...header, ...threshold };
-    if (!isResendableBody(request)) return sendSkipped(request, next, withThreshold, "streamBody", sink);
-    if (controls.region !== undefined) return sendSkipped(request, next, withThreshold, "pinnedRegion", sink);
-    if (primary === undefined) return sendSkipped(request, next, withThreshold, "unknownRegion", sink);
+    if (!isResendableBody(request)) return skip(withThreshold, "streamBody");
+    if (controls.region !== undefined) return skip(withThreshold, "pinnedRegion");
+    if (primary === undefined) return skip(withThreshold, "unknownRegion");
     // One hedge at most: the primary and the first other applicable region.
     const targets = raceTargets(regions, primary, "read", request.url, controls.excludedRegions).slice(0, 2);
-    const hedgeRegion = targets[1];
-    if (hedgeRegion === undefined) return sendSkipped(request, next, withThreshold, "singleRegion", sink);
-    const plan = { targets, strategy: strategyFor(threshold.thresholdMs), signer: options.signer };
-    const response = await sendHedged(request, next, withThreshold, plan, sink);
-    if (operation === "partitionKeyRangeReadFeed" && getHedgeDiagnostics(response)?.hedgeWon === true) {
-      pinNextPage(request, response, hedgeRegion);
-    }
-    return response;
+    if (targets.length < 2) return skip(withThreshold, "singleRegion");
+    const plan = { targets, strategy: strategyFor(threshold.thresholdMs), signer: options.signer, onReturned: pinFirstPage };
+    return sendHedged(request, next, withThreshold, plan, sink);
   }
 
   return {

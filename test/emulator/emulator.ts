@@ -134,13 +134,13 @@ export class EmulatorRegion implements RegionBehaviour {
   }
 
   /** @internal Called by the region's proxy on each arrival: a predicted request gets what was drawn for it. */
-  decide(kind: OperationKind, predictionToken?: string): FaultDecision | undefined {
+  decide(kind: OperationKind, predictionToken?: string, headers?: Readonly<Record<string, unknown>>): FaultDecision | undefined {
     if (predictionToken !== undefined && this.predictions.has(predictionToken)) {
       const decision = this.predictions.get(predictionToken);
       this.predictions.delete(predictionToken);
       return decision;
     }
-    return this.faults.decide(kind);
+    return this.faults.decide(kind, headers);
   }
 }
 

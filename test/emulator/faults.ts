@@ -20,6 +20,8 @@ export interface FaultRule {
   probability?: number;
   /** Apply at most this many times. */
   count?: number;
+  /** Apply only to requests that carry this header (a lower-case name), for example `x-ms-session-token`. */
+  ifHeader?: string;
 }
 
 /** A rule installed on a region. */
@@ -87,10 +89,11 @@ export class FaultList {
   }
 
   /** The first rule that names the kind, has count left and wins its draw; counts it as applied. */
-  decide(kind: OperationKind): FaultDecision | undefined {
+  decide(kind: OperationKind, headers: Readonly<Record<string, unknown>> = {}): FaultDecision | undefined {
     for (const installed of this.rules) {
       const { rule } = installed;
       if (rule.operations !== undefined && !rule.operations.includes(kind)) continue;
+      if (rule.ifHeader !== undefined && headers[rule.ifHeader] === undefined) continue;
       if (rule.count !== undefined && installed.applied >= rule.count) continue;
       // Draw only for real probabilities, so adding a certain rule does not shift the sequence of the others.
       if (rule.probability !== undefined && rule.probability < 1 && !(this.random() < rule.probability)) continue;

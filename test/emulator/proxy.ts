@@ -56,7 +56,7 @@ export const predictionHeader = "x-emulator-prediction";
 export interface RegionBehaviour {
   readonly latencyMs: number;
   arrived(request: RecordedRequest): void;
-  decide(kind: OperationKind, predictionToken?: string): FaultDecision | undefined;
+  decide(kind: OperationKind, predictionToken?: string, headers?: Readonly<Record<string, unknown>>): FaultDecision | undefined;
 }
 
 // Connection-level headers describe one hop; the proxy manages its own connections on each side.
@@ -133,7 +133,7 @@ export function serveRegionRequest(
   });
   region.arrived({ method, path, kind, headers: flattenHeaders(req.headers), at: performance.now() });
   const prediction = req.headers[predictionHeader];
-  const decision = region.decide(kind, typeof prediction === "string" ? prediction : undefined);
+  const decision = region.decide(kind, typeof prediction === "string" ? prediction : undefined, req.headers);
 
   let cancelDelay: (() => void) | undefined;
   let upstream: http.ClientRequest | undefined;

@@ -108,13 +108,17 @@ interface Prediction {
  * Data-plane race (DESIGN.md section 3): the primary at 0; hedge 1 after the
  * threshold, each later hedge a step after the previous launch; a transient
  * result or transport error launches the next hedge at once; the first final
- * result wins; with none, the primary's outcome once every arm has settled.
+ * result wins, except that a hedge's final error (status 400 and up) is held
+ * while the primary is in flight and wins only once the primary has settled
+ * without a final result; with none, the primary's outcome once every arm
+ * has settled.
  */
 function modelDataPlane(arms: readonly ArmSpec[], armCount: number, threshold: number, step: number): Prediction {
   const launchedAt: number[] = [0];
   const settled = new Set<number>();
   let timerAt: number | undefined = armCount > 1 ? threshold : undefined;
   let ambiguous = false;
+  let held: number | undefined;
   const launch = (now: number): void => {
     launchedAt.push(now);
     timerAt = launchedAt.length < armCount ? now + step : undefined;
@@ -136,7 +140,14 @@ function modelDataPlane(arms: readonly ArmSpec[], armCount: number, threshold: n
     }
     settled.add(first.arm);
     const base = { launched: launchedAt.length, decidedAt: now, settled, ambiguous };
-    if (isFinal(arms[first.arm]!.outcome)) return { ...base, returned: first.arm, fallback: false };
+    const outcome = arms[first.arm]!.outcome;
+    if (isFinal(outcome)) {
+      const success = outcome.kind === "response" && outcome.status < 400;
+      if (first.arm === 0 || success || settled.has(0)) return { ...base, returned: first.arm, fallback: false };
+      held ??= first.arm;
+      continue;
+    }
+    if (first.arm === 0 && held !== undefined) return { ...base, returned: held, fallback: false };
     if (launchedAt.length < armCount) {
       launch(now);
       continue;

@@ -432,16 +432,46 @@ describe("crossRegionHedgingPolicy", () => {
       assert.equal(diagnostics.thresholdSource, "request");
     });
 
-    it("a hedging override tunes hedging but never turns it on", async () => {
+    it("a hedging override turns hedging on for its request on a client that does not hedge, as in .NET", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), enabled: false });
       const request = pointRead(eastUs, signal());
       setRequestControls(request, { hedging: { threshold: 20, thresholdStep: 20 } });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      const response = await armsSentFor(pipeline, request);
+      assert.deepEqual(
+        harness.transport.received.map((record) => record.receivedAt),
+        [0, 20, 40],
+      );
+      const diagnostics = getHedgeDiagnostics(response);
+      assert.equal(diagnostics?.thresholdSource, "request");
+      assert.equal(diagnostics?.skipReason, undefined);
+    });
+
+    it("a hedging override with no threshold turns hedging on with the explicit defaults", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(), enabled: "followAccount" });
+      const request = pointRead(eastUs, signal());
+      setRequestControls(request, { hedging: {} });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
+      const response = await armsSentFor(pipeline, request);
+      assert.deepEqual(
+        harness.transport.received.map((record) => record.receivedAt),
+        [0, 500, 600],
+      );
+      assert.equal(getHedgeDiagnostics(response)?.thresholdMs, 500);
+    });
+
+    it("the account's disableCrossRegionalHedging wins over a request's hedging override", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith({ ...threeRegions, crossRegionalHedgingDisabled: true }) });
+      const request = pointRead(eastUs, signal());
+      setRequestControls(request, { hedging: { threshold: 20 } });
       const response = await armsSentFor(pipeline, request);
       assert.deepEqual(
         harness.transport.received.map((record) => record.receivedAt),
         [0],
       );
-      assert.equal(getHedgeDiagnostics(response)?.skipReason, "disabled");
+      assert.equal(getHedgeDiagnostics(response)?.skipReason, "accountSwitch");
     });
 
     it("a hedging override replaces only the fields it sets, over the PPAF defaults", async () => {
@@ -555,23 +585,25 @@ describe("crossRegionHedgingPolicy", () => {
       harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       await armsSentFor(pipeline, original);
 
-      assert.equal(signed.length, 3);
-      assert.deepEqual(sentWhenSigned, [0, 1, 2], "each arm is signed before it is sent");
-      harness.transport.received.forEach((record, index) => {
+      // The primary keeps the signature the SDK gave it a moment ago; each hedge is signed afresh.
+      assert.equal(signed.length, 2);
+      assert.deepEqual(sentWhenSigned, [1, 2], "each hedge is signed before it is sent");
+      harness.transport.received.slice(1).forEach((record, index) => {
         assert.equal(record.request, signed[index], "the harness.transport received exactly the requests the signer saw");
       });
       assert.deepEqual(
         harness.transport.received.map((record) => record.headers["x-ms-date"]),
-        ["arm 1", "arm 2", "arm 3"],
+        ["original", "arm 1", "arm 2"],
       );
       assert.equal(original.headers.get("x-ms-date"), "original", "signing an arm leaves the caller's request alone");
-      assert.ok(signed.every((request) => request !== original));
-      assert.equal(new Set([original.headers, ...signed.map((request) => request.headers)]).size, 4);
-      assert.equal(new Set([original.requestId, ...signed.map((request) => request.requestId)]).size, 4);
+      const arms = harness.transport.received.map((record) => record.request);
+      assert.ok(arms.every((request) => request !== original));
+      assert.equal(new Set([original.headers, ...arms.map((request) => request.headers)]).size, 4);
+      assert.equal(new Set([original.requestId, ...arms.map((request) => request.requestId)]).size, 4);
       const originalUrl = new URL(original.url);
       assert.deepEqual(
         signed.map((request) => new URL(request.url).host),
-        ["acct-eastus.documents.azure.com", "acct-westus.documents.azure.com", "acct-northeurope.documents.azure.com"],
+        ["acct-westus.documents.azure.com", "acct-northeurope.documents.azure.com"],
       );
       for (const request of signed) {
         const url = new URL(request.url);

@@ -218,12 +218,26 @@ describe("excludedRegionsPolicy", function () {
       assert.equal(sent[0]!.controls.routing, undefined);
     });
 
-    it("wins over a client-level exclusion of that region", async function () {
+    it("fails a request pinned to a region the client excludes before anything is sent, naming both", async function () {
       const regions = cache();
       regions.setExcludedRegions(["North Europe"]);
       const { sent, send } = routedPipeline(regions);
-      await send(read(westUs, { region: "North Europe" }));
-      assert.equal(sent[0]!.region, "North Europe");
+      await assert.rejects(send(read(westUs, { region: "north europe" })), (error: unknown) => {
+        assert.ok(error instanceof RangeError);
+        assert.equal(
+          error.message,
+          `Cannot send this read to region "north europe": the client's excludedRegions ("North Europe") exclude it.`,
+        );
+        return true;
+      });
+      assert.deepEqual(sent, []);
+    });
+
+    it("fails a request pinned to a region outside the account the client serves, without re-pointing it", async function () {
+      const { sent, send } = routedPipeline(cache());
+      const otherAccount = { name: "West US", endpoint: "https://other-westus.documents.azure.com:443/" };
+      await assert.rejects(send(read(otherAccount, { region: "East US" })), /addressed to "https:\/\/other-westus\.documents\.azure\.com", which is not an endpoint of the account this hedging client serves/);
+      assert.deepEqual(sent, []);
     });
 
     it("sends a write to a chosen write region", async function () {

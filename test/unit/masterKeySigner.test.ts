@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { HTTPMethod, ResourceType, setAuthorizationTokenHeaderUsingMasterKey } from "@azure/cosmos";
 import type { CosmosHeaders } from "@azure/cosmos";
+import { createPipelineRequest } from "@azure/core-rest-pipeline";
 import type { HttpMethods } from "@azure/core-rest-pipeline";
 import sinon from "sinon";
 import { masterKeyAuthorization, masterKeySigner, signedResource } from "../../src/cosmos/masterKeySigner.js";
@@ -150,11 +151,19 @@ describe("masterKeySigner", function () {
 
     it("signs with the key it was given", async function () {
       const other = Buffer.from("another account key").toString("base64");
-      const a = await staleMasterRequest();
-      const b = await staleMasterRequest();
+      const a = createPipelineRequest({ url: `${origin}/dbs/db/colls/items/docs/1`, method: "GET" });
+      const b = createPipelineRequest({ url: `${origin}/dbs/db/colls/items/docs/1`, method: "GET" });
       await masterKeySigner(key)(a);
       await masterKeySigner(other)(b);
       assert.notEqual(a.headers.get("authorization"), b.headers.get("authorization"));
+    });
+
+    it("leaves alone an arm signed with another account's key: re-signed with its own key it would fail", async function () {
+      const other = Buffer.from("another account key").toString("base64");
+      const arm = await staleMasterRequest();
+      const before = { authorization: arm.headers.get("authorization"), date: arm.headers.get("x-ms-date") };
+      await masterKeySigner(other)(arm);
+      assert.deepEqual({ authorization: arm.headers.get("authorization"), date: arm.headers.get("x-ms-date") }, before);
     });
 
     it("accepts a key with surrounding whitespace", async function () {

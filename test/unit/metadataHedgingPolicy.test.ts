@@ -595,12 +595,27 @@ describe("metadataHedgingPolicy", () => {
       assert.deepEqual(hostsOf(transport), ["meta-eastus", "meta-northeurope"]);
     });
 
-    it("a per-request threshold tunes hedging but never turns it on", async () => {
-      transport.script(eastUs.endpoint, { status: 200, delayMs: threshold * 2 });
+    it("a per-request threshold turns hedging on for its request on a client that does not hedge, as in .NET", async () => {
+      transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+      transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
       const pending = client({ options: { enabled: false } })(controlled({ hedging: { threshold: 200 } }));
-      await clock.tickAsync(threshold * 2);
-      assert.deepEqual(hostsOf(transport), ["meta-eastus"]);
-      assert.equal(diagnosticsOf(responseOf(pending)).skipReason, "disabled");
+      await clock.tickAsync(210);
+      assert.deepEqual(hostsOf(transport), ["meta-eastus", "meta-westus"]);
+      assert.equal(diagnosticsOf(responseOf(pending)).hedgeWon, true);
+      await clock.tickAsync(slow);
+    });
+
+    it("the environment kill switch wins over a per-request threshold", async () => {
+      process.env[metadataHedgingEnvironmentVariable] = "false";
+      try {
+        transport.script(eastUs.endpoint, { status: 200, delayMs: threshold * 2 });
+        const pending = client()(controlled({ hedging: { threshold: 200 } }));
+        await clock.tickAsync(threshold * 2);
+        assert.deepEqual(hostsOf(transport), ["meta-eastus"]);
+        assert.equal(diagnosticsOf(responseOf(pending)).skipReason, "disabled");
+      } finally {
+        delete process.env[metadataHedgingEnvironmentVariable];
+      }
     });
 
     it("a per-request threshold overrides the policy's", async () => {

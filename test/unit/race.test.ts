@@ -266,14 +266,63 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
       );
     });
 
-    it("a final error status that comes first beats a success that would come later", async () => {
+    it("a hedge's final error that comes first does not beat a primary still in flight: the primary's later success wins", async () => {
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 200 });
       harness.transport.script(westUs.endpoint, { status: 404, delayMs: 20 });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 500 });
       const pending = hedged()();
       await harness.clock.tickAsync(120);
+      assert.equal(pending.state().done, false, "a lagging region's 404 waits for the primary");
+      await harness.clock.tickAsync(80);
+      const response = await responseOf(pending);
+      assert.equal(response.status, 200);
+      const diagnostics = diagnosticsOf(response);
+      assert.equal(diagnostics.terminalState, "primaryWon");
+      assert.deepEqual(
+        diagnostics.arms.map((arm) => [arm.region, arm.outcome, arm.status]),
+        [
+          ["East US", "returned", 200],
+          ["West US", "lost", 404],
+          ["North Europe", "aborted", undefined],
+        ],
+      );
+    });
+
+    it("a held hedge answer wins once the primary settles without a final result", async () => {
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 200 });
+      harness.transport.script(westUs.endpoint, { status: 404, delayMs: 20 });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 500 });
+      const pending = hedged()();
+      await harness.clock.tickAsync(200);
+      const response = await responseOf(pending);
+      assert.equal(response.status, 404);
+      const diagnostics = diagnosticsOf(response);
+      assert.equal(diagnostics.terminalState, "hedgeWon");
+      assert.equal(diagnostics.winningRegion, "West US");
+    });
+
+    it("a hedge's final error wins at once when the primary has already settled without a final result", async () => {
+      harness.transport.script(eastUs.endpoint, { status: 503, subStatus: 0, delayMs: 110 });
+      harness.transport.script(westUs.endpoint, { status: 404, delayMs: 20 });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 500 });
+      const pending = hedged()();
+      await harness.clock.tickAsync(110);
+      // The primary's 503 launched North Europe early; West US answers 404 at 120 ms with no primary left to wait for.
+      await harness.clock.tickAsync(10);
       const response = await responseOf(pending);
       assert.equal(response.status, 404);
       assert.equal(diagnosticsOf(response).winningRegion, "West US");
+    });
+
+    it("the primary's own final error wins over a held hedge error", async () => {
+      harness.transport.script(eastUs.endpoint, { status: 404, delayMs: 200, body: "primary" });
+      harness.transport.script(westUs.endpoint, { status: 401, delayMs: 20, body: "hedge" });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 500 });
+      const pending = hedged()();
+      await harness.clock.tickAsync(200);
+      const response = await responseOf(pending);
+      assert.equal(response.bodyAsText, "primary");
+      assert.equal(diagnosticsOf(response).terminalState, "primaryWon");
     });
   });
 

@@ -191,9 +191,19 @@ describe("region ranking", () => {
       return first / draws;
     }
 
-    it("with no evidence, orders regions at random", () => {
+    it("with no evidence, keeps the order given: the prior alone never moves a read to an untried region", () => {
       const share = firstShare(new ThompsonRanking(seededRandom(1)), "East US");
-      assert.ok(share > 0.4 && share < 0.6, `${share}`);
+      assert.equal(share, 1);
+    });
+
+    it("ranks a region whose latest answer was an error after every region that answered, until it answers again", () => {
+      const ranking = new ThompsonRanking(seededRandom(3));
+      ranking.observe("East US", "pointRead", 150);
+      ranking.observe("West US", "pointRead", 2);
+      ranking.observeFailure("West US", "pointRead");
+      assert.equal(firstShare(ranking, "East US"), 1);
+      ranking.observe("West US", "pointRead", 2);
+      assert.ok(firstShare(ranking, "West US") > 0.9);
     });
 
     it("puts the faster region first almost always once both are known", () => {

@@ -102,7 +102,7 @@ describe("hedgingRequestOptions", function () {
         () => hedgingRequestOptions(untyped({ hedging: { [field]: value } })),
         (error: unknown) => {
           assert.ok(error instanceof RangeError);
-          assert.match(error.message, new RegExp(`^hedging\\.${field} must be a finite number of milliseconds above 0; got ${typeof value === "string" ? `"${value}"` : String(value)}\\.$`));
+          assert.match(error.message, new RegExp(`^hedging\\.${field} must be a finite number of milliseconds above 0 and below 2147483647; got ${typeof value === "string" ? `"${value}"` : String(value)}\\.$`));
           return true;
         },
       );

@@ -1,0 +1,58 @@
+import { logger } from "../log.js";
+import { requestControlHeaders } from "../hedging/requestControls.js";
+
+/** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
+interface CosmosRequestContext {
+  headers?: Record<string, unknown>;
+  options?: { excludedLocations?: unknown };
+  httpClient?: unknown;
+}
+
+/**
+ * An `@azure/cosmos` request plugin (`PluginConfig` with `on: PluginOn.request`),
+ * typed structurally so that this package needs none of the SDK's types.
+ */
+export interface CosmosRequestPlugin {
+  readonly on: "request";
+  readonly plugin: (context: CosmosRequestContext, diagnosticNode: unknown, next: (context: CosmosRequestContext) => Promise<unknown>) => Promise<unknown>;
+}
+
+/** JSON with every non-ASCII character escaped: header values must be Latin-1, region names need not be. */
+export function headerJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+function excludedLocationsOf(context: CosmosRequestContext): unknown[] {
+  const excluded = context.options?.excludedLocations;
+  return Array.isArray(excluded) ? excluded : [];
+}
+
+/**
+ * The plugin `withHedging` installs on the `CosmosClient`. `@azure/cosmos`
+ * runs request plugins once per HTTP attempt, just before it builds the HTTP
+ * request from the context; the SDK's own `excludedLocations` never reach
+ * the wire, so the plugin copies them into a control header that the
+ * hedging policies read (and remove): every arm of a race then stays out of
+ * the regions the SDK was told to avoid. Every request carries the header,
+ * empty or not, so that a request without it shows the plugin did not run.
+ * It also warns once when the SDK holds another `httpClient` than the
+ * hedging one: an SDK before 4.1.0 ignores the option, and nothing is hedged.
+ */
+export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
+  let warned = false;
+  return {
+    on: "request",
+    plugin: (context, _diagnosticNode, next) => {
+      if (context.httpClient !== hedgingClient && !warned) {
+        warned = true;
+        logger.warning(
+          "This @azure/cosmos client does not send its requests through the hedging httpClient (the SDK ignores the option before 4.1.0, or it was replaced): nothing is hedged.",
+        );
+      }
+      if (context.headers !== undefined) {
+        context.headers[requestControlHeaders.sdkExcludedRegions] = headerJson(excludedLocationsOf(context));
+      }
+      return next(context);
+    },
+  };
+}
