@@ -6,7 +6,8 @@ import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
-import type { RaceStrategy } from "./race.js";
+import type { LoserDrain } from "./loserDrain.js";
+import type { DrainedArm, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { runRace } from "./race.js";
 
@@ -43,6 +44,8 @@ export function diagnosticsHeader(
 export interface DiagnosticsSink {
   readonly logger: AzureLogger;
   readonly onDiagnostics?: ((diagnostics: HedgeDiagnostics) => void) | undefined;
+  /** Called when a drained loser's drain ends, after its record was completed in `diagnostics`. */
+  readonly onDrainEnd?: ((diagnostics: HedgeDiagnostics, arm: HedgeArmDiagnostics) => void) | undefined;
 }
 
 function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics): void {
@@ -93,6 +96,26 @@ export interface HedgePlan {
   readonly targets: readonly RegionEndpoint[];
   readonly strategy: RaceStrategy;
   readonly signer?: RequestSigner | undefined;
+  /** Leaves losers to finish within these bounds; `undefined` aborts them. */
+  readonly drain?: LoserDrain | undefined;
+}
+
+/**
+ * Completes a published record when a drained loser's drain ends: the arm's
+ * final status, charge and duration replace what was known at the decision,
+ * and its charge joins the total. The response header keeps the snapshot.
+ */
+function completeDrain(sink: DiagnosticsSink, diagnostics: HedgeDiagnostics, { index, arm }: DrainedArm): void {
+  const published = diagnostics.arms[index];
+  if (published === undefined) return;
+  Object.assign(published, arm);
+  diagnostics.totalRequestCharge += arm.requestCharge ?? 0;
+  if (sink.onDrainEnd === undefined) return;
+  try {
+    sink.onDrainEnd(diagnostics, published);
+  } catch (error) {
+    sink.logger.warning(`onDrainEnd threw and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+  }
 }
 
 /**
@@ -113,6 +136,7 @@ export async function sendHedged(
     send: next,
     strategy: plan.strategy,
     prepare: plan.signer,
+    drain: plan.drain,
   });
   const common = {
     ...header,
@@ -136,12 +160,12 @@ export async function sendHedged(
     ...(returned?.activityId !== undefined ? { winningActivityId: returned.activityId } : {}),
   };
   const { result } = outcome;
-  if (result.response === undefined) {
-    publish(sink, result.error, diagnostics);
-    throw result.error;
+  if (result.response !== undefined) {
+    // Upper policies expect the response of the request they sent, not of a clone.
+    result.response.request = request;
   }
-  // Upper policies expect the response of the request they sent, not of a clone.
-  result.response.request = request;
-  publish(sink, result.response, diagnostics);
+  publish(sink, result.response ?? result.error, diagnostics);
+  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, arm));
+  if (result.response === undefined) throw result.error;
   return result.response;
 }

@@ -20,6 +20,8 @@ import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.j
 import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { HedgeLoadBudgetOptions } from "../hedging/loadBudget.js";
 import { LoadBudget, resolveLoadBudget } from "../hedging/loadBudget.js";
+import type { LoserDrainOptions } from "../hedging/loserDrain.js";
+import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
 import { HedgingMetricsRecorder } from "../hedging/metrics.js";
 import type { RaceStrategy } from "../hedging/race.js";
@@ -118,6 +120,18 @@ export interface CrossRegionHedgingPolicyOptions {
    * their region and the preferred order.
    */
   routing?: RegionRouting;
+  /**
+   * What happens to the reads still running when their race is decided.
+   * `true` (the default) leaves each to finish in the background, within
+   * the bounds of {@link LoserDrainOptions} (5 s, 1 MiB, 16 at once), so
+   * that its connection and TLS session go back to the pool; nothing of it
+   * reaches the caller, and its request charge is counted when it arrives.
+   * `false` aborts them at once, which saves their bandwidth and costs a
+   * new connection to their region. Losers of hedged writes are always
+   * aborted: one still waiting for its connection would otherwise be sent
+   * after its race was decided.
+   */
+  drainLosers?: boolean | LoserDrainOptions;
 }
 
 /** A {@link crossRegionHedgingPolicy}: a pipeline policy that also reports what it has done. */
@@ -159,6 +173,7 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
     "onDiagnostics",
     "budget",
     "routing",
+    "drainLosers",
   ]);
   const { enabled = true } = options;
   if (enabled !== true && enabled !== false && enabled !== "followAccount") {
@@ -236,6 +251,7 @@ function sameRegion(a: RegionEndpoint, b: RegionEndpoint | undefined): boolean {
  */
 export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOptions = {}): CrossRegionHedgingPolicy {
   const { enabled, requestTimeout, adaptive, budget, routing } = validate(options);
+  const drain = resolveLoserDrain(options.drainLosers);
   const regions = regionCacheOption(options.regions);
   const windows = new LatencyWindows();
   const recorder = new HedgingMetricsRecorder();
@@ -332,7 +348,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       } else if (timedOut(arm)) {
         windows.record(arm.region, latencyClass, duration, "tail");
         thompson?.observeCensored(arm.region, latencyClass, duration);
-      } else if (arm.outcome === "aborted") {
+      } else if (arm.outcome === "aborted" || arm.outcome === "drained") {
         // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
         const informative = callerAborted
           ? thresholdMs !== undefined && duration >= thresholdMs
@@ -363,6 +379,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       learn(diagnostics);
       options.onDiagnostics?.(diagnostics);
     },
+    onDrainEnd: (_diagnostics, arm) => recorder.recordDrainEnd(arm),
   };
 
   const rank = (
@@ -447,7 +464,9 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       earlyLaunchReason: "transientResult",
       ...(budget !== undefined ? { admit: () => budget.tryWithdraw(), release: () => budget.release() } : {}),
     };
-    return sendHedged(request, observingNext, raceHeader, { targets, strategy, signer: options.signer }, sink);
+    // A write loser still waiting for its connection would go out after its race was decided if left to drain.
+    const plan = { targets, strategy, signer: options.signer, drain: isWrite ? undefined : drain };
+    return sendHedged(request, observingNext, raceHeader, plan, sink);
   }
 
   return {
@@ -460,6 +479,6 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);
       return sendDocumentRequest(request, next, operation);
     },
-    metrics: () => recorder.snapshot(windows, regions, budget, throttledForMs),
+    metrics: () => recorder.snapshot(windows, regions, budget, throttledForMs, drain),
   };
 }

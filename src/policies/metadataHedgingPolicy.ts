@@ -14,6 +14,8 @@ import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
 import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
 import { getHedgeDiagnostics } from "../hedging/diagnostics.js";
 import { HedgeBudget } from "../hedging/hedgeBudget.js";
+import type { LoserDrainOptions } from "../hedging/loserDrain.js";
+import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
 import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { RaceStrategy } from "../hedging/race.js";
@@ -79,6 +81,13 @@ export interface MetadataHedgingPolicyOptions {
   signer?: RequestSigner;
   /** Called with the diagnostics of every metadata read this policy considered. Errors it throws are logged and ignored. */
   onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
+  /**
+   * What happens to the arm still running when a race is decided: `true`
+   * (the default) leaves it to finish in the background within the bounds
+   * of {@link LoserDrainOptions}, so that its connection goes back to the
+   * pool; `false` aborts it at once.
+   */
+  drainLosers?: boolean | LoserDrainOptions;
 }
 
 interface ResolvedThreshold {
@@ -98,6 +107,7 @@ function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number;
     "maxConcurrentHedges",
     "signer",
     "onDiagnostics",
+    "drainLosers",
   ]);
   optionalBoolean("enabled", options.enabled);
   const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? metadataHedgingDefaults.requestTimeout);
@@ -158,6 +168,7 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   const regions = regionCacheOption(options.regions);
   const budget = new HedgeBudget(maxConcurrentHedges, "maxConcurrentHedges");
   const pins = new FeedPins();
+  const drain = resolveLoserDrain(options.drainLosers);
   const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics };
 
   const thresholdFor = (
@@ -234,7 +245,7 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     const targets = raceTargets(regions, primary, "read", request.url, controls.excludedRegions).slice(0, 2);
     const hedgeRegion = targets[1];
     if (hedgeRegion === undefined) return sendSkipped(request, next, withThreshold, "singleRegion", sink);
-    const plan = { targets, strategy: strategyFor(threshold.thresholdMs), signer: options.signer };
+    const plan = { targets, strategy: strategyFor(threshold.thresholdMs), signer: options.signer, drain };
     const response = await sendHedged(request, next, withThreshold, plan, sink);
     if (operation === "partitionKeyRangeReadFeed" && getHedgeDiagnostics(response)?.hedgeWon === true) {
       pinNextPage(request, response, hedgeRegion);
