@@ -19,7 +19,7 @@ export interface LoserDrainOptions {
    * arrived when the race was decided is bounded by time only.
    */
   maxDrainBytes?: number;
-  /** Losers of this policy draining at once; a loser that finds them all taken is aborted. A whole number of at least 1. Default 16. */
+  /** Losers of this policy draining at once; a loser that finds them all taken is aborted. A whole number of at least 1. Default 64. */
   maxConcurrentDrains?: number;
 }
 
@@ -32,10 +32,16 @@ export const loserDrainDefaults = {
    * slot for long.
    */
   maxDrainMs: 5000,
-  /** Body bytes a loser may receive: every point read and most query pages, not a runaway one. */
+  /** Body bytes a loser may receive (read and dropped as they come, never held): every point read and most query pages, not a runaway one. */
   maxDrainBytes: 1_048_576,
-  /** Drains at once per policy: with the byte bound, at most 16 MiB of losers' bodies in memory. */
-  maxConcurrentDrains: 16,
+  /**
+   * Drains at once per policy. Each holds a socket and a timer, no body.
+   * Stragglers are what losers usually are, so drains outlive requests: 10
+   * reads in flight with one in ten a second late keep about 20 drains
+   * running. Past this many, a region is slow for most reads, and aborting
+   * its losers costs little next to what it already costs.
+   */
+  maxConcurrentDrains: 64,
 } as const;
 
 /** {@link LoserDrainOptions} with every default filled in. */
