@@ -7,7 +7,8 @@ import { CosmosHeaders } from "../cosmos/headers.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
-import type { RaceStrategy } from "./race.js";
+import type { LoserDrain } from "./loserDrain.js";
+import type { DrainedArm, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { runRace } from "./race.js";
 
@@ -44,6 +45,8 @@ export function diagnosticsHeader(
 export interface DiagnosticsSink {
   readonly logger: AzureLogger;
   readonly onDiagnostics?: ((diagnostics: HedgeDiagnostics) => void) | undefined;
+  /** Called when a drained loser's drain ends, after its record was completed in `diagnostics`. */
+  readonly onDrainEnd?: ((diagnostics: HedgeDiagnostics, arm: HedgeArmDiagnostics) => void) | undefined;
 }
 
 function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics): void {
@@ -108,6 +111,26 @@ export interface HedgePlan {
   readonly hedgesWithoutSessionToken?: boolean | undefined;
   /** Told which region's response is returned, for example to pin the feed's next page there. */
   readonly onReturned?: ((response: PipelineResponse, region: RegionEndpoint) => void) | undefined;
+  /** Leaves losers to finish within these bounds; `undefined` aborts them. */
+  readonly drain?: LoserDrain | undefined;
+}
+
+/**
+ * Completes a published record when a drained loser's drain ends: the arm's
+ * final status, charge and duration replace what was known at the decision,
+ * and its charge joins the total. The response header keeps the snapshot.
+ */
+function completeDrain(sink: DiagnosticsSink, diagnostics: HedgeDiagnostics, { index, arm }: DrainedArm): void {
+  const published = diagnostics.arms[index];
+  if (published === undefined) return;
+  Object.assign(published, arm);
+  diagnostics.totalRequestCharge += arm.requestCharge ?? 0;
+  if (sink.onDrainEnd === undefined) return;
+  try {
+    sink.onDrainEnd(diagnostics, published);
+  } catch (error) {
+    sink.logger.warning(`onDrainEnd threw and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+  }
 }
 
 /**
@@ -137,6 +160,7 @@ export async function sendHedged(
       if (dropSessionToken) arm.headers.delete(CosmosHeaders.sessionToken);
       return signer?.(arm);
     },
+    drain: plan.drain,
   });
   if (dropSessionToken) {
     for (const arm of outcome.arms.slice(1)) arm.sessionTokenOmitted = true;
@@ -163,14 +187,14 @@ export async function sendHedged(
     ...(returned?.activityId !== undefined ? { winningActivityId: returned.activityId } : {}),
   };
   const { result } = outcome;
-  if (result.response === undefined) {
-    publish(sink, result.error, diagnostics);
-    throw result.error;
+  if (result.response !== undefined) {
+    // Upper policies expect the response of the request they sent, not of a clone.
+    result.response.request = request;
   }
-  // Upper policies expect the response of the request they sent, not of a clone.
-  result.response.request = request;
   const returnedRegion = plan.targets[outcome.returnedIndex];
-  if (returnedRegion !== undefined) plan.onReturned?.(result.response, returnedRegion);
-  publish(sink, result.response, diagnostics);
+  if (result.response !== undefined && returnedRegion !== undefined) plan.onReturned?.(result.response, returnedRegion);
+  publish(sink, result.response ?? result.error, diagnostics);
+  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, arm));
+  if (result.response === undefined) throw result.error;
   return result.response;
 }
