@@ -9,6 +9,7 @@ import { coldStartTable, defaultColdStartSettings, runColdStartSuite } from "./s
 import { defaultOverheadSettings, overheadTable, runOverheadSuite } from "./suites/overhead.js";
 import { brownOutTable, defaultBrownOut, healthy, overload, runBrownOut, runCountScenario, stragglers, tailTable } from "./suites/tail.js";
 import type { TailRow } from "./suites/tail.js";
+import { defaultWanSettings, runWanSuite, wanSection } from "./suites/wan.js";
 
 const resultsFolder = join("bench", "results");
 
@@ -38,9 +39,13 @@ console.log("Running the overhead microbenchmark...");
 const overhead = await runOverheadSuite(defaultOverheadSettings);
 parts.push(section("Overhead of the pass-through path (in-process, instant fake transport)", overheadTable(overhead, defaultOverheadSettings)));
 
+console.log("Running the WAN suite...");
+const wan = await runWanSuite(defaultWanSettings);
+parts.push(section("Over a WAN: the connections losers cost, aborted vs drained", wanSection(wan, defaultWanSettings)));
+
 const machine = `${cpus().length} cores, Node ${process.version}, ${started.toISOString().slice(0, 10)}`;
 mkdirSync(resultsFolder, { recursive: true });
-writeFileSync(join(resultsFolder, "latest.json"), JSON.stringify({ machine, started, tail, brownOut, coldStart, overhead }, null, 2));
+writeFileSync(join(resultsFolder, "latest.json"), JSON.stringify({ machine, started, tail, brownOut, coldStart, overhead, wan }, null, 2));
 writeFileSync(
   join(resultsFolder, "latest.md"),
   `# Benchmark results\n\n\`npm run bench\` on ${machine}; the multi-region emulator on loopback. ` +

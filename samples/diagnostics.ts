@@ -72,7 +72,7 @@ try {
         region,
         reason,
         startOffsetMs: Math.round(startOffsetMs),
-        // An aborted arm has no response, so no status or charge.
+        // An aborted arm has no response, so no status or charge; nor has a drained one in this snapshot, taken when the race was decided.
         durationMs: durationMs === undefined ? "" : Math.round(durationMs),
         status: status ?? "",
         requestCharge: requestCharge ?? "",

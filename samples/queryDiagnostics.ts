@@ -19,9 +19,9 @@ try {
   const container = sampleContainer(client);
   await container.read();
   const slowRegion = preferredLocations[0]!;
-  // One page in two is slow in the preferred region, so some pages are hedged and some are not.
-  slowDownRegion(account, { region: slowRegion, delayMs: 1500, operations: ["query"], share: 0.5 }, options);
-  console.log(`${slowRegion}, the preferred region, answers about half of the query pages 1500 ms late.\n`);
+  slowDownRegion(account, { region: slowRegion, delayMs: 1500, operations: ["query"] }, options);
+  console.log(`${slowRegion}, the preferred region, answers query pages 1500 ms late.`);
+  console.log("The first page is hedged; each later page goes to the region that issued its continuation.\n");
 
   const { result, diagnostics } = await collectHedgeDiagnostics(() =>
     container.items.query("SELECT * FROM c", { maxItemCount: 3 }).fetchAll(),
@@ -29,7 +29,7 @@ try {
   console.log(`fetchAll: ${result.resources.length} items; ${diagnostics.length} requests:`);
   for (const record of diagnostics) {
     const outcome = record.terminalState === "skipped" ? `not hedged (${record.skipReason})` : record.terminalState;
-    console.log(`  ${record.operation.padEnd(9)} ${outcome.padEnd(11)} served by ${record.winningRegion}, ${record.totalRequestCharge} RU`);
+    console.log(`  ${record.operation.padEnd(9)} ${outcome.padEnd(29)} served by ${record.winningRegion}, ${record.totalRequestCharge} RU`);
   }
   const hedged = diagnostics.filter((record) => record.hedgeWon).length;
   const charge = diagnostics.reduce((sum, record) => sum + record.totalRequestCharge, 0);

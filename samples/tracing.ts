@@ -58,7 +58,7 @@ const client = new CosmosClient(options);
 try {
   const container = sampleContainer(client);
   await container.item("item-0", "pk-0").read();
-  slowDownRegion(account, { region: preferredLocations[0]!, delayMs: 2000, operations: ["pointRead"] }, options);
+  slowDownRegion(account, { region: preferredLocations[0]!, delayMs: 1000, operations: ["pointRead"] }, options);
   exporter.reset();
 
   // Your own span: the hedging spans nest under whatever span is active when the SDK sends the request.
@@ -69,8 +69,9 @@ try {
       span.end();
     }
   });
-  // The losing arm ends a moment after the race is decided, when its cancellation has gone through.
-  await sleep(100);
+  // The losing arm is left to finish (so that its connection goes back to the pool): its spans end after the read returns.
+  const allEnded = (): boolean => exporter.getFinishedSpans().filter((span) => span.name.startsWith("HTTP ")).length >= 2;
+  for (let waited = 0; !allEnded() && waited < 5000; waited += 50) await sleep(50);
 
   const spans = exporter.getFinishedSpans();
   const root = spans.find((span) => span.name === "load order");

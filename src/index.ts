@@ -21,6 +21,8 @@ export { adaptiveThresholdDefaults } from "./hedging/adaptiveThreshold.js";
 export type { AdaptiveThresholdOptions } from "./hedging/adaptiveThreshold.js";
 export { loadBudgetDefaults } from "./hedging/loadBudget.js";
 export type { HedgeLoadBudgetOptions } from "./hedging/loadBudget.js";
+export { loserDrainDefaults } from "./hedging/loserDrain.js";
+export type { LoserDrainOptions } from "./hedging/loserDrain.js";
 export type { HedgingMetrics, RegionHedgingMetrics } from "./hedging/metrics.js";
 export { classifyOperation } from "./cosmos/operationKind.js";
 export type { OperationKind } from "./cosmos/operationKind.js";
@@ -36,6 +38,7 @@ export type {
   HedgeArmOutcome,
   HedgeArmReason,
   HedgeDiagnostics,
+  HedgeDrainEnd,
   HedgePolicyKind,
   HedgeRanking,
   HedgeRankingReason,

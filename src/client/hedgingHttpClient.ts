@@ -98,7 +98,15 @@ function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegion
   if (setting === null || typeof setting !== "object") {
     throw new TypeError(`crossRegion must be a boolean, "followAccount" or an options object; got ${describe(setting)}.`);
   }
-  optionsObject("crossRegion", setting, ["threshold", "thresholdStep", "enableMultiWriteRegionHedge", "budget", "routing", "hedgesWithoutSessionToken"]);
+  optionsObject("crossRegion", setting, [
+    "threshold",
+    "thresholdStep",
+    "enableMultiWriteRegionHedge",
+    "budget",
+    "routing",
+    "hedgesWithoutSessionToken",
+    "drainLosers",
+  ]);
   return { ...setting, enabled: true };
 }
 
@@ -110,7 +118,7 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
   if (setting === null || typeof setting !== "object") {
     throw new TypeError(`metadata must be a boolean, "followAccount" or an options object; got ${describe(setting)}.`);
   }
-  optionsObject("metadata", setting, ["threshold", "maxConcurrentHedges"]);
+  optionsObject("metadata", setting, ["threshold", "maxConcurrentHedges", "drainLosers"]);
   return { ...setting, enabled: true };
 }
 

@@ -16,10 +16,21 @@ export type HedgeArmReason = "primary" | "threshold" | "transientResult" | "regi
 
 /**
  * How an arm ended: `returned`, its outcome is what the caller got;
- * `lost`, it settled but another outcome was returned; `aborted`, it was
- * cancelled because the race was decided or the caller aborted.
+ * `lost`, it settled but another outcome was returned; `drained`, it was
+ * still running when another outcome was returned and was left to finish in
+ * the background, so that its connection goes back to the pool (see
+ * {@link HedgeArmDiagnostics.drainEnd}); `aborted`, it was cancelled because
+ * the race was decided or the caller aborted.
  */
-export type HedgeArmOutcome = "returned" | "lost" | "aborted";
+export type HedgeArmOutcome = "returned" | "lost" | "drained" | "aborted";
+
+/**
+ * How a drained loser ended: `settled`, it got its response (or error) on
+ * its own; `timeLimit` or `byteLimit`, it was aborted when it reached a
+ * bound of `drainLosers`; `callerAborted`, the caller's abort signal fired
+ * while it drained.
+ */
+export type HedgeDrainEnd = "settled" | "timeLimit" | "byteLimit" | "callerAborted";
 
 /**
  * How a hedged request ended: `primaryWon` and `hedgeWon`, an arm produced
@@ -82,7 +93,11 @@ export interface HedgeArmDiagnostics {
   reason: HedgeArmReason;
   /** Milliseconds from the start of the race to the arm's launch. */
   startOffsetMs: number;
-  /** Milliseconds from launch until the arm settled or was aborted. */
+  /**
+   * Milliseconds from launch until the arm settled or was aborted; for a
+   * drained arm, until the race was decided, then (once the drain ends)
+   * until the drain ended.
+   */
   durationMs?: number;
   /** The HTTP status, when the arm got a response. */
   status?: number;
@@ -101,6 +116,12 @@ export interface HedgeArmDiagnostics {
    * (`hedgesWithoutSessionToken`): its answer may predate the session's own writes.
    */
   sessionTokenOmitted?: boolean;
+  /**
+   * How a `drained` arm's drain ended; absent until it ends. The record is
+   * completed in place when it does (with the arm's status and request
+   * charge), after the record was published.
+   */
+  drainEnd?: HedgeDrainEnd;
 }
 
 /** What a hedging policy did for one request. */
@@ -143,7 +164,13 @@ export interface HedgeDiagnostics {
   winningActivityId?: string;
   /** How the request ended. */
   terminalState: HedgeTerminalState;
-  /** The request charge of every arm that got a response, losers included. */
+  /**
+   * The request charge of every arm that got a response, losers included.
+   * A drained loser's charge is added when its response arrives, after the
+   * record was published: the record object (from `onDiagnostics` or
+   * {@link getHedgeDiagnostics} on the response) is updated in place, while
+   * the response header keeps the value at the time the race was decided.
+   */
   totalRequestCharge: number;
   /**
    * Why hedging was skipped, or why fewer hedges were launched than planned.

@@ -8,7 +8,8 @@ import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
 import { recordForCollectors } from "./diagnosticsCollector.js";
-import type { RaceOutcome, RaceStrategy } from "./race.js";
+import type { LoserDrain } from "./loserDrain.js";
+import type { DrainedArm, RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { logRace } from "./operatorLog.js";
 import { runRace } from "./race.js";
@@ -47,6 +48,8 @@ export function diagnosticsHeader(
 export interface DiagnosticsSink {
   readonly logger: AzureLogger;
   readonly onDiagnostics?: ((diagnostics: HedgeDiagnostics) => void) | undefined;
+  /** Called when a drained loser's drain ends, after its record was completed in `diagnostics`. */
+  readonly onDrainEnd?: ((diagnostics: HedgeDiagnostics, arm: HedgeArmDiagnostics) => void) | undefined;
 }
 
 function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics): void {
@@ -112,6 +115,26 @@ export interface HedgePlan {
   readonly hedgesWithoutSessionToken?: boolean | undefined;
   /** Told which region's response is returned, for example to pin the feed's next page there. */
   readonly onReturned?: ((response: PipelineResponse, region: RegionEndpoint) => void) | undefined;
+  /** Leaves losers to finish within these bounds; `undefined` aborts them. */
+  readonly drain?: LoserDrain | undefined;
+}
+
+/**
+ * Completes a published record when a drained loser's drain ends: the arm's
+ * final status, charge and duration replace what was known at the decision,
+ * and its charge joins the total. The response header keeps the snapshot.
+ */
+function completeDrain(sink: DiagnosticsSink, diagnostics: HedgeDiagnostics, { index, arm }: DrainedArm): void {
+  const published = diagnostics.arms[index];
+  if (published === undefined) return;
+  Object.assign(published, arm);
+  diagnostics.totalRequestCharge += arm.requestCharge ?? 0;
+  if (sink.onDrainEnd === undefined) return;
+  try {
+    sink.onDrainEnd(diagnostics, published);
+  } catch (error) {
+    sink.logger.warning(`onDrainEnd threw and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+  }
 }
 
 /**
@@ -144,6 +167,7 @@ export async function sendHedged(
         if (dropSessionToken) arm.headers.delete(CosmosHeaders.sessionToken);
         return signer?.(arm);
       },
+      drain: plan.drain,
     });
   } catch (error) {
     trace.end(undefined, undefined, error);
@@ -179,14 +203,14 @@ export async function sendHedged(
     ...(returned?.activityId !== undefined ? { winningActivityId: returned.activityId } : {}),
   };
   const { result } = outcome;
-  if (result.response === undefined) {
-    finish(result.error, diagnostics, undefined, result.error);
-    throw result.error;
+  if (result.response !== undefined) {
+    // Upper policies expect the response of the request they sent, not of a clone.
+    result.response.request = request;
   }
-  // Upper policies expect the response of the request they sent, not of a clone.
-  result.response.request = request;
   const returnedRegion = plan.targets[outcome.returnedIndex];
-  if (returnedRegion !== undefined) plan.onReturned?.(result.response, returnedRegion);
-  finish(result.response, diagnostics, result.response);
+  if (result.response !== undefined && returnedRegion !== undefined) plan.onReturned?.(result.response, returnedRegion);
+  finish(result.response ?? result.error, diagnostics, result.response, result.response === undefined ? result.error : undefined);
+  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, arm));
+  if (result.response === undefined) throw result.error;
   return result.response;
 }

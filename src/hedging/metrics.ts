@@ -2,8 +2,9 @@ import type { LatencyClass, LatencySummary, LatencyWindows } from "../caches/lat
 import { latencyClasses } from "../caches/latencyWindows.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { normalizeRegionName } from "../caches/regionNames.js";
-import type { HedgeDiagnostics } from "./diagnostics.js";
+import type { HedgeArmDiagnostics, HedgeDiagnostics } from "./diagnostics.js";
 import type { LoadBudget } from "./loadBudget.js";
+import type { LoserDrain } from "./loserDrain.js";
 
 /** What one region did for a `crossRegionHedgingPolicy`. Counters run from the policy's creation; latencies cover the last 20 to 30 seconds. */
 export interface RegionHedgingMetrics {
@@ -15,7 +16,7 @@ export interface RegionHedgingMetrics {
   hedgesFired: number;
   /** Hedge arms of the region whose outcome was returned. */
   hedgesWon: number;
-  /** Request units charged for the region's arms whose outcome was not returned. */
+  /** Request units charged for the region's arms whose outcome was not returned, drained losers' included as they arrive. */
   losingRequestCharge: number;
   /**
    * Percentiles of the region's recent read latencies (every read class
@@ -42,8 +43,19 @@ export interface HedgingMetrics {
   hedgesWon: number;
   /** Requests that launched fewer hedges than planned because the hedge budget was spent (`skipReason: "budgetExhausted"`). */
   budgetExhausted: number;
-  /** Request units charged for arms whose outcome was not returned: what hedging cost. */
+  /** Request units charged for arms whose outcome was not returned: what hedging cost. A drained loser's charge counts when its response arrives. */
   losingRequestCharge: number;
+  /** What became of the arms still running when their race was decided (`drainLosers`). */
+  losers: {
+    /** Losers left to finish in the background. */
+    drained: number;
+    /** Drained losers cut off by a bound of `drainLosers` or by the caller's abort. */
+    drainsCutShort: number;
+    /** Losers aborted at once: draining off, a write, an arm not yet sent, or every drain slot taken. */
+    aborted: number;
+    /** Drains running now. */
+    drainsInFlight: number;
+  };
   /** The hedge budget now; absent when the policy has none (`budget: false`). */
   budget?: {
     /** How many more hedges the balance covers. */
@@ -70,6 +82,9 @@ export class HedgingMetricsRecorder {
   private hedgesWon = 0;
   private budgetExhausted = 0;
   private losingRequestCharge = 0;
+  private drainedLosers = 0;
+  private drainsCutShort = 0;
+  private abortedLosers = 0;
   private readonly regions = new Map<string, RegionCounters>();
 
   /** Counts one request. */
@@ -90,11 +105,27 @@ export class HedgingMetricsRecorder {
         this.losingRequestCharge += arm.requestCharge;
         counters.losingRequestCharge += arm.requestCharge;
       }
+      if (arm.outcome === "drained") this.drainedLosers += 1;
+      else if (arm.outcome === "aborted" && diagnostics.terminalState !== "aborted") this.abortedLosers += 1;
     });
   }
 
-  /** The snapshot: these counters with the latency windows, the demotions and throttling of the regions, and the budget. */
-  snapshot(windows: LatencyWindows, regionCache: RegionCache, budget: LoadBudget | undefined, throttledForMs: (region: string) => number): HedgingMetrics {
+  /** Counts a drained loser when its drain ends: its charge, and whether it was cut short. */
+  recordDrainEnd(arm: HedgeArmDiagnostics): void {
+    if (arm.drainEnd !== "settled") this.drainsCutShort += 1;
+    if (arm.requestCharge === undefined) return;
+    this.losingRequestCharge += arm.requestCharge;
+    this.counters(arm.region).losingRequestCharge += arm.requestCharge;
+  }
+
+  /** The snapshot: these counters with the latency windows, the demotions and throttling of the regions, the budget and the drains. */
+  snapshot(
+    windows: LatencyWindows,
+    regionCache: RegionCache,
+    budget: LoadBudget | undefined,
+    throttledForMs: (region: string) => number,
+    drain?: LoserDrain,
+  ): HedgingMetrics {
     for (const region of windows.regions()) this.counters(region);
     const regions = [...this.regions.values()].map((counters): RegionHedgingMetrics => {
       const key = normalizeRegionName(counters.region);
@@ -120,6 +151,12 @@ export class HedgingMetricsRecorder {
       hedgesWon: this.hedgesWon,
       budgetExhausted: this.budgetExhausted,
       losingRequestCharge: this.losingRequestCharge,
+      losers: {
+        drained: this.drainedLosers,
+        drainsCutShort: this.drainsCutShort,
+        aborted: this.abortedLosers,
+        drainsInFlight: drain?.inFlight ?? 0,
+      },
       ...(budget !== undefined ? { budget: { balance: budget.balance, hedgesInFlight: budget.hedgesInFlight } } : {}),
       regions,
     };

@@ -4,7 +4,8 @@ import { CosmosHeaders } from "../cosmos/headers.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
 import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
 import { cloneRequestFor } from "./cloneRequest.js";
-import type { HedgeArmDiagnostics, HedgeArmError, HedgeArmReason } from "./diagnostics.js";
+import type { HedgeArmDiagnostics, HedgeArmError, HedgeArmReason, HedgeDrainEnd } from "./diagnostics.js";
+import type { LoserDrain } from "./loserDrain.js";
 import { redactCredentials } from "./redact.js";
 
 /**
@@ -59,6 +60,14 @@ export interface RaceInput {
   readonly strategy: RaceStrategy;
   /** Runs on each arm (`index` 0 is the primary) before it is sent, for example to sign it afresh. */
   readonly prepare?: ((request: PipelineRequest, index: number) => void | Promise<void>) | undefined;
+  /** Leaves the losers of a decided race to finish within these bounds; `undefined` aborts them. */
+  readonly drain?: LoserDrain | undefined;
+}
+
+/** A drained loser once its drain has ended: its index and its final record. */
+export interface DrainedArm {
+  readonly index: number;
+  readonly arm: HedgeArmDiagnostics;
 }
 
 /** How a race ended. */
@@ -74,18 +83,34 @@ export type RaceOutcome =
       readonly arms: HedgeArmDiagnostics[];
       /** `true` when the strategy refused a hedge. */
       readonly hedgeRefused: boolean;
+      /** One per `drained` arm: settles (never rejects) when its drain ends. */
+      readonly drains: readonly Promise<DrainedArm>[];
     }
   | { readonly kind: "aborted"; readonly arms: HedgeArmDiagnostics[]; readonly hedgeRefused: boolean };
+
+/** A loser running on after its race was decided. */
+interface Drain {
+  /** When the race was decided: the arm's duration in the record published then. */
+  readonly decidedAt: number;
+  readonly timer: ReturnType<typeof setTimeout>;
+  readonly done: (arm: DrainedArm) => void;
+  end?: HedgeDrainEnd;
+}
 
 interface ArmState {
   readonly index: number;
   readonly region: RegionEndpoint;
   readonly reason: HedgeArmReason;
   readonly controller: AbortController;
+  /** The copy of the request this arm sends. */
+  readonly request: PipelineRequest;
   readonly startedAt: number;
+  /** Whether the request has been handed to `send` (an arm still being prepared has not). */
+  sent?: boolean;
   endedAt?: number;
   result?: ArmResult;
   aborted?: boolean;
+  drain?: Drain;
 }
 
 function describeError(error: unknown): HedgeArmError {
@@ -105,9 +130,11 @@ function describeArm(arm: ArmState, raceStart: number, returnedIndex: number | u
     region: arm.region.name,
     reason: arm.reason,
     startOffsetMs: Math.round(arm.startedAt - raceStart),
-    outcome: arm.aborted ? "aborted" : arm.index === returnedIndex ? "returned" : "lost",
+    outcome: arm.aborted ? "aborted" : arm.drain !== undefined ? "drained" : arm.index === returnedIndex ? "returned" : "lost",
   };
-  if (arm.endedAt !== undefined) record.durationMs = Math.round(arm.endedAt - arm.startedAt);
+  if (arm.drain?.end !== undefined) record.drainEnd = arm.drain.end;
+  const endedAt = arm.endedAt ?? arm.drain?.decidedAt;
+  if (endedAt !== undefined) record.durationMs = Math.round(endedAt - arm.startedAt);
   const result = arm.result;
   if (result === undefined) return record;
   if (result.response === undefined) {
@@ -126,19 +153,69 @@ function describeArm(arm: ArmState, raceStart: number, returnedIndex: number | u
 }
 
 /**
+ * Reads and discards the streamed body of a response that nobody will read,
+ * so that its connection can go back to the pool; a body longer than
+ * `maxBytes` is destroyed instead, which closes its connection. Bodies the
+ * transport has already read (`bodyAsText`) need nothing.
+ * @returns whether the body was read to its end (or there was none to read).
+ */
+function discardStreamBody(response: PipelineResponse | undefined, maxBytes: number): Promise<boolean> {
+  if (response?.browserStreamBody !== undefined) {
+    return response.browserStreamBody.cancel().then(
+      () => false,
+      () => false,
+    );
+  }
+  const body = response?.readableStreamBody as (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
+  if (body === undefined) return Promise.resolve(true);
+  return new Promise<boolean>((resolve) => {
+    let bytes = 0;
+    const finish = (complete: boolean): void => {
+      body.removeListener("data", onData);
+      body.removeListener("end", onEnd);
+      body.removeListener("close", onClose);
+      body.removeListener("error", onClose);
+      resolve(complete);
+    };
+    const onData = (chunk: string | Buffer): void => {
+      bytes += chunk.length;
+      if (bytes <= maxBytes) return;
+      finish(false);
+      body.destroy?.();
+    };
+    const onEnd = (): void => finish(true);
+    const onClose = (): void => finish(false);
+    body.on("data", onData);
+    body.on("end", onEnd);
+    body.on("close", onClose);
+    // Listening for errors also keeps a stream destroyed by an abort from throwing.
+    body.on("error", onClose);
+    body.resume();
+  });
+}
+
+/**
  * Races copies of one request across regions. The primary goes out at once;
  * each further arm goes out `strategy.delayBefore(i)` after the previous one,
- * or at once on a `next` verdict. The first `win` verdict decides the race and
- * aborts every other arm; when every arm has settled without a winner, the
- * primary's outcome is returned. The caller's abort signal aborts every arm.
+ * or at once on a `next` verdict. The first `win` verdict decides the race;
+ * when every arm has settled without a winner, the primary's outcome is
+ * returned.
+ *
+ * The arms still running when the race is decided are its losers. With
+ * `drain`, each that has been sent and finds a drain slot free is left to
+ * finish in the background, so that its connection (and TLS session) goes
+ * back to the pool instead of being destroyed; it is aborted once it runs
+ * `maxDrainMs` past the decision or its body passes `maxDrainBytes`. The
+ * others are aborted at once. The caller's abort signal aborts every arm,
+ * drained ones included, for as long as any runs.
  *
  * The returned promise rejects only when a strategy itself throws: an arm's
- * failure is a result, and a loser that settles after the race is decided is
- * ignored, so no rejection goes unhandled. When the race ends no timer or
- * listener of it remains.
+ * failure is a result, and a loser that settles after the race is decided
+ * reaches nobody but its drain record, so no rejection goes unhandled. When
+ * the race and its drains have ended no timer or listener of them remains.
  */
 export function runRace(input: RaceInput): Promise<RaceOutcome> {
-  const { request, targets, send, strategy, prepare } = input;
+  const { request, targets, send, strategy, prepare, drain } = input;
   const callerSignal = request.abortSignal;
   const raceStart = performance.now();
   const arms: ArmState[] = [];
@@ -147,36 +224,104 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
   let hedgeRefused = false;
   /** The first arm held back by a `hold` verdict, while the primary was in flight. */
   let held: number | undefined;
+  let draining = 0;
 
   return new Promise<RaceOutcome>((resolve, reject) => {
     const describeAll = (returnedIndex?: number): HedgeArmDiagnostics[] =>
       arms.map((arm) => describeArm(arm, raceStart, returnedIndex));
 
-    const end = (): void => {
+    const stopListening = (): void => {
+      callerSignal?.removeEventListener("abort", onCallerAbort);
+    };
+
+    const abortArm = (arm: ArmState, now: number): void => {
+      arm.aborted = true;
+      arm.endedAt = now;
+      arm.controller.abort();
+    };
+
+    /** Ends a drain: its slot, its timer, its record; the last one to end stops listening to the caller. */
+    const endDrain = (arm: ArmState, how: HedgeDrainEnd): void => {
+      const active = arm.drain;
+      if (active === undefined || active.end !== undefined) return;
+      active.end = how;
+      clearTimeout(active.timer);
+      drain?.end();
+      draining -= 1;
+      if (draining === 0) stopListening();
+      active.done({ index: arm.index, arm: describeArm(arm, raceStart, undefined) });
+    };
+
+    /** Aborts a drained loser that reached a bound; it ends now, whether or not its transport ever settles. */
+    const cutDrain = (arm: ArmState, how: HedgeDrainEnd): void => {
+      if (arm.drain === undefined || arm.drain.end !== undefined) return;
+      arm.endedAt ??= performance.now();
+      arm.controller.abort();
+      endDrain(arm, how);
+    };
+
+    const startDrain = (arm: ArmState, settings: LoserDrain["settings"], decidedAt: number): Promise<DrainedArm> =>
+      new Promise<DrainedArm>((done) => {
+        draining += 1;
+        const timer = setTimeout(() => cutDrain(arm, "timeLimit"), settings.maxDrainMs);
+        // The loser's own request keeps the process alive while it runs; its bound alone must not.
+        (timer as { unref?: () => void }).unref?.();
+        arm.drain = { decidedAt, timer, done };
+        // Node's transport reads this when the response headers arrive: a loser whose headers are still to come
+        // hands its body over as a stream, which the drain reads within the byte bound. (A progress callback
+        // would count the bytes too, but aborting a request under one throws from the transport's stream.)
+        arm.request.streamResponseStatusCodes = new Set([Number.POSITIVE_INFINITY]);
+      });
+
+    /** A drained loser's own settlement: its response came; its body is read (within the byte bound) before the drain ends. */
+    const settleDrain = (arm: ArmState, result: ArmResult): void => {
+      if (arm.drain?.end !== undefined) return;
+      arm.result = result;
+      arm.endedAt = performance.now();
+      const maxBytes = drain?.settings.maxDrainBytes ?? 0;
+      void discardStreamBody(result.response, maxBytes).then((complete) => {
+        if (complete) endDrain(arm, "settled");
+        else cutDrain(arm, "byteLimit");
+      });
+    };
+
+    /** Ends the race: no more hedges; losers drain or are aborted. @returns the drains started. */
+    const end = (returnedIndex: number | undefined): Promise<DrainedArm>[] => {
       decided = true;
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
-      callerSignal?.removeEventListener("abort", onCallerAbort);
       const now = performance.now();
+      const drains: Promise<DrainedArm>[] = [];
       for (const arm of arms) {
-        if (arm.result !== undefined) continue;
-        arm.aborted = true;
-        arm.endedAt = now;
-        arm.controller.abort();
+        if (arm.result !== undefined) {
+          if (arm.index !== returnedIndex) void discardStreamBody(arm.result.response, drain?.settings.maxDrainBytes ?? 0);
+          continue;
+        }
         if (arm.index > 0) strategy.release?.(arm.index);
+        // A loser not yet sent never goes out: aborting it costs no connection.
+        if (returnedIndex !== undefined && drain !== undefined && arm.sent === true && drain.tryStart()) {
+          drains.push(startDrain(arm, drain.settings, now));
+        } else {
+          abortArm(arm, now);
+        }
       }
+      if (draining === 0) stopListening();
+      return drains;
     };
 
     const decide = (returnedIndex: number, fallback: boolean): void => {
-      end();
       const result = arms[returnedIndex]?.result;
       if (result === undefined) throw new Error("A race was decided on an arm without a result.");
-      resolve({ kind: "decided", result, returnedIndex, fallback, arms: describeAll(returnedIndex), hedgeRefused });
+      const drains = end(returnedIndex);
+      resolve({ kind: "decided", result, returnedIndex, fallback, arms: describeAll(returnedIndex), hedgeRefused, drains });
     };
 
     function onCallerAbort(): void {
-      if (decided) return;
-      end();
+      if (decided) {
+        for (const arm of arms) cutDrain(arm, "callerAborted");
+        return;
+      }
+      end(undefined);
       resolve({ kind: "aborted", arms: describeAll(), hedgeRefused });
     }
 
@@ -193,6 +338,10 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
     };
 
     const settle = (arm: ArmState, result: ArmResult): void => {
+      if (arm.drain !== undefined) {
+        settleDrain(arm, result);
+        return;
+      }
       if (decided || arm.aborted) return;
       arm.result = result;
       arm.endedAt = performance.now();
@@ -216,10 +365,10 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
       decide(0, true);
     };
 
-    const sendArm = async (arm: ArmState, clone: PipelineRequest): Promise<void> => {
+    const sendArm = async (arm: ArmState): Promise<void> => {
       let result: ArmResult;
       try {
-        const preparing = prepare?.(clone, arm.index);
+        const preparing = prepare?.(arm.request, arm.index);
         // A synchronous preparation sends the arm in the same turn; only an asynchronous one is awaited.
         if (preparing !== undefined) {
           await preparing;
@@ -227,7 +376,8 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
           // that lost before it was sent must not go out at all.
           if (arm.aborted) return;
         }
-        result = { response: await send(clone, { index: arm.index, region: arm.region, reason: arm.reason }) };
+        arm.sent = true;
+        result = { response: await send(arm.request, { index: arm.index, region: arm.region, reason: arm.reason }) };
       } catch (error) {
         result = { error };
       }
@@ -235,7 +385,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
         settle(arm, result);
       } catch (error) {
         // A fault in a strategy must end the race with that error, not leave it to an unhandled rejection.
-        if (!decided) end();
+        if (!decided) end(undefined);
         reject(error);
       }
     };
@@ -253,9 +403,10 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
         return false;
       }
       const controller = new AbortController();
-      const arm: ArmState = { index, region, reason, controller, startedAt: performance.now() };
+      const clone = cloneRequestFor(request, region, controller.signal);
+      const arm: ArmState = { index, region, reason, controller, request: clone, startedAt: performance.now() };
       arms.push(arm);
-      void sendArm(arm, cloneRequestFor(request, region, controller.signal));
+      void sendArm(arm);
       scheduleNext();
       return true;
     }

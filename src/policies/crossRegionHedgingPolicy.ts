@@ -22,6 +22,8 @@ import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.j
 import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { HedgeLoadBudgetOptions } from "../hedging/loadBudget.js";
 import { LoadBudget, resolveLoadBudget } from "../hedging/loadBudget.js";
+import type { LoserDrainOptions } from "../hedging/loserDrain.js";
+import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
 import { HedgingMetricsRecorder } from "../hedging/metrics.js";
 import type { RaceStrategy } from "../hedging/race.js";
@@ -130,6 +132,18 @@ export interface CrossRegionHedgingPolicyOptions {
    * their region and the preferred order.
    */
   routing?: RegionRouting;
+  /**
+   * What happens to the reads still running when their race is decided.
+   * `true` (the default) leaves each to finish in the background, within
+   * the bounds of {@link LoserDrainOptions} (5 s, 1 MiB, 64 at once), so
+   * that its connection and TLS session go back to the pool; nothing of it
+   * reaches the caller, and its request charge is counted when it arrives.
+   * `false` aborts them at once, which saves their bandwidth and costs a
+   * new connection to their region. Losers of hedged writes are always
+   * aborted: one still waiting for its connection would otherwise be sent
+   * after its race was decided.
+   */
+  drainLosers?: boolean | LoserDrainOptions;
 }
 
 /** A {@link crossRegionHedgingPolicy}: a pipeline policy that also reports what it has done. */
@@ -172,6 +186,7 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
     "budget",
     "routing",
     "hedgesWithoutSessionToken",
+    "drainLosers",
   ]);
   const { enabled = true } = options;
   if (enabled !== true && enabled !== false && enabled !== "followAccount") {
@@ -245,6 +260,7 @@ function timedOut(arm: HedgeArmDiagnostics): boolean {
  */
 export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOptions = {}): CrossRegionHedgingPolicy {
   const { enabled, requestTimeout, adaptive, budget, routing } = validate(options);
+  const drain = resolveLoserDrain(options.drainLosers);
   const regions = regionCacheOption(options.regions);
   const windows = new LatencyWindows();
   const recorder = new HedgingMetricsRecorder();
@@ -355,7 +371,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       } else if (timedOut(arm)) {
         windows.record(arm.region, latencyClass, duration, "tail");
         thompson?.observeCensored(arm.region, latencyClass, duration);
-      } else if (arm.outcome === "aborted") {
+      } else if (arm.outcome === "aborted" || arm.outcome === "drained") {
         // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
         const informative = callerAborted
           ? thresholdMs !== undefined && duration >= thresholdMs
@@ -390,6 +406,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       learn(diagnostics);
       return options.onDiagnostics?.(diagnostics);
     },
+    onDrainEnd: (_diagnostics, arm) => recorder.recordDrainEnd(arm),
   };
 
   const rank = (
@@ -483,6 +500,8 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       targets,
       strategy,
       signer: options.signer,
+      // A write loser still waiting for its connection would go out after its race was decided if left to drain.
+      drain: isWrite ? undefined : drain,
       // A write keeps its session token: it is the read-your-writes guarantee of the write itself.
       hedgesWithoutSessionToken: options.hedgesWithoutSessionToken === true && !isWrite,
       ...(documentFeedKinds.has(operation) ? { onReturned: pinNextPage } : {}),
@@ -516,6 +535,6 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);
       return sendDocumentRequest(request, next, operation);
     },
-    metrics: () => recorder.snapshot(windows, regions, budget, throttledForMs),
+    metrics: () => recorder.snapshot(windows, regions, budget, throttledForMs, drain),
   };
 }

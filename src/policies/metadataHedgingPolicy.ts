@@ -12,6 +12,8 @@ import { classifyMetadataResult } from "../cosmos/statusTables.js";
 import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
 import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
 import { HedgeBudget } from "../hedging/hedgeBudget.js";
+import type { LoserDrainOptions } from "../hedging/loserDrain.js";
+import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
 import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { RaceStrategy } from "../hedging/race.js";
@@ -77,6 +79,13 @@ export interface MetadataHedgingPolicyOptions {
   signer?: RequestSigner;
   /** Called with the diagnostics of every metadata read this policy considered. Errors it throws, and rejections of a promise it returns, are logged and ignored. */
   onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
+  /**
+   * What happens to the arm still running when a race is decided: `true`
+   * (the default) leaves it to finish in the background within the bounds
+   * of {@link LoserDrainOptions}, so that its connection goes back to the
+   * pool; `false` aborts it at once.
+   */
+  drainLosers?: boolean | LoserDrainOptions;
 }
 
 interface ResolvedThreshold {
@@ -96,6 +105,7 @@ function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number;
     "maxConcurrentHedges",
     "signer",
     "onDiagnostics",
+    "drainLosers",
   ]);
   optionalBoolean("enabled", options.enabled);
   const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? metadataHedgingDefaults.requestTimeout);
@@ -135,6 +145,7 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   const regions = regionCacheOption(options.regions);
   const budget = new HedgeBudget(maxConcurrentHedges, "maxConcurrentHedges");
   const pins = new FeedPins();
+  const drain = resolveLoserDrain(options.drainLosers);
   const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics };
 
   const thresholdFor = (
@@ -200,7 +211,7 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     // One hedge at most: the primary and the first other applicable region.
     const targets = raceTargets(regions, primary, "read", request.url, controls.excludedRegions).slice(0, 2);
     if (targets.length < 2) return skip(withThreshold, "singleRegion");
-    const plan = { targets, strategy: strategyFor(threshold.thresholdMs), signer: options.signer, onReturned: pinFirstPage };
+    const plan = { targets, strategy: strategyFor(threshold.thresholdMs), signer: options.signer, drain, onReturned: pinFirstPage };
     return sendHedged(request, next, withThreshold, plan, sink);
   }
 

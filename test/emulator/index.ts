@@ -3,3 +3,5 @@ export type { EmulatorAccountSettings, EmulatorOptions, EmulatorRegionSpec } fro
 export type { FaultHandle, FaultRule } from "./faults.js";
 export { predictionHeader } from "./proxy.js";
 export type { RecordedRequest } from "./proxy.js";
+export { Wan, WanRegion, connectionRequestHeader, startWan } from "./wan.js";
+export type { WanCounters, WanOptions } from "./wan.js";

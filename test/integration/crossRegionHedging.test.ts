@@ -80,7 +80,7 @@ describe("crossRegionHedgingPolicy through the real CosmosClient", function () {
     assert.deepEqual(
       record.arms.map((arm) => [arm.region, arm.reason, arm.outcome]),
       [
-        ["West US", "primary", "aborted"],
+        ["West US", "primary", "drained"],
         ["East US", "threshold", "returned"],
       ],
     );

@@ -108,7 +108,8 @@ describe("faultInjectionPolicy over the emulator", function () {
   });
 
   it("serves a read from the other region when sending to the preferred region is slow, never sending the aborted primary", async function () {
-    const { container, faults } = await hedgedContainer({ threshold: 50 });
+    // Aborted, not drained: a drained primary would go out once its send delay was over.
+    const { container, faults } = await hedgedContainer({ threshold: 50, drainLosers: false });
     faults.addRule({ id: "slow-send-west", region: "West US", operations: ["pointRead"], delayMs: 3000 });
 
     const { value: response, ms } = await elapsed(() => container.item("1", "a").read());

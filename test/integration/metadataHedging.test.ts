@@ -114,7 +114,7 @@ describe("metadataHedgingPolicy through the real CosmosClient", function () {
     assert.deepEqual(
       diagnostics.arms.map((arm) => [arm.region, arm.reason, arm.outcome]),
       [
-        ["West US", "primary", "aborted"],
+        ["West US", "primary", "drained"],
         ["East US", "threshold", "returned"],
       ],
     );

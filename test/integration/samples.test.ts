@@ -13,7 +13,7 @@ interface SampleRun {
 
 /** What each sample must print: the line that shows it did what it demonstrates. */
 const expectations: Record<string, RegExp[]> = {
-  quickstart: [/^read item-1: 200 in \d+ ms; served by East US, hedgeWon=true, totalRequestCharge=\d+(\.\d+)? RU \(arms: West US aborted, East US returned\)$/m],
+  quickstart: [/^read item-1: 200 in \d+ ms; served by East US, hedgeWon=true, totalRequestCharge=\d+(\.\d+)? RU \(arms: West US drained, East US returned\)$/m],
   coreClient: [/^GET item-4: 200 in \d+ ms \(value 4\); primary West US, served by East US, terminalState=hedgeWon$/m],
   perRequestOptions: [
     /^default: hedged after 100 ms +\d+ ms {2}pointRead → East US \(hedgeWon\)$/m,
@@ -37,12 +37,13 @@ const expectations: Record<string, RegExp[]> = {
   queryDiagnostics: [
     /^fetchAll: 10 items; (\d+) requests:\n {2}queryPlan /m,
     /^ {2}query +hedgeWon +served by East US/m,
+    /^ {2}query +not hedged \(continuationPage\) +served by East US/m,
     /^hedges won: [1-9]\d* of \d+ requests/m,
     /^a malformed query failed with 400; requests before the failure: queryPlan/m,
   ],
   tracing: [
     /^load order \(sample-app, \d+ ms\)\n {2}hedge pointRead \(cosmos-hedging, \d+ ms\) policy=crossRegion operation=pointRead .*primary_region=West US winning_region=East US hedge_fired=true hedge_won=true terminal_state=hedgeWon arms=2 request_charge=\d/m,
-    /^ {4}hedge pointRead arm \(cosmos-hedging, \d+ ms\) arm\.index=0 arm\.region=West US arm\.reason=primary arm\.cancelled=true\n {6}HTTP GET \(@azure\/core-rest-pipeline, \d+ ms\)$/m,
+    /^ {4}hedge pointRead arm \(cosmos-hedging, \d+ ms\) arm\.index=0 arm\.region=West US arm\.reason=primary arm\.status_code=200.*\n {6}HTTP GET \(@azure\/core-rest-pipeline, \d+ ms\) status=200$/m,
     /^ {4}hedge pointRead arm \(cosmos-hedging, \d+ ms\) arm\.index=1 arm\.region=East US arm\.reason=threshold arm\.status_code=200.*\n {6}HTTP GET \(@azure\/core-rest-pipeline, \d+ ms\) status=200$/m,
   ],
   faultInjection: [/hedged read: \d+ ms, served by East US/, /rules off: served by West US, no hedge/, /503 in West US: served by East US/],

@@ -8,6 +8,7 @@ import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import type { CrossRegionHedgingOptions, HedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import { metadataHedgingEnvironmentVariable } from "../../src/cosmos/environment.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics, HedgeDrainEnd } from "../../src/hedging/diagnostics.js";
 import { metadataHedgingDefaults } from "../../src/policies/metadataHedgingPolicy.js";
 import { faultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
 import type { FaultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
@@ -119,6 +120,8 @@ interface Tally {
   abortedWhilePending: number;
   abortedWithHedgesInFlight: number;
   abortedAfterSettle: number;
+  /** How the drained losers of the data-plane and metadata races ended, counted once the storm is over. */
+  drainEnds: Partial<Record<HedgeDrainEnd, number>>;
 }
 
 describe("abort storms (fake clock)", function () {
@@ -158,8 +161,10 @@ describe("abort storms (fake clock)", function () {
     transport: PlannedTransport,
     arms: Map<string, RecordedArm[]>,
     crossRegion: CrossRegionHedgingOptions,
+    records: HedgeDiagnostics[],
   ): { client: HedgingHttpClient; faults: FaultInjectionPolicy } {
-    const client = createHedgingHttpClient({ httpClient: transport, crossRegion, metadata: { threshold: metadataThreshold } });
+    const metadata = { threshold: metadataThreshold, ...(crossRegion.drainLosers !== undefined ? { drainLosers: crossRegion.drainLosers } : {}) };
+    const client = createHedgingHttpClient({ httpClient: transport, crossRegion, metadata, onDiagnostics: (record) => records.push(record) });
     client.regions.setTopology({ readRegions: regions });
     client.pipeline.addPolicy(armRecorder(arms));
     // Faults nearest the wire: some arms wait before they are sent, some never answer until aborted or timed out.
@@ -175,8 +180,13 @@ describe("abort storms (fake clock)", function () {
     return { client, faults };
   }
 
-  /** Sends the storm through a hedging client, checks each request as it settles and everything at the end; returns the tally. */
+  /**
+   * Sends the storm through a hedging client, checks each request as it
+   * settles and everything at the end; returns the tally. Both policies
+   * drain or abort their losers as `crossRegion.drainLosers` says.
+   */
   async function runStorm(crossRegion: CrossRegionHedgingOptions): Promise<Tally> {
+    const draining = crossRegion.drainLosers !== false;
     const storm = fc.sample(stormArbitrary, { seed, numRuns: stormSize });
     const planOf = new Map<string, readonly Plan[]>(storm.map((spec, id) => [String(id), spec.plans]));
     const transport = new PlannedTransport({
@@ -189,8 +199,9 @@ describe("abort storms (fake clock)", function () {
       },
     });
     const arms = new Map<string, RecordedArm[]>();
-    const { client, faults } = hedgingClient(transport, arms, crossRegion);
-    const tally: Tally = { settled: 0, abortedWhilePending: 0, abortedWithHedgesInFlight: 0, abortedAfterSettle: 0 };
+    const records: HedgeDiagnostics[] = [];
+    const { client, faults } = hedgingClient(transport, arms, crossRegion, records);
+    const tally: Tally = { settled: 0, abortedWhilePending: 0, abortedWithHedgesInFlight: 0, abortedAfterSettle: 0, drainEnds: {} };
     const failures: string[] = [];
     const outcomes: Promise<void>[] = [];
 
@@ -208,17 +219,20 @@ describe("abort storms (fake clock)", function () {
         }
         controller.abort();
       };
-      const onSettled = (error: unknown): void => {
+      const onSettled = (error: unknown, response?: unknown): void => {
         settled = true;
         tally.settled += 1;
-        // When the caller has its answer, no arm of the request may still be running un-aborted.
-        for (const arm of arms.get(key) ?? []) {
-          if (!arm.settled && !(arm.request.abortSignal as AbortSignal).aborted) {
-            failures.push(`request ${id}: an arm to ${arm.request.url} was still running when the caller got its answer`);
-          }
+        // When the caller has its answer, the only arms still running un-aborted are the losers the diagnostics call drained.
+        const running = (arms.get(key) ?? []).filter((arm) => !arm.settled && !(arm.request.abortSignal as AbortSignal).aborted);
+        const drained = getHedgeDiagnostics(response ?? error)?.arms.filter((arm) => arm.outcome === "drained").length ?? 0;
+        if (running.length > (draining ? drained : 0)) {
+          failures.push(`request ${id}: ${running.length} arms (to ${running[0]?.request.url}) still running, ${drained} drained, when the caller got its answer`);
         }
+        // A drain listens to the caller's signal until it ends, so that the caller's abort still reaches it.
         const listeners = leaks.listenerCount(controller.signal);
-        if (listeners !== 0) failures.push(`request ${id}: ${listeners} abort listeners left on the caller's signal when it settled`);
+        if (listeners > (running.length > 0 ? 1 : 0)) {
+          failures.push(`request ${id}: ${listeners} abort listeners left on the caller's signal when it settled, ${running.length} arms draining`);
+        }
         const isAbortError = error instanceof Error && error.name === "AbortError";
         if (abortedWhilePending && !isAbortError) failures.push(`request ${id}: aborted while pending, but got ${String(error ?? "a response")}`);
         // An unhedged request goes down the pipeline aborted and the transport refuses it; nothing may go out un-aborted.
@@ -234,7 +248,7 @@ describe("abort storms (fake clock)", function () {
         if (spec.abort.when === "beforeSend") abort();
         outcomes.push(
           client.sendRequest(requestFor(spec, id, controller.signal)).then(
-            () => onSettled(undefined),
+            (response) => onSettled(undefined, response),
             (error: unknown) => onSettled(error),
           ),
         );
@@ -255,6 +269,15 @@ describe("abort storms (fake clock)", function () {
     assert.ok(tally.abortedWhilePending > stormSize / 4, `only ${tally.abortedWhilePending} aborts hit a pending request`);
     assert.ok(tally.abortedAfterSettle > 0);
     assert.ok(transport.arms.some((arm) => arm.outcome === "aborted"), "some arms were aborted at the transport");
+    const losers = client.metrics().losers;
+    if (draining) assert.ok(losers.drained > 0, `losers: ${JSON.stringify(losers)}`);
+    else assert.equal(losers.drained, 0);
+    assert.equal(losers.drainsInFlight, 0, "every drain has ended");
+    for (const arm of records.flatMap((record) => record.arms)) {
+      if (arm.outcome !== "drained") continue;
+      assert.ok(arm.drainEnd !== undefined, "every drained arm's record was completed");
+      tally.drainEnds[arm.drainEnd] = (tally.drainEnds[arm.drainEnd] ?? 0) + 1;
+    }
     faults.enabled = false;
     await assertMetadataBudgetFree(client, planOf);
     return tally;
@@ -283,9 +306,17 @@ describe("abort storms (fake clock)", function () {
   }
 
   it(`${stormSize} requests aborted at random moments all settle, abort every arm in flight and leave nothing behind`, async function () {
-    const tally = await runStorm({ threshold, thresholdStep, budget: false });
+    const tally = await runStorm({ threshold, thresholdStep, budget: false, drainLosers: false });
     // The storm must really have hit races in flight, or it proves nothing.
     assert.ok(tally.abortedWithHedgesInFlight > stormSize / 20, `only ${tally.abortedWithHedgesInFlight} aborts hit a race with hedges in flight`);
+  });
+
+  it(`${stormSize} requests aborted at random moments with their losers draining: the caller's abort reaches the drains, and nothing is left behind`, async function () {
+    const tally = await runStorm({ threshold, thresholdStep, budget: false });
+    assert.ok(tally.abortedAfterSettle > stormSize / 20, `only ${tally.abortedAfterSettle} aborts came after the answer, when drains run`);
+    const drains = Object.values(tally.drainEnds).reduce((sum, count) => sum + count, 0);
+    assert.ok(drains > stormSize / 20, `only ${drains} losers drained`);
+    assert.ok((tally.drainEnds.callerAborted ?? 0) > 0 && (tally.drainEnds.settled ?? 0) > 0, `drain ends: ${JSON.stringify(tally.drainEnds)}`);
   });
 
   it(`${stormSize} requests aborted at random moments under the default hedge load budget leave nothing behind either`, async function () {

@@ -201,9 +201,14 @@ interface RaceRun {
   readonly prediction: Prediction;
   readonly policy: PipelinePolicy;
   readonly request: (region: RegionEndpoint, signal: AbortSignal) => PipelineRequest;
+  /** Whether the policy leaves losers to drain (`drainLosers`) rather than aborting them. */
+  readonly drain: boolean;
 }
 
-/** Runs one race on a fake clock and checks it against the prediction, arm by arm; then that nothing leaked. */
+/**
+ * Runs one race on a fake clock and checks it against the prediction, arm by
+ * arm; then that drained losers end on their own and nothing leaked.
+ */
 async function checkRace(run: RaceRun): Promise<void> {
   const { targets, arms, prediction } = run;
   const clock = useFakeClock();
@@ -241,10 +246,14 @@ async function checkRace(run: RaceRun): Promise<void> {
       assert.equal(answer.headers.get("x-ms-activity-id"), `arm-${prediction.returned}`);
     }
 
+    const ownEnd = (index: number): string => (arms[index]!.outcome.kind === "transportError" ? "error" : "response");
     transport.received.forEach((record, index) => {
       const signal = record.request.abortSignal as AbortSignal;
       if (prediction.settled.has(index)) {
-        assert.equal(record.outcome, arms[index]!.outcome.kind === "transportError" ? "error" : "response", `arm ${index} settled`);
+        assert.equal(record.outcome, ownEnd(index), `arm ${index} settled`);
+      } else if (run.drain) {
+        assert.equal(record.outcome, undefined, `arm ${index}, a loser in flight, is left to drain`);
+        assert.equal(signal.aborted, false, `arm ${index}'s signal is left alone while it drains`);
       } else {
         assert.equal(record.outcome, "aborted", `arm ${index}, a loser in flight, was aborted`);
         assert.equal(signal.aborted, true, `arm ${index}'s signal is aborted`);
@@ -262,9 +271,19 @@ async function checkRace(run: RaceRun): Promise<void> {
         .slice(0, prediction.launched)
         .map((region, index) => [
           region.name,
-          index === prediction.returned ? "returned" : prediction.settled.has(index) ? "lost" : "aborted",
+          index === prediction.returned ? "returned" : prediction.settled.has(index) ? "lost" : run.drain ? "drained" : "aborted",
         ]),
     );
+
+    if (run.drain) {
+      // Every arm answers within its delay (at most 1500 ms) of its launch, which came before the decision.
+      await clock.tickAsync(1500);
+      transport.received.forEach((record, index) => {
+        if (prediction.settled.has(index)) return;
+        assert.equal(record.outcome, ownEnd(index), `drained arm ${index} ended on its own`);
+        assert.equal(diagnostics.arms[index]?.drainEnd, "settled", `drained arm ${index}'s record is completed`);
+      });
+    }
 
     await leaks.verify();
     assert.deepEqual(transport.unscripted, [], "requests to a region that already had its arm");
@@ -297,6 +316,7 @@ describe("race properties (fast-check, fake clock)", function () {
         step: fc.integer({ min: 1, max: 400 }),
         operation: fc.constantFrom("pointRead", "query"),
         arms: fc.array(armArbitrary, { minLength: 4, maxLength: 4 }),
+        drain: fc.boolean(),
       })
       .map((drawn) => {
         const regions = allRegions.slice(0, drawn.regionCount);
@@ -318,8 +338,9 @@ describe("race properties (fast-check, fake clock)", function () {
           targets: drawn.targets,
           arms: drawn.arms,
           prediction,
-          policy: crossRegionHedgingPolicy({ regions, threshold: drawn.threshold, thresholdStep: drawn.step }),
+          policy: crossRegionHedgingPolicy({ regions, threshold: drawn.threshold, thresholdStep: drawn.step, drainLosers: drawn.drain }),
           request: drawn.operation === "query" ? query : pointRead,
+          drain: drawn.drain,
         });
       }),
       { numRuns: runs },
@@ -332,6 +353,7 @@ describe("race properties (fast-check, fake clock)", function () {
       threshold: fc.integer({ min: 1, max: 2000 }),
       operation: fc.constantFrom("dbs/db/colls/c", "dbs/db/colls/c/pkranges"),
       arms: fc.array(armArbitrary, { minLength: 2, maxLength: 2 }),
+      drain: fc.boolean(),
     });
 
     await fc.assert(
@@ -345,8 +367,9 @@ describe("race properties (fast-check, fake clock)", function () {
           targets: accountRegions.slice(0, 2),
           arms: drawn.arms,
           prediction,
-          policy: metadataHedgingPolicy({ regions, enabled: true, threshold: drawn.threshold }),
+          policy: metadataHedgingPolicy({ regions, enabled: true, threshold: drawn.threshold, drainLosers: drawn.drain }),
           request: (region, signal) => requestTo(region, "GET", drawn.operation, { abortSignal: signal }),
+          drain: drawn.drain,
         });
       }),
       { numRuns: runs },

@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { AbortError } from "@azure/abort-controller";
 import { createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { HttpClient, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
@@ -14,7 +15,7 @@ export interface ScriptedResponse {
   readonly requestCharge?: number;
   /** Further response headers; they override the ones above. */
   readonly headers?: Readonly<Record<string, string>>;
-  /** The response's `bodyAsText`. */
+  /** The response body: its `bodyAsText`, or its `readableStreamBody` when the request streams the status. */
   readonly body?: string;
   /** Milliseconds on the fake clock before the response arrives. Default 0. */
   readonly delayMs?: number;
@@ -50,6 +51,9 @@ export interface ReceivedRequest {
   /** Whether the request's abort signal fired while the request was in flight (or before it arrived). */
   signalAborted: boolean;
 }
+
+/** A streamed body arrives in chunks of this size, as a network body arrives in several. */
+const streamChunkBytes = 16;
 
 function isScriptedError(step: ScriptStep): step is ScriptedError {
   return "error" in step;
@@ -156,6 +160,17 @@ export class FakeTransport implements HttpClient {
       ...(step.requestCharge !== undefined ? { "x-ms-request-charge": String(step.requestCharge) } : {}),
       ...step.headers,
     });
-    return { status: step.status, headers, request, ...(step.body !== undefined ? { bodyAsText: step.body } : {}) };
+    const response: PipelineResponse = { status: step.status, headers, request };
+    if (step.body === undefined) return response;
+    // Like Node's transport: a status the request asked to stream comes as a stream, anything else as text.
+    const streams = request.streamResponseStatusCodes;
+    if (streams?.has(step.status) === true || streams?.has(Number.POSITIVE_INFINITY) === true) {
+      const bytes = Buffer.from(step.body);
+      const chunks = Array.from({ length: Math.ceil(bytes.length / streamChunkBytes) }, (_, i) => bytes.subarray(i * streamChunkBytes, (i + 1) * streamChunkBytes));
+      response.readableStreamBody = Readable.from(chunks);
+    } else {
+      response.bodyAsText = step.body;
+    }
+    return response;
   }
 }

@@ -33,7 +33,8 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
 
   function setup(options: CrossRegionHedgingPolicyOptions, topology: AccountTopologyInit = twoRegions): Setup {
     const regions = new RegionCache({ topology });
-    const policy = crossRegionHedgingPolicy({ regions, ...options });
+    // Losers are aborted at once here, so each test ends with its race; draining has its own tests (loserDrain.test.ts).
+    const policy = crossRegionHedgingPolicy({ regions, drainLosers: false, ...options });
     const pipeline = createEmptyPipeline();
     pipeline.addPolicy(policy);
     return { pipeline, policy, regions };

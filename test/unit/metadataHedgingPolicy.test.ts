@@ -9,6 +9,7 @@ import type { AccountTopologyInit, RegionEndpoint } from "../../src/caches/regio
 import { metadataHedgingEnvironmentVariable } from "../../src/cosmos/environment.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { loserDrainDefaults } from "../../src/hedging/loserDrain.js";
 import { setRequestControls } from "../../src/hedging/requestControls.js";
 import type { RequestHedgingControls } from "../../src/hedging/requestControls.js";
 import {
@@ -131,7 +132,8 @@ describe("metadataHedgingPolicy", () => {
       topology: { readRegions: [eastUs, westUs, northEurope], perPartitionFailover: true, ...setup.topology },
     });
     const pipeline = createEmptyPipeline();
-    pipeline.addPolicy(metadataHedgingPolicy({ regions, ...setup.options }));
+    // Losers are aborted at once here, so each test ends with its race; draining has its own tests (loserDrain.test.ts).
+    pipeline.addPolicy(metadataHedgingPolicy({ regions, drainLosers: false, ...setup.options }));
     return (request = collectionRead({ abortSignal: leaks.controller().signal })) => observe(pipeline.sendRequest(transport, request));
   }
 
@@ -549,7 +551,12 @@ describe("metadataHedgingPolicy", () => {
       transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
       const read = observe(pipeline.sendRequest(transport, collectionRead()));
       await clock.tickAsync(threshold + 10);
-      assert.equal(diagnosticsOf(responseOf(read)).hedgeWon, true);
+      const diagnostics = diagnosticsOf(responseOf(read));
+      assert.equal(diagnostics.hedgeWon, true);
+      // By default the slow primary is left to drain, and cut off at the drain's time limit.
+      assert.equal(diagnostics.arms[0]?.outcome, "drained");
+      await clock.tickAsync(loserDrainDefaults.maxDrainMs);
+      assert.equal(diagnostics.arms[0]?.drainEnd, "timeLimit");
     });
 
     it("passes other requests through untouched, without diagnostics", async () => {

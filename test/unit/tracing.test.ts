@@ -29,8 +29,8 @@ describe("tracing", () => {
     recording.restore();
   });
 
-  function hedgingClient(): HedgingHttpClient {
-    const client = createHedgingHttpClient({ httpClient: harness.transport, crossRegion: { threshold: 100, thresholdStep: 50 }, metadata: false });
+  function hedgingClient(drainLosers = true): HedgingHttpClient {
+    const client = createHedgingHttpClient({ httpClient: harness.transport, crossRegion: { threshold: 100, thresholdStep: 50, drainLosers }, metadata: false });
     client.regions.setTopology({ readRegions: [eastUs, westUs] });
     return client;
   }
@@ -95,11 +95,15 @@ describe("tracing", () => {
       ],
     );
     const [primary, hedge] = arms as [RecordedSpan, RecordedSpan];
-    assert.equal(primary.attributes["cosmos.hedging.arm.cancelled"], true, "the primary was cancelled when the hedge won");
-    assert.equal(primary.status, undefined, "a cancelled arm is not an error");
     assert.equal(hedge.attributes["cosmos.hedging.arm.status_code"], 200);
     assert.equal(hedge.attributes["cosmos.hedging.arm.request_charge"], 1.5);
-    assert.ok(arms.every((arm) => arm.ended));
+    assert.ok(hedge.ended);
+    assert.equal(primary.ended, false, "the losing primary drains after the race: its span runs on");
+    await harness.clock.tickAsync(5000);
+    assert.ok(primary.ended, "the drained loser's span ends when its drain does");
+    assert.equal(primary.attributes["cosmos.hedging.arm.status_code"], 200);
+    assert.equal(primary.attributes["cosmos.hedging.arm.cancelled"], undefined);
+    assert.equal(primary.status, undefined);
 
     const http = recording.spans.filter((span) => span.packageName === "@azure/core-rest-pipeline");
     assert.deepEqual(
@@ -110,6 +114,19 @@ describe("tracing", () => {
       ],
       "core-rest-pipeline's tracingPolicy runs below the race, one HTTP span per arm",
     );
+  });
+
+  it("marks a loser the race cancelled, when losers are not drained, and does not count it an error", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 5000 });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 20 });
+    const pending = observe(hedgingClient(false).sendRequest(signedPointRead()));
+    await harness.clock.tickAsync(200);
+    await pending.result();
+    const primary = ours().find((span) => span.name === "hedge pointRead arm" && span.attributes["cosmos.hedging.arm.index"] === 0);
+    assert.ok(primary?.ended);
+    assert.equal(primary.attributes["cosmos.hedging.arm.cancelled"], true);
+    assert.equal(primary.attributes["cosmos.hedging.arm.status_code"], undefined);
+    assert.equal(primary.status, undefined, "a cancelled arm is not an error");
   });
 
   it("starts the race span under the request's own tracing context when a core-client caller sets one", async () => {

@@ -1,0 +1,282 @@
+import https from "node:https";
+import { availableParallelism, loadavg } from "node:os";
+import { CosmosClient } from "@azure/cosmos";
+import type { CosmosClientOptions } from "@azure/cosmos";
+import type { HedgingHttpClient, HedgingOptions } from "../../src/client/hedgingHttpClient.js";
+import { withHedging } from "../../src/client/withHedging.js";
+import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgingMetrics } from "../../src/hedging/metrics.js";
+import { connectionRequestHeader, startEmulator, startWan } from "../../test/emulator/index.js";
+import type { WanCounters } from "../../test/emulator/index.js";
+import { seedContainer } from "../../test/support/cosmos.js";
+import { LatencyRecorder, ms } from "../support/stats.js";
+import type { LatencySummary } from "../support/stats.js";
+import { markdownTable } from "../support/table.js";
+
+const eastUs = "East US";
+const westUs = "West US";
+const northEurope = "North Europe";
+const itemCount = 100;
+
+/** Issue 15's case: a real network's round trips, 10 % of East US reads late by a second. */
+export interface WanSettings {
+  readonly reads: number;
+  readonly concurrency: number;
+  /**
+   * Reads before the measured ones, with the stragglers already on, so that
+   * pools and adaptive windows are warm: a pool's steady size is the reads in
+   * flight plus the losers draining, reached once traffic has run for longer
+   * than a straggler's delay (300 reads here take about two seconds).
+   */
+  readonly warmupReads: number;
+  readonly rttMs: Readonly<Record<string, number>>;
+  readonly stragglerShare: number;
+  readonly stragglerDelayMs: number;
+  /** Every mode runs on a fresh emulator with this seed, so that each sees the same straggler draws. */
+  readonly seed: number;
+}
+
+export const defaultWanSettings: WanSettings = {
+  reads: 600,
+  concurrency: 10,
+  warmupReads: 300,
+  rttMs: { [eastUs]: 2, [westUs]: 30, [northEurope]: 90 },
+  stragglerShare: 0.1,
+  stragglerDelayMs: 1000,
+  seed: 7,
+};
+
+/** A client configuration of the WAN suite. */
+export interface WanMode {
+  readonly name: string;
+  readonly preferred: readonly string[];
+  /** Unset: plain `@azure/cosmos`. */
+  readonly hedging?: HedgingOptions;
+}
+
+const preferredOrder = [eastUs, westUs, northEurope];
+
+/** The modes of the issue's table: before (losers aborted) and after (losers drained), side by side. */
+export const wanModes: readonly WanMode[] = [
+  { name: "plain @azure/cosmos", preferred: preferredOrder },
+  { name: "fixed 100 / 50 ms, losers aborted (before)", preferred: preferredOrder, hedging: { crossRegion: { threshold: 100, thresholdStep: 50, drainLosers: false } } },
+  { name: "fixed 100 / 50 ms, losers drained", preferred: preferredOrder, hedging: { crossRegion: { threshold: 100, thresholdStep: 50 } } },
+  { name: "adaptive, losers aborted (before)", preferred: preferredOrder, hedging: { crossRegion: { threshold: "adaptive", drainLosers: false } } },
+  { name: "adaptive, losers drained", preferred: preferredOrder, hedging: { crossRegion: { threshold: "adaptive" } } },
+  { name: "oracle (plain, West US preferred)", preferred: [westUs, eastUs, northEurope] },
+];
+
+/** One mode's figures over the measured reads. */
+export interface WanRow {
+  readonly mode: string;
+  readonly latency: LatencySummary;
+  readonly errors: number;
+  /** Point reads that reached any region, per read. */
+  readonly requestsPerRead: number;
+  /** What the WAN counted during the measured reads, every region together and per region. */
+  readonly counters: WanCounters;
+  readonly countersByRegion: Readonly<Record<string, WanCounters>>;
+  /** Reads whose answer came from a West US hedge, and of those, how many on a connection opened for it. */
+  readonly westHedgeWins: number;
+  readonly westHedgeWinsOnNewConnection: number;
+  /** The hedging client's loser counts over the measured reads (absent for plain modes). */
+  readonly losers?: HedgingMetrics["losers"];
+  /** Reads of the measured ones whose hedge the load budget refused. */
+  readonly budgetExhausted?: number;
+  /** The machine's one-minute load average at the end of the mode: the latencies mean little on a busy machine. */
+  readonly loadAverage: number;
+}
+
+function itemKey(index: number): [string, string] {
+  const id = index % itemCount;
+  return [`item-${id}`, `pk-${id % 10}`];
+}
+
+/** Runs `total` reads with `concurrency` in flight; bounded in count, so it always ends. */
+async function closedLoop(total: number, concurrency: number, read: (index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < total) await read(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, total) }, worker));
+}
+
+function subtract(after: HedgingMetrics["losers"], before: HedgingMetrics["losers"]): HedgingMetrics["losers"] {
+  return {
+    drained: after.drained - before.drained,
+    drainsCutShort: after.drainsCutShort - before.drainsCutShort,
+    aborted: after.aborted - before.aborted,
+    drainsInFlight: after.drainsInFlight,
+  };
+}
+
+async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
+  const emulator = await startEmulator({ seed: settings.seed, recordRequests: false });
+  let client: CosmosClient | undefined;
+  const wan = await startWan(emulator, { rttMs: { ...settings.rttMs } });
+  const agent = new https.Agent({ keepAlive: true, ca: wan.ca });
+  try {
+    // Seeded over plain loopback HTTP: the WAN is for the reads under test.
+    const seeder = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false } });
+    const items = Array.from({ length: itemCount }, (_, i) => ({ id: `item-${i}`, pk: `pk-${i % 10}` }));
+    await seedContainer(seeder, { database: "bench", container: "items", items });
+    seeder.dispose();
+
+    const base: CosmosClientOptions = {
+      endpoint: wan.endpoint,
+      key: emulator.key,
+      agent,
+      connectionPolicy: { preferredLocations: [...mode.preferred], enableBackgroundEndpointRefreshing: false },
+    };
+    const options = mode.hedging === undefined ? base : withHedging(base, mode.hedging);
+    const hedgingClient = mode.hedging === undefined ? undefined : (options.httpClient as HedgingHttpClient);
+    client = new CosmosClient(options);
+    const container = client.database("bench").container("items");
+    emulator.region(eastUs).addFault({ operations: ["pointRead"], delayMs: settings.stragglerDelayMs, probability: settings.stragglerShare });
+
+    await closedLoop(settings.warmupReads, settings.concurrency, async (index) => {
+      await container.item(...itemKey(index)).read();
+    });
+    emulator.resetCounters();
+    wan.resetCounters();
+    const before = hedgingClient?.metrics();
+
+    const latencies = new LatencyRecorder();
+    let errors = 0;
+    let westHedgeWins = 0;
+    let westHedgeWinsOnNewConnection = 0;
+    await closedLoop(settings.reads, settings.concurrency, async (index) => {
+      const began = performance.now();
+      try {
+        const response = await container.item(...itemKey(settings.warmupReads + index)).read();
+        latencies.record(performance.now() - began);
+        const diagnostics = getHedgeDiagnostics(response.headers);
+        if (diagnostics?.hedgeWon === true && diagnostics.winningRegion === westUs) {
+          westHedgeWins += 1;
+          if (response.headers[connectionRequestHeader] === "1") westHedgeWinsOnNewConnection += 1;
+        }
+      } catch {
+        latencies.record(performance.now() - began);
+        errors += 1;
+      }
+    });
+    const countersByRegion = Object.fromEntries(wan.regions.map((region) => [region.name, region.counters]));
+    const after = hedgingClient?.metrics();
+    return {
+      mode: mode.name,
+      latency: latencies.summary(),
+      errors,
+      requestsPerRead: emulator.count("pointRead") / settings.reads,
+      counters: wan.counters,
+      countersByRegion,
+      westHedgeWins,
+      westHedgeWinsOnNewConnection,
+      ...(after !== undefined && before !== undefined
+        ? { losers: subtract(after.losers, before.losers), budgetExhausted: after.budgetExhausted - before.budgetExhausted }
+        : {}),
+      loadAverage: loadavg()[0] ?? 0,
+    };
+  } finally {
+    client?.dispose();
+    agent.destroy();
+    await wan.close();
+    await emulator.close();
+  }
+}
+
+/** Runs every mode, one after the other, in one process. */
+export async function runWanSuite(settings: WanSettings = defaultWanSettings, modes: readonly WanMode[] = wanModes): Promise<WanRow[]> {
+  const rows: WanRow[] = [];
+  for (const mode of modes) {
+    console.log(`  ${mode.name}...`);
+    rows.push(await runMode(mode, settings));
+  }
+  return rows;
+}
+
+function per1000(count: number, reads: number): string {
+  return ((count * 1000) / reads).toFixed(0);
+}
+
+/** The table of the WAN suite. */
+export function wanTable(rows: readonly WanRow[], settings: WanSettings = defaultWanSettings): string {
+  return markdownTable(
+    [
+      "mode",
+      "p50 ms",
+      "p99 ms",
+      "max ms",
+      "TLS handshakes / 1000 reads (full + resumed)",
+      "new TCP connections / 1000 reads",
+      "new connections to East / West US / North Europe",
+      "requests / read",
+      "West US hedge wins (on a new connection)",
+      "losers drained / cut short / aborted",
+      "hedges refused by the budget",
+      "errors",
+      "load average",
+    ],
+    rows.map((row) => [
+      row.mode,
+      ms(row.latency.p50),
+      ms(row.latency.p99),
+      ms(row.latency.max),
+      `${per1000(row.counters.fullHandshakes + row.counters.resumedHandshakes, settings.reads)} (${row.counters.fullHandshakes} + ${row.counters.resumedHandshakes})`,
+      per1000(row.counters.tcpConnections, settings.reads),
+      [eastUs, westUs, northEurope].map((region) => row.countersByRegion[region]?.tcpConnections ?? 0).join(" / "),
+      row.requestsPerRead.toFixed(2),
+      `${row.westHedgeWins} (${row.westHedgeWinsOnNewConnection})`,
+      row.losers === undefined ? "" : `${row.losers.drained} / ${row.losers.drainsCutShort} / ${row.losers.aborted}`,
+      row.budgetExhausted === undefined ? "" : String(row.budgetExhausted),
+      String(row.errors),
+      row.loadAverage.toFixed(1),
+    ]),
+  );
+}
+
+/** The issue's targets, each with what this run measured and whether it holds. */
+export function wanTargets(rows: readonly WanRow[], settings: WanSettings = defaultWanSettings): string {
+  const row = (prefix: string): WanRow | undefined => rows.find((candidate) => candidate.mode.startsWith(prefix));
+  const oracle = row("oracle");
+  const adaptive = row("adaptive, losers drained");
+  const fixed = row("fixed 100 / 50 ms, losers drained");
+  const lines: string[] = [];
+  const verdict = (holds: boolean): string => (holds ? "holds" : "does not hold");
+  if (oracle !== undefined && adaptive !== undefined) {
+    const limit = 1.2 * oracle.latency.p99;
+    lines.push(`- Adaptive (drained) p99 <= 1.2 x oracle p99 = ${ms(limit)} ms: ${ms(adaptive.latency.p99)} ms, ${verdict(adaptive.latency.p99 <= limit)}.`);
+  }
+  if (fixed !== undefined) {
+    const limit = 100 + (settings.rttMs[westUs] ?? 0) + 25;
+    lines.push(`- Fixed 100 ms (drained) p99 <= threshold + West US RTT + 25 ms = ${limit} ms: ${ms(fixed.latency.p99)} ms, ${verdict(fixed.latency.p99 <= limit)}.`);
+  }
+  const worst = rows.reduce((high, candidate) => {
+    const handshakes = ((candidate.counters.fullHandshakes + candidate.counters.resumedHandshakes) * 1000) / settings.reads;
+    return handshakes > high.handshakes ? { handshakes, mode: candidate.mode } : high;
+  }, { handshakes: 0, mode: "" });
+  const drainedRows = rows.filter((candidate) => !candidate.mode.includes("aborted"));
+  const worstDrained = Math.max(...drainedRows.map((candidate) => ((candidate.counters.fullHandshakes + candidate.counters.resumedHandshakes) * 1000) / settings.reads));
+  lines.push(
+    `- TLS handshakes per 1000 reads <= 40 in every mode: at most ${worstDrained.toFixed(0)} with losers drained, ${verdict(worstDrained <= 40)}; ` +
+      `${worst.handshakes.toFixed(0)} in "${worst.mode}".`,
+  );
+  const freshWins = drainedRows.reduce((sum, candidate) => sum + candidate.westHedgeWinsOnNewConnection, 0);
+  lines.push(`- No West US hedge that won on a new connection after the warm-up (losers drained): ${freshWins}, ${verdict(freshWins === 0)}.`);
+  return lines.join("\n");
+}
+
+/** The suite's Markdown: what was run, the table, and the targets. */
+export function wanSection(rows: readonly WanRow[], settings: WanSettings = defaultWanSettings): string {
+  const rtts = Object.entries(settings.rttMs)
+    .map(([region, rtt]) => `${region} ${rtt} ms`)
+    .join(", ");
+  return (
+    `${settings.reads} point reads at concurrency ${settings.concurrency} (after ${settings.warmupReads} warm-up reads) through the real ` +
+    `\`@azure/cosmos\` over the emulator's WAN mode: HTTPS (TLS 1.3) behind a TCP proxy per region that charges the round-trip time ` +
+    `(${rtts}) per chunk and per connect; ${settings.stragglerShare * 100} % of East US reads ${settings.stragglerDelayMs} ms late. ` +
+    `Handshakes and connections are counted at the WAN during the measured reads; every mode runs on a fresh emulator with the same seed. ` +
+    `The connection counts hold whatever the load; the latencies compare only on a machine whose load average stays below its ` +
+    `${availableParallelism()} cores, and a straggler whose hedge the budget refused costs its full second.\n\n` +
+    `${wanTable(rows, settings)}\n\nTargets of issue 15:\n\n${wanTargets(rows, settings)}\n`
+  );
+}
