@@ -30,7 +30,7 @@ describe("my repository under a slow preferred region", () => {
   before(async () => {
     account = await openSampleAccount();
     [preferred, fallback] = account.preferredLocations as [string, string];
-    const hedging = createHedgingHttpClient({ crossRegion: { threshold: 100 }, preferredRegions: account.preferredLocations });
+    const hedging = createHedgingHttpClient({ crossRegion: { threshold: 500 }, preferredRegions: account.preferredLocations });
     // Nearest the wire, after the hedging policies, so that every hedge arm meets the rules of its own region.
     faults = faultInjectionPolicy({ regions: hedging.regions, rules: [], seed: 42 });
     hedging.pipeline.addPolicy(faults, { afterPhase: "Sign" });
