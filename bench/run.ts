@@ -1,7 +1,8 @@
 // npm run bench — every benchmark in one run, all modes side by side, so that
 // ratios hold on a noisy machine. Every latency case offers each mode the same
-// open-loop load; only the overhead suite, which measures throughput, runs
-// closed-loop. Prints the tables and writes
+// open-loop load; the overhead suite (throughput) and the WAN suite (the
+// connections losers cost, at a fixed concurrency) run closed-loop. Prints
+// the tables and writes
 // bench/results/latest.json (raw, not committed) and latest.md (committed).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";

@@ -13,7 +13,8 @@ import { faultWindows, perSecond, perSecondPercentile, runTimeline } from "../be
 import type { FinishedTimeline, ModeTimeline, Phase, TimelineMode } from "../bench/support/timeline.js";
 import type { DemoAccount } from "./account.js";
 import { emulatorAccount, realAccount } from "./account.js";
-import { describeRead, disposeAll, fixedMode, modeClientOptions, oracleMode, plainMode } from "../bench/support/modes.js";
+import { ChargeLedger } from "../bench/support/chargeLedger.js";
+import { chargeOf, describeRead, disposeAll, fixedMode, modeClientOptions, oracleMode, plainMode } from "../bench/support/modes.js";
 import type { ModeSpec } from "../bench/support/modes.js";
 import { adaptiveMode, thompsonMode } from "../bench/support/benchModes.js";
 
@@ -53,7 +54,12 @@ function progressLine(second: number, phase: string, timelines: readonly ModeTim
   return `[${second.toFixed(0).padStart(3)} s | ${phase.padEnd(32)}] ${recent.join(" | ")}`;
 }
 
-function summaryTable(timelines: readonly FinishedTimeline[], oracleName: string | undefined, seconds: number): string {
+function summaryTable(
+  timelines: readonly FinishedTimeline[],
+  charges: readonly number[],
+  oracleName: string | undefined,
+  seconds: number,
+): string {
   const oracle = timelines.find((timeline) => timeline.name === oracleName)?.load.latencies.summary();
   const ratio = (value: number, yardstick: number | undefined): string =>
     yardstick === undefined || !(yardstick > 0) ? "-" : (value / yardstick).toFixed(2);
@@ -75,11 +81,11 @@ function summaryTable(timelines: readonly FinishedTimeline[], oracleName: string
       "bound hits",
       "errors",
     ],
-    timelines.map((timeline) => {
+    timelines.map((timeline, m) => {
       const summary = timeline.load.latencies.summary();
       const reads = Math.max(1, timeline.reads.length);
       const extra = timeline.reads.reduce((sum, read) => sum + read.extraRequests, 0);
-      const charge = timeline.reads.reduce((sum, read) => sum + read.charge, 0);
+      const charge = charges[m] ?? 0;
       return [
         timeline.name,
         `${timeline.load.ratePerSecond}/s`,
@@ -121,7 +127,8 @@ async function main(): Promise<void> {
   const timeline = phases(account);
   const specs = demoModes(account);
   const oracleName = specs.find((mode) => mode.kind === "oracle")?.name;
-  const clients = specs.map((mode) => new CosmosClient(modeClientOptions(mode, account.baseOptions, account.emulator)));
+  const ledgers = specs.map((mode) => (mode.kind === "hedging" ? new ChargeLedger() : undefined));
+  const clients = specs.map((mode, m) => new CosmosClient(modeClientOptions(mode, account.baseOptions, account.emulator, ledgers[m])));
   try {
     const modes: TimelineMode[] = specs.map((mode, m) => {
       const container = account.container(clients[m]!);
@@ -136,6 +143,7 @@ async function main(): Promise<void> {
     });
     // Warm each client at the offered rate (connections, caches, learned thresholds) before anything is timed.
     await Promise.all(modes.map((mode) => runOpenLoop({ ...load, durationMs: warmUpMs }, mode.read)));
+    for (const ledger of ledgers) ledger?.clear();
     const total = timeline.reduce((sum, phase) => sum + phase.seconds, 0);
     console.log(`${modes.length} modes side by side for ${total} s, ${describeLoad(load)}:`);
     const results = await runTimeline(modes, timeline, {
@@ -148,7 +156,8 @@ async function main(): Promise<void> {
         `started reads, the machine's own stalls). ${reads} reads per mode: p99 rests on the slowest ` +
         `${Math.round(reads / 100)} reads, p99.9 on the slowest ${(reads / 1000).toFixed(1)}.\n`,
     );
-    console.log(`${summaryTable(results, oracleName, total)}\n`);
+    const charges = await Promise.all(results.map((result, m) => chargeOf(ledgers[m], result.reads)));
+    console.log(`${summaryTable(results, charges, oracleName, total)}\n`);
     const windows = faultWindows(timeline);
     const reference = oracleName === undefined ? {} : { reference: oracleName };
     const written = await writeCharts(outputFolder, {
@@ -162,14 +171,14 @@ async function main(): Promise<void> {
       }),
       "serving-region-over-time": servingRegionChart({ values: servingShares(results), windows }),
       "request-charge-over-time": timeSeriesChart({
-        title: `Request charge per second (arms that answered), every mode offered ${load.ratePerSecond} reads/s`,
+        title: `Request charge per second (arms answered by the time each read returned), every mode offered ${load.ratePerSecond} reads/s`,
         yTitle: "RU per second",
         values: perSecond(results, (read) => read.charge, "sum"),
         windows,
         ...reference,
       }),
       "request-units-per-read-over-time": timeSeriesChart({
-        title: "Request units per read (arms that answered; an aborted loser is charged by the service but reports nothing)",
+        title: "Request units per read (arms answered by the time the read returned; the table adds drained losers)",
         yTitle: "RU per read",
         values: perSecond(results, (read) => read.charge, "mean"),
         windows,

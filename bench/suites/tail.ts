@@ -3,7 +3,8 @@ import type { CosmosClientOptions } from "@azure/cosmos";
 import { startEmulator } from "../../test/emulator/index.js";
 import type { Emulator, EmulatorRegionSpec } from "../../test/emulator/index.js";
 import { seedContainer } from "../../test/support/cosmos.js";
-import { describeRead, disposeAll, modeClientOptions } from "../support/modes.js";
+import { ChargeLedger } from "../support/chargeLedger.js";
+import { chargeOf, describeRead, disposeAll, modeClientOptions } from "../support/modes.js";
 import type { ModeSpec } from "../support/modes.js";
 import type { LatencySummary } from "../support/stats.js";
 import { LatencyRecorder, ms, percent } from "../support/stats.js";
@@ -49,7 +50,7 @@ export interface TailRow {
   extraRequests: number;
   /** Every request that reached the service, per read. */
   requestsPerRead: number;
-  /** Request units of the arms that answered, per read. */
+  /** Request units of every arm that answered (drained losers included), per read. */
   requestUnitsPerRead: number;
   /** The same request units per second of the span the reads were offered in. */
   requestUnitsPerSecond: number;
@@ -142,21 +143,24 @@ interface PreparedMode {
   mode: ModeSpec;
   emulator: Emulator;
   client: CosmosClient;
+  ledger: ChargeLedger | undefined;
   read: (index: number) => Promise<ReadDetail>;
 }
 
 async function prepareMode(scenario: CountScenario, mode: ModeSpec, seed: number): Promise<PreparedMode> {
   const { emulator, base } = await seeded(scenario.regions, seed);
-  const client = new CosmosClient(modeClientOptions(mode, base, emulator));
+  const ledger = mode.kind === "hedging" ? new ChargeLedger() : undefined;
+  const client = new CosmosClient(modeClientOptions(mode, base, emulator, ledger));
   const container = client.database("bench").container("items");
   const regionOf = regionFinder(emulator);
-  return { mode, emulator, client, read: async (index) => describeRead(await container.item(...itemKey(index)).read(), regionOf) };
+  return { mode, emulator, client, ledger, read: async (index) => describeRead(await container.item(...itemKey(index)).read(), regionOf) };
 }
 
-function tailRow(scenario: CountScenario, prepared: PreparedMode, result: OpenLoopResult<ReadDetail>): TailRow {
-  const sent = prepared.emulator.count("pointRead");
+async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: OpenLoopResult<ReadDetail>): Promise<TailRow> {
   const answered = result.reads.flatMap((read) => (read.detail === undefined ? [] : [read.detail]));
-  const charge = answered.reduce((sum, detail) => sum + detail.charge, 0);
+  const charge = await chargeOf(prepared.ledger, answered);
+  // Counted after the drains, so that a loser still draining at the end is counted too.
+  const sent = prepared.emulator.count("pointRead");
   return {
     scenario: scenario.name,
     mode: prepared.mode.name,
@@ -196,13 +200,14 @@ export async function runCountScenario(
     await Promise.all(prepared.map((each) => runOpenLoop({ ...load, durationMs: warmUpMs }, each.read)));
     for (const each of prepared) {
       each.emulator.resetCounters();
+      each.ledger?.clear();
       scenario.degrade?.(each.emulator);
     }
     const staggerMs = 1000 / load.ratePerSecond / prepared.length;
     const results = await Promise.all(
       prepared.map((each, m) => runOpenLoop({ ...load, reads: scenario.reads, offsetMs: m * staggerMs }, each.read)),
     );
-    return prepared.map((each, m) => tailRow(scenario, each, results[m]!));
+    return await Promise.all(prepared.map((each, m) => tailRow(scenario, each, results[m]!)));
   } finally {
     for (const each of prepared) {
       each.client.dispose();
@@ -338,7 +343,8 @@ function secondP50s(timeline: ModeTimeline): Map<number, number> {
 export async function runBrownOut(modes: readonly ModeSpec[], settings = defaultBrownOut): Promise<BrownOutRow[]> {
   const regions = [{ name: preferred }, { name: "West US", latencyMs: 30 }];
   const { emulator, base } = await seeded(regions, 3);
-  const clients = modes.map((mode) => new CosmosClient(modeClientOptions(mode, base, emulator)));
+  const ledgers = modes.map((mode) => (mode.kind === "hedging" ? new ChargeLedger() : undefined));
+  const clients = modes.map((mode, m) => new CosmosClient(modeClientOptions(mode, base, emulator, ledgers[m])));
   const regionOf = regionFinder(emulator);
   try {
     const timelineModes = modes.map((mode, m) => {
@@ -346,6 +352,7 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
       return { name: mode.name, read: async (index: number) => describeRead(await container.item(...itemKey(index)).read(), regionOf) };
     });
     await Promise.all(timelineModes.map((mode) => runOpenLoop({ ...settings.load, durationMs: warmUpMs }, mode.read)));
+    for (const ledger of ledgers) ledger?.clear();
     const phases: Phase[] = [
       { label: "healthy", seconds: settings.healthySeconds },
       {
@@ -365,6 +372,7 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
     const end = start + settings.brownOutSeconds;
     const oracle = timelines.find((timeline) => timeline.name === modes.find((mode) => mode.kind === "oracle")?.name);
     const oracleP50s = oracle === undefined ? new Map<number, number>() : secondP50s(oracle);
+    const charges = await Promise.all(timelines.map((timeline, m) => chargeOf(ledgers[m], timeline.reads)));
     return timelines.map((timeline, m) => {
       const perSecond = secondP50s(timeline);
       let secondsToOracleP50: number | undefined;
@@ -386,7 +394,7 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
       }
       const brownOut = recorderOf(timeline.reads.filter((read) => read.second >= start + 5 && read.second < end));
       const reads = Math.max(1, timeline.reads.length);
-      const charge = timeline.reads.reduce((sum, read) => sum + read.charge, 0);
+      const charge = charges[m]!;
       return {
         mode: timeline.name,
         kind: modes[m]!.kind,
