@@ -6,6 +6,7 @@ import { RegionCache } from "../src/caches/regionCache.js";
 import { faultInjectionPolicy } from "../src/policies/faultInjectionPolicy.js";
 import type { FaultInjectionPolicy } from "../src/policies/faultInjectionPolicy.js";
 import { startEmulator } from "../test/emulator/index.js";
+import type { Emulator } from "../test/emulator/index.js";
 import { seedContainer } from "../test/support/cosmos.js";
 
 /** The degradations the demo applies to the preferred region, wherever the account is. */
@@ -27,6 +28,8 @@ export interface DemoAccount {
   container(client: CosmosClient): Container;
   itemCount: number;
   regionOfEndpoint(endpoint: string): string | undefined;
+  /** The emulator behind the account, which the oracle asks where each read will be fastest; a real account has none. */
+  emulator?: Emulator;
   close(): Promise<void>;
 }
 
@@ -71,6 +74,7 @@ export async function emulatorAccount(): Promise<DemoAccount> {
     container: (client) => client.database(databaseId).container(containerId),
     itemCount,
     regionOfEndpoint: (endpoint) => emulator.regions.find((region) => new URL(region.endpoint).host === new URL(endpoint).host)?.name,
+    emulator,
     close: () => emulator.close(),
   };
 }

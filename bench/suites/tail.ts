@@ -3,70 +3,117 @@ import type { CosmosClientOptions } from "@azure/cosmos";
 import { startEmulator } from "../../test/emulator/index.js";
 import type { Emulator, EmulatorRegionSpec } from "../../test/emulator/index.js";
 import { seedContainer } from "../../test/support/cosmos.js";
-import { describeRead, disposeAll, modeClientOptions } from "../support/modes.js";
+import { ChargeLedger } from "../support/chargeLedger.js";
+import { chargeOf, describeRead, disposeAll, modeClientOptions } from "../support/modes.js";
 import type { ModeSpec } from "../support/modes.js";
 import type { LatencySummary } from "../support/stats.js";
-import { ms, percent } from "../support/stats.js";
+import { LatencyRecorder, ms, percent } from "../support/stats.js";
 import { markdownTable } from "../support/table.js";
-import type { ModeTimeline, Phase } from "../support/timeline.js";
+import type { OfferedLoad, OpenLoopResult } from "../support/openLoop.js";
+import { describeLoad, runOpenLoop } from "../support/openLoop.js";
+import type { ModeTimeline, Phase, ReadDetail, TimedRead } from "../support/timeline.js";
 import { runTimeline } from "../support/timeline.js";
-import { runWorkload } from "../support/workload.js";
 
 const itemCount = 100;
 const preferred = "East US";
+/** Each client is warmed at the offered rate (connections, caches, learned thresholds) before anything is timed. */
+const warmUpMs = 1000;
 
-/** A count-based case: the same reads for each mode, each on a fresh emulator with the same seed. */
+/** A count-based case: the same reads, offered at the same rate, to each mode, each on its own emulator with the same seed. */
 export interface CountScenario {
   name: string;
   reads: number;
-  concurrency: number;
   regions: EmulatorRegionSpec[];
   /** Degrades the account once the clients are warm. */
   degrade?: (emulator: Emulator) => void;
 }
 
+/**
+ * The load of every count-based case, per mode. With six modes at once the
+ * process needs about a fifth of a core (a read through the client and the
+ * in-process emulator costs about 1.5 ms of CPU), which it still gets when
+ * other work shares the 2 cores; at twice the rate, an open loop on a busy
+ * machine fell behind and never caught up (start lags of seconds). Poisson
+ * arrivals from one seed, so that every mode meets the same bursts.
+ */
+export const defaultTailLoad: OfferedLoad = { ratePerSecond: 30, arrivals: "poisson", seed: 7, maxInFlight: 256 };
+
 /** One mode's figures in a case. */
 export interface TailRow {
   scenario: string;
   mode: string;
+  kind: ModeSpec["kind"];
+  ratePerSecond: number;
+  /** Latency from each read's scheduled start. */
   latency: LatencySummary;
   /** Requests that reached the service beyond one per read. */
   extraRequests: number;
   /** Every request that reached the service, per read. */
   requestsPerRead: number;
+  /** Request units of every arm that answered (drained losers included), per read. */
+  requestUnitsPerRead: number;
+  /** The same request units per second of the span the reads were offered in. */
+  requestUnitsPerSecond: number;
   hedgesWon: number;
+  /** Reads that waited for the in-flight bound. */
+  boundHits: number;
+  /** The 99th percentile of how late reads started after their scheduled time. */
+  startLagP99: number;
   errors: number;
 }
+
+/** Healthy regions: what hedging costs when nothing is wrong. */
+export const healthy: CountScenario = {
+  name: "healthy",
+  reads: 1000,
+  regions: [{ name: preferred }, { name: "West US", latencyMs: 30 }],
+};
+
+/** Issue 13's noisy but healthy account: the preferred region jitters by 2-20 ms, nowhere near the 30 ms a hedge costs. */
+export const noisyHealthy: CountScenario = {
+  name: "noisy but healthy: every read +2-20 ms",
+  reads: 1000,
+  regions: [{ name: preferred }, { name: "West US", latencyMs: 30 }],
+  degrade: (emulator) => {
+    emulator.region(preferred).addFault({ operations: ["pointRead"], delayMs: { min: 2, max: 20 } });
+  },
+};
 
 /** Issue 3's stragglers: 10 % of point reads in the preferred region take 1 s more; the next region is 30 ms away. */
 export const stragglers: CountScenario = {
   name: "stragglers: 10% of reads +1 s",
   reads: 1000,
-  concurrency: 10,
   regions: [{ name: preferred }, { name: "West US", latencyMs: 30 }],
   degrade: (emulator) => {
     emulator.region(preferred).addFault({ operations: ["pointRead"], delayMs: 1000, probability: 0.1 });
   },
 };
 
-/** Healthy regions: what hedging costs when nothing is wrong. */
-export const healthy: CountScenario = {
-  name: "healthy",
-  reads: 2000,
-  concurrency: 10,
+/** Issue 13's mixed tail: 2 % of reads +1 s and 8 % +150 ms in the preferred region. */
+export const mixedTail: CountScenario = {
+  name: "mixed tail: 2% +1 s, 8% +150 ms",
+  reads: 1000,
   regions: [{ name: preferred }, { name: "West US", latencyMs: 30 }],
+  degrade: (emulator) => {
+    const region = emulator.region(preferred);
+    region.addFault({ operations: ["pointRead"], delayMs: 1000, probability: 0.02 });
+    // The first rule that wins its draw applies: 8 % of all reads is 8 / 98 of those the first rule spared.
+    region.addFault({ operations: ["pointRead"], delayMs: 150, probability: 0.08 / 0.98 });
+  },
 };
 
 /** Every region slow: hedging cannot help, and the budget must keep it from adding load. */
 export const overload: CountScenario = {
-  name: "overload: every region +100 ms",
+  name: "overload: every region +100-160 ms",
   reads: 600,
-  concurrency: 10,
   regions: [{ name: preferred }, { name: "West US", latencyMs: 30 }],
   degrade: (emulator) => {
     for (const region of emulator.regions) region.addFault({ operations: ["pointRead"], delayMs: { min: 100, max: 160 } });
   },
 };
+
+/** The count-based cases of `npm run bench`, in the order it runs them. */
+export const countScenarios: readonly CountScenario[] = [healthy, noisyHealthy, stragglers, mixedTail, overload];
 
 function itemKey(index: number): [string, string] {
   const id = index % itemCount;
@@ -87,61 +134,147 @@ async function seeded(regions: EmulatorRegionSpec[], seed: number): Promise<{ em
   return { emulator, base };
 }
 
-async function runMode(scenario: CountScenario, mode: ModeSpec, seed: number): Promise<TailRow> {
+function regionFinder(emulator: Emulator): (endpoint: string) => string | undefined {
+  return (endpoint) => emulator.regions.find((region) => new URL(region.endpoint).host === new URL(endpoint).host)?.name;
+}
+
+/** One mode's client on its own emulator, warmed and ready. */
+interface PreparedMode {
+  mode: ModeSpec;
+  emulator: Emulator;
+  client: CosmosClient;
+  ledger: ChargeLedger | undefined;
+  read: (index: number) => Promise<ReadDetail>;
+}
+
+async function prepareMode(scenario: CountScenario, mode: ModeSpec, seed: number): Promise<PreparedMode> {
   const { emulator, base } = await seeded(scenario.regions, seed);
-  const client = new CosmosClient(modeClientOptions(mode, base, emulator));
+  const ledger = mode.kind === "hedging" ? new ChargeLedger() : undefined;
+  const client = new CosmosClient(modeClientOptions(mode, base, emulator, ledger));
+  const container = client.database("bench").container("items");
+  const regionOf = regionFinder(emulator);
+  return { mode, emulator, client, ledger, read: async (index) => describeRead(await container.item(...itemKey(index)).read(), regionOf) };
+}
+
+async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: OpenLoopResult<ReadDetail>): Promise<TailRow> {
+  const answered = result.reads.flatMap((read) => (read.detail === undefined ? [] : [read.detail]));
+  const charge = await chargeOf(prepared.ledger, answered);
+  // Counted after the drains, so that a loser still draining at the end is counted too.
+  const sent = prepared.emulator.count("pointRead");
+  return {
+    scenario: scenario.name,
+    mode: prepared.mode.name,
+    kind: prepared.mode.kind,
+    ratePerSecond: result.ratePerSecond,
+    latency: result.latencies.summary(),
+    extraRequests: (sent - scenario.reads) / scenario.reads,
+    requestsPerRead: sent / scenario.reads,
+    requestUnitsPerRead: charge / scenario.reads,
+    // Over the span the reads were offered in, so that a mode whose last reads end late is not charged less per second.
+    requestUnitsPerSecond: charge / (scenario.reads / result.ratePerSecond),
+    hedgesWon: answered.filter((detail) => detail.region !== undefined && detail.region !== preferred).length,
+    boundHits: result.boundHits,
+    startLagP99: result.startLag.valueAt(99),
+    errors: result.errors,
+  };
+}
+
+/**
+ * Runs every mode through the case at the same time, each on its own
+ * emulator with the same fault seed (so that the same reads straggle for
+ * each) and each offered the same open-loop load, staggered by a fraction of
+ * the mean gap. At the same time, not one after the other: on a shared
+ * machine, a stall then hits every mode at the same moment instead of
+ * whichever mode happened to be running, so the ratios between modes hold.
+ * The price: one mode's extra requests load the machine for all.
+ */
+export async function runCountScenario(
+  scenario: CountScenario,
+  modes: readonly ModeSpec[],
+  load = defaultTailLoad,
+  seed = 7,
+): Promise<TailRow[]> {
+  const prepared: PreparedMode[] = [];
   try {
-    const container = client.database("bench").container("items");
-    for (let i = 0; i < 50; i++) await container.item(...itemKey(i)).read();
-    emulator.resetCounters();
-    scenario.degrade?.(emulator);
-    let hedgesWon = 0;
-    const regionOf = (endpoint: string): string | undefined =>
-      emulator.regions.find((region) => new URL(region.endpoint).host === new URL(endpoint).host)?.name;
-    const result = await runWorkload(scenario.reads, scenario.concurrency, async (index) => {
-      const detail = describeRead(await container.item(...itemKey(index)).read(), regionOf);
-      if (detail.region !== undefined && detail.region !== preferred) hedgesWon += 1;
-    });
-    const sent = emulator.count("pointRead");
-    return {
-      scenario: scenario.name,
-      mode: mode.name,
-      latency: result.latencies.summary(),
-      extraRequests: (sent - scenario.reads) / scenario.reads,
-      requestsPerRead: sent / scenario.reads,
-      hedgesWon,
-      errors: result.errors,
-    };
+    for (const mode of modes) prepared.push(await prepareMode(scenario, mode, seed));
+    await Promise.all(prepared.map((each) => runOpenLoop({ ...load, durationMs: warmUpMs }, each.read)));
+    for (const each of prepared) {
+      each.emulator.resetCounters();
+      each.ledger?.clear();
+      scenario.degrade?.(each.emulator);
+    }
+    const staggerMs = 1000 / load.ratePerSecond / prepared.length;
+    const results = await Promise.all(
+      prepared.map((each, m) => runOpenLoop({ ...load, reads: scenario.reads, offsetMs: m * staggerMs }, each.read)),
+    );
+    return await Promise.all(prepared.map((each, m) => tailRow(scenario, each, results[m]!)));
   } finally {
-    client.dispose();
-    await emulator.close();
+    for (const each of prepared) {
+      each.client.dispose();
+      await each.emulator.close();
+    }
   }
 }
 
-/** Runs every mode through the case, one after the other, in one process. */
-export async function runCountScenario(scenario: CountScenario, modes: readonly ModeSpec[], seed = 7): Promise<TailRow[]> {
-  const rows: TailRow[] = [];
-  for (const mode of modes) rows.push(await runMode(scenario, mode, seed));
-  return rows;
+/** `a / b` as a ratio for a table, or a dash when there is no yardstick. */
+function ratio(value: number, yardstick: number | undefined): string {
+  return yardstick === undefined || !(yardstick > 0) ? "-" : (value / yardstick).toFixed(2);
 }
 
-/** The table of count-based cases. */
+/** How many reads lie above a percentile: what a figure rests on. */
+function tailReads(reads: number, percentile: number): string {
+  const above = reads * (1 - percentile / 100);
+  return above >= 10 ? above.toFixed(0) : above.toFixed(1);
+}
+
+/** One case's table, every mode in it measured against the case's oracle row. */
 export function tailTable(rows: readonly TailRow[]): string {
+  const oracle = rows.find((row) => row.kind === "oracle")?.latency;
   return markdownTable(
-    ["case", "mode", "reads", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "extra requests", "served elsewhere", "errors"],
+    [
+      "mode",
+      "reads",
+      "p50 ms",
+      "p99 ms",
+      "p99.9 ms",
+      "max ms",
+      "÷ oracle p50 / p99 / p99.9",
+      "requests/read",
+      "extra requests",
+      "RU/read",
+      "RU/s",
+      "served elsewhere",
+      "start lag p99 ms",
+      "bound hits",
+      "errors",
+    ],
     rows.map((row) => [
-      row.scenario,
       row.mode,
       String(row.latency.count),
       ms(row.latency.p50),
-      ms(row.latency.p95),
       ms(row.latency.p99),
       ms(row.latency.p999),
       ms(row.latency.max),
+      [ratio(row.latency.p50, oracle?.p50), ratio(row.latency.p99, oracle?.p99), ratio(row.latency.p999, oracle?.p999)].join(" / "),
+      row.requestsPerRead.toFixed(3),
       percent(row.extraRequests),
+      row.requestUnitsPerRead.toFixed(2),
+      row.requestUnitsPerSecond.toFixed(0),
       String(row.hedgesWon),
+      ms(row.startLagP99),
+      String(row.boundHits),
       String(row.errors),
     ]),
+  );
+}
+
+/** The line above a case's table: the offered load and what its percentiles rest on. */
+export function tailCaption(rows: readonly TailRow[], load = defaultTailLoad): string {
+  const reads = rows[0]?.latency.count ?? 0;
+  return (
+    `${describeLoad(load)}; every mode at once, each on its own emulator with the same fault seed, ${reads} reads per mode, ` +
+    `so p99 rests on the slowest ${tailReads(reads, 99)} reads and p99.9 on the slowest ${tailReads(reads, 99.9)}. ` +
+    `Latency runs from each read's scheduled start.`
   );
 }
 
@@ -151,7 +284,8 @@ export interface BrownOutSettings {
   brownOutSeconds: number;
   recoverySeconds: number;
   delayMs: number;
-  concurrencyPerMode: number;
+  /** Every mode runs at once on one emulator, each offered this load. */
+  load: OfferedLoad;
 }
 
 export const defaultBrownOut: BrownOutSettings = {
@@ -159,53 +293,66 @@ export const defaultBrownOut: BrownOutSettings = {
   brownOutSeconds: 20,
   recoverySeconds: 12,
   delayMs: 300,
-  concurrencyPerMode: 4,
+  load: { ratePerSecond: 30, arrivals: "poisson", seed: 3, maxInFlight: 256 },
 };
 
 /** One mode's figures in the brown-out case. */
 export interface BrownOutRow {
   mode: string;
-  /** p50 of reads that started between 5 s after the brown-out began and its end. */
+  kind: ModeSpec["kind"];
+  /** Reads scheduled between 5 s after the brown-out began and its end. */
+  brownOutReads: number;
+  /** p50 and p99 of those reads. */
   brownOutP50: number;
+  brownOutP99: number;
   /** Seconds after the brown-out began until a one-second window's p50 came within 10 % of the oracle's. */
   secondsToOracleP50: number | undefined;
   /** Seconds after the brown-out ended until the preferred region served most reads of a one-second window again. */
   secondsToPreferredAgain: number | undefined;
   extraRequests: number;
+  /** Request units of the arms that answered, per read and per second of the run. */
+  requestUnitsPerRead: number;
+  requestUnitsPerSecond: number;
   reads: number;
+  boundHits: number;
+  startLagP99: number;
+  errors: number;
 }
 
-function p50(latencies: readonly number[]): number {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+function recorderOf(reads: readonly TimedRead[]): LatencyRecorder {
+  const recorder = new LatencyRecorder();
+  for (const read of reads) recorder.record(read.latencyMs);
+  return recorder;
 }
 
 function secondP50s(timeline: ModeTimeline): Map<number, number> {
-  const buckets = new Map<number, number[]>();
+  const buckets = new Map<number, TimedRead[]>();
   for (const read of timeline.reads) {
     const second = Math.floor(read.second);
-    buckets.set(second, [...(buckets.get(second) ?? []), read.latencyMs]);
+    buckets.set(second, [...(buckets.get(second) ?? []), read]);
   }
-  return new Map([...buckets].map(([second, latencies]) => [second, p50(latencies)]));
+  return new Map([...buckets].map(([second, reads]) => [second, recorderOf(reads).valueAt(50)]));
 }
 
 /**
- * Every mode at once on one emulator, so that all meet the same brown-out at
- * the same moment. The oracle mode must be among the modes: it is the
+ * Every mode at once on one emulator, each offered the same open-loop load,
+ * so that all meet the same brown-out at the same moment with the same
+ * number of reads. The oracle mode must be among the modes: it is the
  * yardstick the others are measured against.
  */
 export async function runBrownOut(modes: readonly ModeSpec[], settings = defaultBrownOut): Promise<BrownOutRow[]> {
   const regions = [{ name: preferred }, { name: "West US", latencyMs: 30 }];
   const { emulator, base } = await seeded(regions, 3);
-  const clients = modes.map((mode) => new CosmosClient(modeClientOptions(mode, base, emulator)));
-  const regionOf = (endpoint: string): string | undefined =>
-    emulator.regions.find((region) => new URL(region.endpoint).host === new URL(endpoint).host)?.name;
+  const ledgers = modes.map((mode) => (mode.kind === "hedging" ? new ChargeLedger() : undefined));
+  const clients = modes.map((mode, m) => new CosmosClient(modeClientOptions(mode, base, emulator, ledgers[m])));
+  const regionOf = regionFinder(emulator);
   try {
     const timelineModes = modes.map((mode, m) => {
       const container = clients[m]!.database("bench").container("items");
       return { name: mode.name, read: async (index: number) => describeRead(await container.item(...itemKey(index)).read(), regionOf) };
     });
-    for (const mode of timelineModes) for (let i = 0; i < 20; i++) await mode.read(i);
+    await Promise.all(timelineModes.map((mode) => runOpenLoop({ ...settings.load, durationMs: warmUpMs }, mode.read)));
+    for (const ledger of ledgers) ledger?.clear();
     const phases: Phase[] = [
       { label: "healthy", seconds: settings.healthySeconds },
       {
@@ -219,12 +366,14 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
       },
       { label: "recovered", seconds: settings.recoverySeconds },
     ];
-    const timelines = await runTimeline(timelineModes, phases, { concurrencyPerMode: settings.concurrencyPerMode });
+    const timelines = await runTimeline(timelineModes, phases, { load: settings.load });
+    const totalSeconds = settings.healthySeconds + settings.brownOutSeconds + settings.recoverySeconds;
     const start = settings.healthySeconds;
     const end = start + settings.brownOutSeconds;
     const oracle = timelines.find((timeline) => timeline.name === modes.find((mode) => mode.kind === "oracle")?.name);
     const oracleP50s = oracle === undefined ? new Map<number, number>() : secondP50s(oracle);
-    return timelines.map((timeline) => {
+    const charges = await Promise.all(timelines.map((timeline, m) => chargeOf(ledgers[m], timeline.reads)));
+    return timelines.map((timeline, m) => {
       const perSecond = secondP50s(timeline);
       let secondsToOracleP50: number | undefined;
       for (let second = start; second < end; second++) {
@@ -243,13 +392,24 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
           break;
         }
       }
+      const brownOut = recorderOf(timeline.reads.filter((read) => read.second >= start + 5 && read.second < end));
+      const reads = Math.max(1, timeline.reads.length);
+      const charge = charges[m]!;
       return {
         mode: timeline.name,
-        brownOutP50: p50(timeline.reads.filter((read) => read.second >= start + 5 && read.second < end).map((read) => read.latencyMs)),
+        kind: modes[m]!.kind,
+        brownOutReads: brownOut.summary().count,
+        brownOutP50: brownOut.valueAt(50),
+        brownOutP99: brownOut.valueAt(99),
         secondsToOracleP50,
         secondsToPreferredAgain,
-        extraRequests: timeline.reads.reduce((sum, read) => sum + read.extraRequests, 0) / Math.max(1, timeline.reads.length),
+        extraRequests: timeline.reads.reduce((sum, read) => sum + read.extraRequests, 0) / reads,
+        requestUnitsPerRead: charge / reads,
+        requestUnitsPerSecond: charge / totalSeconds,
         reads: timeline.reads.length,
+        boundHits: timeline.load.boundHits,
+        startLagP99: timeline.load.startLag.valueAt(99),
+        errors: timeline.load.errors,
       };
     });
   } finally {
@@ -261,22 +421,46 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
 /** The brown-out table. */
 export function brownOutTable(rows: readonly BrownOutRow[], settings = defaultBrownOut): string {
   const seconds = (value: number | undefined): string => (value === undefined ? "never" : `${value} s`);
-  return markdownTable(
-    [
-      "mode",
-      "reads",
-      `p50 ms, brown-out from +5 s`,
-      "p50 within 10% of oracle after",
-      `preferred region serves again after`,
-      "extra requests",
-    ],
-    rows.map((row) => [
-      row.mode,
-      String(row.reads),
-      ms(row.brownOutP50),
-      seconds(row.secondsToOracleP50),
-      seconds(row.secondsToPreferredAgain),
-      percent(row.extraRequests),
-    ]),
-  ) + `\n\n(${settings.healthySeconds} s healthy, ${settings.brownOutSeconds} s with every read in the preferred region +${settings.delayMs} ms, ${settings.recoverySeconds} s healthy; every mode at once.)`;
+  const oracle = rows.find((row) => row.kind === "oracle");
+  return (
+    `${describeLoad(settings.load)}; ${settings.healthySeconds} s healthy, ${settings.brownOutSeconds} s with every read in the ` +
+    `preferred region +${settings.delayMs} ms, ${settings.recoverySeconds} s healthy; every mode at once on one emulator. ` +
+    `The brown-out percentiles are over the reads scheduled from 5 s after it began to its end.\n\n` +
+    markdownTable(
+      [
+        "mode",
+        "reads",
+        "brown-out reads from +5 s",
+        "p50 ms",
+        "p99 ms",
+        "÷ oracle p50 / p99",
+        "p50 within 10% of oracle after",
+        "preferred region serves again after",
+        "requests/read",
+        "extra requests",
+        "RU/read",
+        "RU/s",
+        "start lag p99 ms",
+        "bound hits",
+        "errors",
+      ],
+      rows.map((row) => [
+        row.mode,
+        String(row.reads),
+        String(row.brownOutReads),
+        ms(row.brownOutP50),
+        ms(row.brownOutP99),
+        `${ratio(row.brownOutP50, oracle?.brownOutP50)} / ${ratio(row.brownOutP99, oracle?.brownOutP99)}`,
+        seconds(row.secondsToOracleP50),
+        seconds(row.secondsToPreferredAgain),
+        (1 + row.extraRequests).toFixed(3),
+        percent(row.extraRequests),
+        row.requestUnitsPerRead.toFixed(2),
+        row.requestUnitsPerSecond.toFixed(0),
+        ms(row.startLagP99),
+        String(row.boundHits),
+        String(row.errors),
+      ]),
+    )
+  );
 }

@@ -48,14 +48,43 @@ function windowLayer(windows: readonly TimeWindow[]): object {
   };
 }
 
-/** A line per series over time (seconds), with the fault windows shaded. */
+// Red is left out: it shades the fault windows.
+const palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"];
+
+/** One colour per series in order of appearance; the reference series (the oracle) in black. */
+function seriesColors(names: readonly string[], reference: string | undefined): { domain: string[]; range: string[] } {
+  const domain = [...new Set(names)];
+  let next = 0;
+  return { domain, range: domain.map((name) => (name === reference ? "#000000" : palette[next++ % palette.length]!)) };
+}
+
+/**
+ * A line per series over time (seconds), with the fault windows shaded; the
+ * reference series, when given, is a dashed black line over the others.
+ */
 export function timeSeriesChart(options: {
   title: string;
   yTitle: string;
   values: readonly { second: number; series: string; value: number }[];
   windows: readonly TimeWindow[];
   logScale?: boolean;
+  reference?: string;
 }): TopLevelSpec {
+  const colors = seriesColors(
+    options.values.map((value) => value.series),
+    options.reference,
+  );
+  const encoding = {
+    x: { field: "second", type: "quantitative", title: "time (s)" },
+    y: {
+      field: "value",
+      type: "quantitative",
+      title: options.yTitle,
+      ...(options.logScale ? { scale: { type: "log" } } : {}),
+    },
+    color: { field: "series", type: "nominal", title: null, scale: colors, sort: colors.domain, legend: { labelLimit: 320 } },
+  };
+  const isReference = (value: { series: string }): boolean => value.series === options.reference;
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: options.title,
@@ -64,18 +93,14 @@ export function timeSeriesChart(options: {
     layer: [
       windowLayer(options.windows),
       {
-        data: { values: options.values.map((value) => ({ ...value })) },
+        data: { values: options.values.filter((value) => !isReference(value)).map((value) => ({ ...value })) },
         mark: { type: "line", point: false, strokeWidth: 1.5 },
-        encoding: {
-          x: { field: "second", type: "quantitative", title: "time (s)" },
-          y: {
-            field: "value",
-            type: "quantitative",
-            title: options.yTitle,
-            ...(options.logScale ? { scale: { type: "log" } } : {}),
-          },
-          color: { field: "series", type: "nominal", title: null },
-        },
+        encoding,
+      },
+      {
+        data: { values: options.values.filter(isReference).map((value) => ({ ...value })) },
+        mark: { type: "line", point: false, strokeWidth: 2, strokeDash: [6, 3] },
+        encoding,
       },
     ],
   } as TopLevelSpec;
@@ -104,8 +129,15 @@ export function servingRegionChart(options: {
   } as TopLevelSpec;
 }
 
-/** Grouped bars: each percentile per mode. */
-export function percentileBarsChart(values: readonly { mode: string; percentile: string; ms: number }[]): TopLevelSpec {
+/** Grouped bars: each percentile per mode, the reference mode (the oracle) in black. */
+export function percentileBarsChart(
+  values: readonly { mode: string; percentile: string; ms: number }[],
+  reference?: string,
+): TopLevelSpec {
+  const colors = seriesColors(
+    values.map((value) => value.mode),
+    reference,
+  );
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: "Latency percentiles per mode",
@@ -115,11 +147,11 @@ export function percentileBarsChart(values: readonly { mode: string; percentile:
     mark: "bar",
     encoding: {
       column: { field: "percentile", type: "ordinal", sort: ["p50", "p75", "p95", "p99", "p99.9"], title: null },
-      x: { field: "mode", type: "nominal", axis: { labels: false, title: null } },
+      x: { field: "mode", type: "nominal", axis: { labels: false, title: null }, sort: colors.domain },
       // Bars on a log scale need an explicit base; 1 ms sits below every figure worth showing.
       y: { field: "ms", type: "quantitative", title: "latency (ms, log)", scale: { type: "log", domainMin: 1 } },
       y2: { datum: 1 },
-      color: { field: "mode", type: "nominal", title: "mode" },
+      color: { field: "mode", type: "nominal", title: "mode", scale: colors, sort: colors.domain, legend: { labelLimit: 320 } },
     },
   } as TopLevelSpec;
 }

@@ -4,6 +4,7 @@ import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { Emulator } from "../../test/emulator/index.js";
+import type { ChargeLedger } from "./chargeLedger.js";
 import { oracleHttpClient } from "./oracle.js";
 import type { ReadDetail } from "./timeline.js";
 
@@ -24,13 +25,17 @@ export function fixedMode(threshold: number): ModeSpec {
 /** Every read to the region that will answer it first: the yardstick. */
 export const oracleMode: ModeSpec = { name: "oracle (fastest region)", kind: "oracle" };
 
-/** The client options of a mode, built over the account's base options; the oracle needs the emulator it predicts. */
-export function modeClientOptions(mode: ModeSpec, base: CosmosClientOptions, emulator?: Emulator): CosmosClientOptions {
+/**
+ * The client options of a mode, built over the account's base options; the
+ * oracle needs the emulator it predicts; a hedging client reports to the
+ * ledger, if given, what its reads cost.
+ */
+export function modeClientOptions(mode: ModeSpec, base: CosmosClientOptions, emulator?: Emulator, ledger?: ChargeLedger): CosmosClientOptions {
   switch (mode.kind) {
     case "plain":
       return base;
     case "hedging":
-      return withHedging(base, mode.hedging);
+      return withHedging(base, ledger === undefined ? mode.hedging : { ...mode.hedging, onDiagnostics: ledger.onDiagnostics });
     case "oracle":
       if (emulator === undefined) throw new Error("The oracle mode runs only on the emulator, whose regions it asks.");
       return { ...base, httpClient: oracleHttpClient(base.httpClient ?? createDefaultHttpClient(), emulator) };
@@ -54,6 +59,12 @@ export function describeRead(response: ItemResponse<ItemDefinition>, regionOfEnd
   const contacted = response.diagnostics?.clientSideRequestStatistics.locationEndpointsContacted ?? [];
   const last = contacted[contacted.length - 1];
   return { region: last === undefined ? undefined : regionOfEndpoint(last), charge: response.requestCharge ?? 0, extraRequests: 0 };
+}
+
+/** Request units of a mode's reads: from the ledger for a hedging client (drained losers included), else as each read reported it. */
+export async function chargeOf(ledger: ChargeLedger | undefined, details: readonly ReadDetail[]): Promise<number> {
+  if (ledger !== undefined) return (await ledger.settledCharge()).charge;
+  return details.reduce((sum, detail) => sum + detail.charge, 0);
 }
 
 /** Disposes every client. */

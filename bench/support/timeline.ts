@@ -1,4 +1,5 @@
-import { performance } from "node:perf_hooks";
+import type { OfferedLoad, OpenLoopResult } from "./openLoop.js";
+import { runOpenLoop } from "./openLoop.js";
 import { LatencyRecorder } from "./stats.js";
 
 /** What one read reports about itself. */
@@ -13,8 +14,9 @@ export interface ReadDetail {
 
 /** A read as a timeline records it. */
 export interface TimedRead extends ReadDetail {
-  /** Seconds from the start of the timeline. */
+  /** Seconds from the start of the timeline to the read's scheduled start. */
   second: number;
+  /** From the scheduled start to the answer. */
   latencyMs: number;
   failed: boolean;
 }
@@ -29,55 +31,50 @@ export interface Phase {
   fault?: boolean;
 }
 
-/** A mode's read operation, run over and over by its workers. */
+/** A mode's read operation, started on the offered schedule. */
 export interface TimelineMode {
   name: string;
   read: (index: number) => Promise<ReadDetail>;
 }
 
-/** Everything one mode did over the timeline. */
+/** What one mode has done so far. */
 export interface ModeTimeline {
   name: string;
+  /** Every read that has ended, in the order they ended. */
   reads: TimedRead[];
-  latencies: LatencyRecorder;
+}
+
+/** Everything one mode did over the timeline. */
+export interface FinishedTimeline extends ModeTimeline {
+  /** The open-loop run: latency from the scheduled start of every read, in-flight bound hits, start lag. */
+  load: OpenLoopResult<ReadDetail>;
 }
 
 /**
  * Runs every mode at once against the same account for the length of the
- * phases, so that all modes meet the same faults at the same moments and a
- * noisy machine slows them alike. Bounded in time: it stops by itself.
+ * phases, each offered the same open-loop load (the same arrival times,
+ * staggered by a fraction of the mean gap so the modes do not fire in
+ * lockstep), so that all modes meet the same faults at the same moments with
+ * the same number of reads. Bounded in time: it stops by itself.
  */
 export async function runTimeline(
   modes: readonly TimelineMode[],
   phases: readonly Phase[],
-  options: { concurrencyPerMode: number; onSecond?: (second: number, phase: string, timelines: readonly ModeTimeline[]) => void },
-): Promise<ModeTimeline[]> {
+  options: { load: OfferedLoad; onSecond?: (second: number, phase: string, timelines: readonly ModeTimeline[]) => void },
+): Promise<FinishedTimeline[]> {
   const totalSeconds = phases.reduce((sum, phase) => sum + phase.seconds, 0);
-  const timelines: ModeTimeline[] = modes.map((mode) => ({ name: mode.name, reads: [], latencies: new LatencyRecorder() }));
+  const timelines: ModeTimeline[] = modes.map((mode) => ({ name: mode.name, reads: [] }));
   const start = performance.now();
   const elapsedSeconds = (): number => (performance.now() - start) / 1000;
-  let running = true;
+  const staggerMs = 1000 / options.load.ratePerSecond / Math.max(1, modes.length);
 
-  const worker = async (mode: TimelineMode, timeline: ModeTimeline, offset: number): Promise<void> => {
-    let index = offset;
-    while (running) {
-      const began = performance.now();
-      const second = (began - start) / 1000;
-      try {
-        const detail = await mode.read(index);
-        const latencyMs = performance.now() - began;
-        timeline.latencies.record(latencyMs);
-        timeline.reads.push({ ...detail, second, latencyMs, failed: false });
-      } catch {
-        timeline.reads.push({ region: undefined, charge: 0, extraRequests: 0, second, latencyMs: performance.now() - began, failed: true });
-      }
-      index += options.concurrencyPerMode;
-    }
-  };
-
-  const workers = modes.flatMap((mode, m) =>
-    Array.from({ length: options.concurrencyPerMode }, (_, w) => worker(mode, timelines[m]!, w)),
-  );
+  const runs = modes.map((mode, m) => {
+    const timeline = timelines[m]!;
+    return runOpenLoop({ ...options.load, durationMs: totalSeconds * 1000, offsetMs: m * staggerMs }, mode.read, (read) => {
+      const detail = read.detail ?? { region: undefined, charge: 0, extraRequests: 0 };
+      timeline.reads.push({ ...detail, second: read.scheduledMs / 1000, latencyMs: read.latencyMs, failed: read.failed });
+    }).then((load): FinishedTimeline => ({ ...timeline, load }));
+  });
 
   let phaseStart = 0;
   for (const phase of phases) {
@@ -90,9 +87,7 @@ export async function runTimeline(
     undo?.();
     phaseStart = phaseEnd;
   }
-  running = false;
-  await Promise.all(workers);
-  return timelines;
+  return Promise.all(runs);
 }
 
 /** The fault windows of a timeline, for shading charts. */
@@ -125,4 +120,24 @@ export function perSecondPercentile(
     }
   }
   return values;
+}
+
+/** A figure per mode and second, over the reads scheduled in that second: their sum (per second) or their mean (per read). */
+export function perSecond(
+  timelines: readonly ModeTimeline[],
+  value: (read: TimedRead) => number,
+  aggregate: "sum" | "mean",
+): { second: number; series: string; value: number }[] {
+  return timelines.flatMap((timeline) => {
+    const buckets = new Map<number, { sum: number; count: number }>();
+    for (const read of timeline.reads) {
+      const bucket = buckets.get(Math.floor(read.second)) ?? { sum: 0, count: 0 };
+      bucket.sum += value(read);
+      bucket.count += 1;
+      buckets.set(Math.floor(read.second), bucket);
+    }
+    return [...buckets]
+      .sort((a, b) => a[0] - b[0])
+      .map(([second, { sum, count }]) => ({ second, series: timeline.name, value: aggregate === "sum" ? sum : sum / count }));
+  });
 }
