@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { benchModes } from "./support/benchModes.js";
 import { coldStartTable, defaultColdStartSettings, runColdStartSuite } from "./suites/coldStart.js";
 import { defaultOverheadSettings, overheadTable, runOverheadSuite } from "./suites/overhead.js";
+import { defaultSdkOverheadSettings, runSdkOverheadSuite, sdkOverheadTable } from "./suites/sdkOverhead.js";
 import { brownOutTable, countScenarios, defaultBrownOut, defaultTailLoad, runBrownOut, runCountScenario, tailCaption, tailTable } from "./suites/tail.js";
 import type { TailRow } from "./suites/tail.js";
 import { defaultWanSettings, runWanSuite, wanSection } from "./suites/wan.js";
@@ -43,13 +44,17 @@ console.log("Running the overhead microbenchmark...");
 const overhead = await runOverheadSuite(defaultOverheadSettings);
 parts.push(section("Overhead of the pass-through path (in-process, instant fake transport)", overheadTable(overhead, defaultOverheadSettings)));
 
+console.log("Running the overhead suite through the real @azure/cosmos client...");
+const sdkOverhead = await runSdkOverheadSuite(defaultSdkOverheadSettings);
+parts.push(section("Client CPU per read through the real @azure/cosmos client", sdkOverheadTable(sdkOverhead, defaultSdkOverheadSettings)));
+
 console.log("Running the WAN suite...");
 const wan = await runWanSuite(defaultWanSettings);
 parts.push(section("Over a WAN: the connections losers cost, aborted vs drained", wanSection(wan, defaultWanSettings)));
 
 const machine = `${cpus().length} cores, Node ${process.version}, ${started.toISOString().slice(0, 10)}`;
 mkdirSync(resultsFolder, { recursive: true });
-writeFileSync(join(resultsFolder, "latest.json"), JSON.stringify({ machine, started, tail, brownOut, coldStart, overhead, wan }, null, 2));
+writeFileSync(join(resultsFolder, "latest.json"), JSON.stringify({ machine, started, tail, brownOut, coldStart, overhead, sdkOverhead, wan }, null, 2));
 writeFileSync(
   join(resultsFolder, "latest.md"),
   `# Benchmark results\n\n\`npm run bench\` on ${machine}; the multi-region emulator on loopback. ` +
