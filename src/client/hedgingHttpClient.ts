@@ -140,11 +140,20 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
  * anywhere but where the SDK sent it.
  * @returns whether the request was kept from hedging.
  */
-function hedgeOnlyWithSdkOptions(request: PipelineRequest): boolean {
+function hedgeOnlyWithSdkOptions(request: PipelineRequest): "known" | "unreadable" | "missing" {
   const controls = requestControlsOf(request);
-  if (controls.sdkOptionsKnown === true) return false;
+  if (controls.sdkOptionsKnown === true) return "known";
   setRequestControls(request, { ...controls, hedging: false });
-  return true;
+  // An unreadable list was warned about where it was read; a missing one is warned about here.
+  return controls.sdkOptionsKnown === false ? "unreadable" : "missing";
+}
+
+/** The clients {@link buildHedgingHttpClient} made, so that one is never wrapped in another. */
+const hedgingClients = new WeakSet<HttpClient>();
+
+/** Whether an `HttpClient` is a hedging client of this package. */
+export function isHedgingHttpClient(client: unknown): boolean {
+  return typeof client === "object" && client !== null && hedgingClients.has(client as HttpClient);
 }
 
 /**
@@ -168,6 +177,10 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
   if (options.httpClient !== undefined && typeof options.httpClient?.sendRequest !== "function") {
     throw new TypeError(`httpClient must have a sendRequest function; got ${describe(options.httpClient)}.`);
   }
+  if (isHedgingHttpClient(options.httpClient)) {
+    // Every arm of the outer client would be raced again by the inner one.
+    throw new TypeError("httpClient is already a hedging client (withHedging or createHedgingHttpClient applied twice?); pass its own transport, or use it as it is.");
+  }
   const regions = new RegionCache({
     ...(options.preferredRegions !== undefined ? { preferredRegions: assertRegionList("preferredRegions", options.preferredRegions) } : {}),
     ...(options.excludedRegions !== undefined ? { excludedRegions: assertRegionList("excludedRegions", options.excludedRegions) } : {}),
@@ -189,11 +202,11 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
   const transport = options.httpClient ?? createDefaultHttpClient();
   logger.info(hedgingClientSummary(options));
   let warnedWithoutSdkOptions = false;
-  return {
+  const client: HedgingHttpClient = {
     pipeline,
     regions,
     sendRequest: (request) => {
-      if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request) && !warnedWithoutSdkOptions) {
+      if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request) === "missing" && !warnedWithoutSdkOptions) {
         warnedWithoutSdkOptions = true;
         logger.warning(
           "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient (were its plugins replaced?); it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",
@@ -203,4 +216,6 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
     },
     metrics: () => crossRegion.metrics(),
   };
+  hedgingClients.add(client);
+  return client;
 }

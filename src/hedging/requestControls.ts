@@ -33,9 +33,11 @@ export interface RequestHedgingControls {
   /** Set by the routing policy: what it did with the request. */
   readonly routing?: RequestRouting;
   /**
-   * Set when the request came through the `@azure/cosmos` request plugin
+   * `true` when the request came through the `@azure/cosmos` request plugin
    * that `withHedging` installs: the SDK's own per-request options are known,
    * and its `excludedLocations` are part of {@link RequestHedgingControls.excludedRegions}.
+   * `false` when the plugin ran but its list could not be read; unset when
+   * it did not run.
    */
   readonly sdkOptionsKnown?: boolean;
 }
@@ -141,12 +143,15 @@ function parseHedging(text: string): RequestHedgingSetting {
 
 const warned = new Set<string>();
 
-/** Warns once per header and problem: a hand-made header repeated on every request must not flood the log. */
-function warnGarbage(header: string, problem: string): void {
-  const key = `${header}:${problem}`;
+/** Warns once per kind of problem: a bad value repeated on every request must not flood the log. */
+function warnOnce(key: string, message: string): void {
   if (warned.has(key)) return;
   warned.add(key);
-  logger.warning(`Ignoring the ${header} request header: ${problem}.`);
+  logger.warning(message);
+}
+
+function warnGarbage(header: string, problem: string): void {
+  warnOnce(`${header}:${problem}`, `Ignoring the ${header} request header: ${problem}.`);
 }
 
 function parseHeader<T>(request: PipelineRequest, header: string, parse: (text: string) => T): T | undefined {
@@ -158,6 +163,28 @@ function parseHeader<T>(request: PipelineRequest, header: string, parse: (text: 
   } catch (error) {
     if (!(error instanceof GarbageHeader)) throw error;
     warnGarbage(header, error.message);
+    return undefined;
+  }
+}
+
+/**
+ * The SDK's `excludedLocations` of a request, from the plugin's header. The
+ * SDK takes names that ours refuse (control characters, hundreds of
+ * entries); such a request cannot be steered safely, and the warning names
+ * the option the user wrote, not our header.
+ */
+function parseSdkExclusions(request: PipelineRequest): readonly string[] | undefined {
+  const text = request.headers.get(requestControlHeaders.sdkExcludedRegions);
+  if (text === undefined) return undefined;
+  request.headers.delete(requestControlHeaders.sdkExcludedRegions);
+  try {
+    return parseExcludedRegions(text);
+  } catch (error) {
+    if (!(error instanceof GarbageHeader)) throw error;
+    warnOnce(
+      `sdk:${error.message}`,
+      `A request's @azure/cosmos excludedLocations cannot be read (${error.message}); the request is sent where the SDK sent it, unhedged.`,
+    );
     return undefined;
   }
 }
@@ -227,8 +254,10 @@ export function requestControlsOf(request: PipelineRequest): RequestHedgingContr
   if (known !== undefined) return known;
   let controls: RequestHedgingControls;
   if (hasControlHeader(request)) {
-    const sdkExcluded = parseHeader(request, requestControlHeaders.sdkExcludedRegions, parseExcludedRegions);
-    controls = withSdkExclusions(overlay(scope.getStore(), parseControlHeaders(request)), sdkExcluded);
+    const sdkHeader = request.headers.get(requestControlHeaders.sdkExcludedRegions);
+    const sdkExcluded = parseSdkExclusions(request);
+    const own = overlay(scope.getStore(), parseControlHeaders(request));
+    controls = sdkHeader !== undefined && sdkExcluded === undefined ? Object.freeze({ ...own, sdkOptionsKnown: false }) : withSdkExclusions(own, sdkExcluded);
   } else {
     const original = originalOf(request);
     controls = (original !== undefined ? controlsByRequest.get(original) : undefined) ?? scope.getStore() ?? noControls;

@@ -73,8 +73,9 @@ export interface CrossRegionHedgingPolicyOptions {
    */
   enabled?: boolean | "followAccount";
   /**
-   * Milliseconds to wait for the primary before the first hedge. Default 500
-   * when enabled explicitly; `min(1000, requestTimeout / 2)` when following
+   * Milliseconds to wait for the primary before the first hedge; must be
+   * below `requestTimeout`. Default 500 (or half of `requestTimeout` when
+   * that is smaller) when enabled explicitly; `min(1000, requestTimeout / 2)` when following
    * the account's PPAF state. `"adaptive"` (or an {@link AdaptiveThresholdOptions}
    * object) learns it instead: the 95th percentile (`1 - maxExtraLoad`) of
    * the recent healthy latency of the best region, per latency class,
@@ -205,10 +206,14 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
   optionalBoolean("hedgesWithoutSessionToken", options.hedgesWithoutSessionToken);
   optionalFunction("signer", options.signer);
   optionalFunction("onDiagnostics", options.onDiagnostics);
+  if (typeof threshold === "number" && threshold >= requestTimeout) {
+    // The SDK aborts the attempt at requestTimeout: a hedge due later could never go out.
+    throw new RangeError(`threshold must be below requestTimeout (${requestTimeout} ms); got ${describe(threshold)}.`);
+  }
   const fixedDefault =
     enabled === "followAccount"
       ? Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2)
-      : crossRegionHedgingDefaults.threshold;
+      : explicitDefaultThreshold(requestTimeout);
   const adaptive = threshold !== undefined && isAdaptiveThreshold(threshold) ? resolveAdaptiveThreshold(threshold, fixedDefault) : undefined;
   const budget =
     options.budget === false
@@ -219,6 +224,11 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
     throw new TypeError(`routing must be "preferred", "demotion" or "thompson"; got ${describe(routing)}.`);
   }
   return { enabled, requestTimeout, adaptive, budget, routing };
+}
+
+/** The explicit default threshold, brought below a short request timeout (to half of it) so that a hedge can still go out. */
+function explicitDefaultThreshold(requestTimeout: number): number {
+  return Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2);
 }
 
 /**
@@ -277,7 +287,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       ? { kind: "adaptive", thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep, settings: adaptive }
       : {
           kind: "fixed",
-          thresholdMs: fixedThreshold ?? crossRegionHedgingDefaults.threshold,
+          thresholdMs: fixedThreshold ?? explicitDefaultThreshold(requestTimeout),
           thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
           thresholdSource: "options",
         };
@@ -298,7 +308,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
           thresholdStepMs,
           thresholdSource: "ppafDefault",
         }
-      : { kind: "fixed", thresholdMs: crossRegionHedgingDefaults.threshold, thresholdStepMs, thresholdSource: "options" };
+      : { kind: "fixed", thresholdMs: explicitDefaultThreshold(requestTimeout), thresholdStepMs, thresholdSource: "options" };
   };
 
   const timingFor = (topology: AccountTopology | undefined, override: RequestHedgingControls["hedging"]): Timing | HedgeSkipReason => {

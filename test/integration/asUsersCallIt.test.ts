@@ -110,6 +110,23 @@ describe("as users call it, through the real CosmosClient", function () {
       assert.ok(diagnostics.every((entry) => entry.arms.every((arm) => arm.region !== "East US")));
     });
 
+    it("an excludedLocations list the SDK takes but no region name can match is not hedged, and the warning names excludedLocations", async function () {
+      const logs = captureAzureLogs("warning");
+      try {
+        const container = await hedgingContainer(preferred);
+        emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 200 });
+        await container.item("item-1", "pk").read({ excludedLocations: ["East\tUS"] });
+        assert.deepEqual(arrivals(["pointRead"]), { "East US": 0, "West US": 1, "North Europe": 0 });
+        assert.equal(diagnostics.at(-1)?.skipReason, "disabled");
+        const lines = logs.packageLines();
+        assert.ok(lines.some((line) => line.includes("@azure/cosmos excludedLocations cannot be read")), lines.join("\n"));
+        assert.ok(!lines.some((line) => line.includes("without the request plugin")), "the plugin did run");
+        assert.ok(!lines.some((line) => line.includes("x-cosmos-hedging")), "no internal header named");
+      } finally {
+        logs.restore();
+      }
+    });
+
     it("without the request plugin (plugins replaced), requests are not hedged at all, and a warning says why", async function () {
       const logs = captureAzureLogs("warning");
       try {

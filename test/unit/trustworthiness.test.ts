@@ -3,7 +3,9 @@ import { createEmptyPipeline, createHttpHeaders } from "@azure/core-rest-pipelin
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../../src/caches/regionCache.js";
 import type { RegionEndpoint } from "../../src/caches/regionCache.js";
+import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import { hedgingRequestOptions } from "../../src/client/requestOptions.js";
+import { withHedging } from "../../src/client/withHedging.js";
 import { sdkRequestPlugin } from "../../src/cosmos/sdkRequestPlugin.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
@@ -54,16 +56,36 @@ describe("trustworthiness: what users hit", function () {
       assert.throws(() => metadataHedgingPolicy({ threshold: 2 ** 31 - 1, requestTimeout: 2 ** 31 - 2 }), /^RangeError: threshold must be/);
     });
 
-    it("hedgingRequestOptions rejects a per-request threshold at 2^31 - 1 ms, and a hand-made header with one is ignored", function () {
+    it("hedgingRequestOptions rejects a per-request threshold at 2^31 - 1 ms", function () {
       assert.throws(() => hedgingRequestOptions({ hedging: { threshold: 2 ** 31 - 1 } }), /^RangeError: hedging\.threshold must be/);
-      const logs = captureAzureLogs("warning");
-      try {
-        const request = pointRead(eastUs);
-        request.headers.set(requestControlHeaders.hedging, JSON.stringify({ thresholdStep: 2 ** 31 }));
-        assert.equal(requestControlsOf(request).hedging, undefined);
-      } finally {
-        logs.restore();
-      }
+    });
+  });
+
+  describe("a threshold the SDK's request timeout would cut short", function () {
+    it("is rejected with a RangeError naming both", function () {
+      assert.throws(() => crossRegionHedgingPolicy({ threshold: 500, requestTimeout: 500 }), /^RangeError: threshold must be below requestTimeout \(500 ms\); got 500\.$/);
+    });
+
+    it("is never the default: the explicit default drops to half of a short requestTimeout", async function () {
+      const harness = { records: [] as HedgeDiagnostics[] };
+      const policy = crossRegionHedgingPolicy({
+        regions: new RegionCache({ topology: threeRegions }),
+        requestTimeout: 200,
+        onDiagnostics: (record) => harness.records.push(record),
+      });
+      const pipeline = createEmptyPipeline();
+      pipeline.addPolicy(policy);
+      const transport = { sendRequest: async (request: PipelineRequest): Promise<PipelineResponse> => ({ request, status: 200, headers: createHttpHeaders() }) };
+      await pipeline.sendRequest(transport, pointRead(eastUs));
+      assert.equal(harness.records[0]?.thresholdMs, 100);
+    });
+  });
+
+  describe("a hedging client wrapped in another", function () {
+    it("is refused: withHedging applied twice would race every arm again", function () {
+      const once = withHedging({ endpoint: "https://acct.documents.azure.com/", key: Buffer.from("k").toString("base64") });
+      assert.throws(() => withHedging(once), /^TypeError: httpClient is already a hedging client/);
+      assert.throws(() => createHedgingHttpClient({ httpClient: once.httpClient }), /^TypeError: httpClient is already a hedging client/);
     });
   });
 
