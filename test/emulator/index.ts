@@ -3,3 +3,5 @@ export type { EmulatorAccountSettings, EmulatorOptions, EmulatorRegionSpec } fro
 export type { FaultHandle, FaultRule } from "./faults.js";
 export { predictionHeader } from "./proxy.js";
 export type { RecordedRequest } from "./proxy.js";
+export { allowedClockSkewMs, signedHeaders } from "./authorization.js";
+export type { AuthorizationVerdict } from "./authorization.js";

@@ -8,6 +8,7 @@ import { withHedging } from "../../src/client/withHedging.js";
 import { RegionCache } from "../../src/caches/regionCache.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { masterKeySigner } from "../../src/cosmos/masterKeySigner.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
 import { startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
@@ -195,6 +196,9 @@ describe("crossRegionHedgingPolicy on a core-client ServiceClient", function () 
     });
     const client = new ServiceClient({ baseUri: emulator.region("West US").endpoint });
     client.pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold }), { afterPhase: "Retry" });
+    // The Sign phase comes after the hedging policy, so it signs every arm: the emulator refuses an unsigned or wrongly signed one.
+    const sign = masterKeySigner(emulator.key);
+    client.pipeline.addPolicy({ name: "masterKeySign", sendRequest: async (request, next) => (await sign(request), next(request)) }, { phase: "Sign" });
     const order = client.pipeline.getOrderedPolicies().map((policy) => policy.name);
     assert.ok(order.indexOf("crossRegionHedgingPolicy") > order.indexOf("defaultRetryPolicy"));
     assert.ok(order.indexOf("crossRegionHedgingPolicy") > order.indexOf("redirectPolicy"));
