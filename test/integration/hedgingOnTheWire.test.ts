@@ -25,7 +25,7 @@ describe("hedging as the service sees it", function () {
   describe("aborted arms", function () {
     it("a hedge win cuts the slow primary's request at the service", async function () {
       const { emulator } = fixture;
-      const { container } = await fixture.client({ hedging: { crossRegion: { threshold: 100 } }, warmUp });
+      const { container } = await fixture.client({ hedging: { crossRegion: { threshold: 100, thresholdStep: stallMs / 2 } }, warmUp });
       emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: stallMs });
       const response = await container.item(item.id, item.pk).read();
       assert.equal(response.statusCode, 200);
@@ -77,7 +77,7 @@ describe("hedging as the service sees it", function () {
       this.timeout(30_000);
       // A hedge 4.5 s after the primary: had it reused the primary's signature, its date would be 4.5 s
       // old and the service would refuse it; signed afresh, it is accepted.
-      const { container } = await strict.client({ hedging: { crossRegion: { threshold: 4500 } }, warmUp });
+      const { container } = await strict.client({ hedging: { crossRegion: { threshold: 4500, thresholdStep: stallMs / 2 } }, warmUp });
       strict.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: stallMs });
       const response = await container.item(item.id, item.pk).read();
       assert.equal(response.statusCode, 200);
