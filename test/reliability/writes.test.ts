@@ -18,8 +18,13 @@ import { useEmulator } from "../support/emulatorFixture.js";
 const writeKinds: readonly OperationKind[] = ["create", "upsert", "replace", "patch", "delete", "batch"];
 const writeRegion = "East US";
 const preferredLocations = ["West US", "East US", "North Europe"];
-/** Short, so that a hanging or delayed attempt times out quickly; the metadata threshold must sit below it. */
-const requestTimeout = 400;
+/**
+ * Short, so that a hanging or delayed attempt times out within the test, yet
+ * far above what a write takes on a loaded machine: an attempt times out
+ * only where a fault makes it, never because the machine was busy. The
+ * metadata threshold must sit below it.
+ */
+const requestTimeout = 3000;
 /** Tags every attempt `@azure/cosmos` makes, so that its arrivals at the service can be counted one by one. */
 const attemptHeader = "x-reliability-attempt";
 const database = "writes";
@@ -42,7 +47,7 @@ const faultMixes: readonly FaultMix[] = [
   { name: "408 from the service", emulator: [{ ...onWrites, status: 408 }] },
   { name: "429 with retry-after from the service", emulator: [{ ...onWrites, status: 429, headers: { "x-ms-retry-after-ms": "5" }, count: 12 }] },
   { name: "connection resets", emulator: [{ ...onWrites, connectionReset: true, count: 6 }] },
-  { name: "the service answering after the SDK's timeout", emulator: [{ ...onWrites, delayMs: requestTimeout + 300, count: 6 }] },
+  { name: "the service answering after the SDK's timeout", emulator: [{ ...onWrites, delayMs: requestTimeout + 1000, count: 6 }] },
   { name: "injected 503", policy: [{ ...policyOnWrites, result: { status: 503 } }] },
   { name: "injected 429 with retry-after", policy: [{ ...policyOnWrites, result: { status: 429, headers: { "x-ms-retry-after-ms": "5" } }, count: 12 }] },
   { name: "injected connection resets", policy: [{ ...policyOnWrites, connectionReset: true, count: 6 }] },
