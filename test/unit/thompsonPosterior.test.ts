@@ -161,18 +161,27 @@ describe("ThompsonRanking against its reference model", () => {
     await play([...observations(0, 0.2, 3), { observe: -4 }, { observe: Number.NaN }, { observe: Number.POSITIVE_INFINITY }, ...observations(2)]);
   });
 
-  it("holds at most ten observations' worth of evidence", async () => {
-    const reference = await play(observations(...Array.from({ length: 40 }, (_, i) => 10 + (i % 7))));
+  it("holds at most ten observations' worth of evidence, and the spread of what it keeps", async () => {
+    const reference = await play([...observations(...Array.from({ length: 40 }, (_, i) => 10 + (i % 7))), { censored: 16 }, { censored: 19 }]);
     assert.equal(reference.weight, maxWeight);
   });
 
   it("shrinks its history to two observations on a surprise, and follows the new level within a few reads", async () => {
-    const reference = await play(observations(...Array.from({ length: 12 }, () => 10), 400, 410, 395, 405, 10, 11));
+    const reference = await play([...observations(...Array.from({ length: 12 }, () => 10), 400, 410, 395, 405, 10, 11), { censored: 300 }]);
     assert.ok(reference.medianMs() > 20);
   });
 
   it("a first answer after a quiet spell counts against decayed evidence", async () => {
-    await play([...observations(10, 12, 11, 9), { waitMs: thompsonDefaults.halfLifeMs }, ...observations(40), { waitMs: 2 * thompsonDefaults.halfLifeMs }, ...observations(40, 41)]);
+    await play([
+      ...observations(10, 12, 11, 9, 14),
+      { waitMs: thompsonDefaults.halfLifeMs },
+      { censored: 15 },
+      ...observations(40),
+      { waitMs: 2 * thompsonDefaults.halfLifeMs },
+      ...observations(40, 41),
+      { waitMs: 3 * thompsonDefaults.halfLifeMs },
+      { censored: 60 },
+    ]);
   });
 
   it("imputes a censored arm as its expected latency above the bound, from the region's own spread", async () => {
@@ -181,7 +190,9 @@ describe("ThompsonRanking against its reference model", () => {
   });
 
   it("imputes a censored arm from the posterior's spread while the region has less than two observations", async () => {
-    await play([{ censored: 80 }, { observe: 30 }, { censored: 45 }, { censored: 200 }]);
+    await play([{ censored: 80 }]);
+    await play([{ observe: 30 }, { censored: 45 }, { censored: 200 }]);
+    await play([{ observe: 7 }, { censored: 9 }]);
   });
 
   it("ignores a bound at or below the median, and a non-finite one", async () => {
@@ -247,6 +258,8 @@ describe("ThompsonRanking's samples", () => {
     { name: "a region with no evidence against one with two answers", east: [], west: [20, 28] },
     { name: "two regions a little apart", east: [10, 13, 9, 12], west: [12, 16, 11, 15, 13, 14] },
     { name: "a known fast region against a barely known slow one", east: [5, 6, 5, 7, 6, 5, 6, 5], west: [60] },
+    // Here the unknown region goes first only from the far tail of its Student-t: the share tests the Gamma draw's shape.
+    { name: "an unknown region against a well known, much faster one", east: [], west: [5, 5, 6, 5, 5, 6, 5, 5, 6, 5] },
   ];
 
   for (const { name, east, west } of scenarios) {
