@@ -133,7 +133,8 @@ describe("adaptive hedging through the real CosmosClient", function () {
   });
 
   it("bounds the extra load when every region is slow: the budget refuses hedges and says so", async function () {
-    const { container, hedgingClient } = await connect({ crossRegion: { threshold: 5, budget: { maxExtraLoad: 0.1, minHedgesPerSecond: 0 } } });
+    // One hedge per read at most (the second would be due only after 10 s), so each read is either hedged or refused.
+    const { container, hedgingClient } = await connect({ crossRegion: { threshold: 5, thresholdStep: straggler, budget: { maxExtraLoad: 0.1, minHedgesPerSecond: 0 } } });
     for (const region of emulator.regions) region.addFault({ operations: ["pointRead"], delayMs: 40 });
     const records: HedgeDiagnostics[] = [];
     for (let i = 0; i < 30; i++) records.push((await read(container, i)).diagnostics);
