@@ -87,7 +87,7 @@ describe("faultInjectionPolicy over the emulator", function () {
   });
 
   it("serves a read from the other region when sending to the preferred region is slow, never sending the aborted primary", async function () {
-    const sendDelayMs = 1500;
+    const sendDelayMs = 3000;
     const { container, faults } = await hedgedContainer({ threshold: 50 });
     faults.addRule({ id: "slow-send-west", region: "West US", operations: ["pointRead"], delayMs: sendDelayMs });
 
