@@ -12,7 +12,7 @@ import { masterKeySigner } from "../../src/cosmos/masterKeySigner.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
 import type { Emulator } from "../emulator/index.js";
 import { useEmulator } from "../support/emulatorFixture.js";
-import { seen, settledRequests } from "../support/wire.js";
+import { assertSeen, settledRequests } from "../support/wire.js";
 
 const items = Array.from({ length: 6 }, (_, i) => ({ id: `item-${i}`, pk: `pk-${i % 3}`, value: i }));
 /** A region delayed this long loses every race it is in; the loser is cut, so no test waits for it. */
@@ -65,7 +65,7 @@ describe("crossRegionHedgingPolicy through the real CosmosClient", function () {
     );
     assert.ok(record.arms[1]!.startOffsetMs >= threshold - 5);
     // What the service saw: the primary cut before its answer, the hedge answered, North Europe never asked.
-    assert.deepEqual((await settledRequests(emulator, "pointRead")).map(seen), [
+    assertSeen(await settledRequests(emulator, "pointRead"), [
       { region: "West US", status: undefined, cutByClient: true },
       { region: "East US", status: 200, cutByClient: false },
     ]);
@@ -189,7 +189,7 @@ describe("crossRegionHedgingPolicy on a core-client ServiceClient", function () 
     assert.equal(JSON.parse(response.bodyAsText ?? "{}").id, "item-3");
     assert.ok(ms < slow / 2, `the hedged read took ${ms.toFixed(0)} ms`);
     assert.equal(getHedgeDiagnostics(response)?.winningRegion, "East US");
-    assert.deepEqual((await settledRequests(emulator, "pointRead")).map(seen), [
+    assertSeen(await settledRequests(emulator, "pointRead"), [
       { region: "West US", status: undefined, cutByClient: true },
       { region: "East US", status: 200, cutByClient: false },
     ]);

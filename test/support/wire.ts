@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import type { Emulator, RecordedRequest } from "../emulator/index.js";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
 
@@ -26,4 +27,13 @@ export async function settledRequests(emulator: Emulator, kind: OperationKind | 
 /** What the service saw of a request, in a form `assert.deepEqual` prints well. */
 export function seen(request: RecordedRequest): { region: string; status: number | undefined; cutByClient: boolean } {
   return { region: request.region, status: request.status, cutByClient: request.cutByClient };
+}
+
+type Seen = ReturnType<typeof seen>;
+
+const byRegion = (a: Seen, b: Seen): number => a.region.localeCompare(b.region) || String(a.status).localeCompare(String(b.status));
+
+/** Asserts what the service saw of these requests, whatever order they arrived in: a loaded machine can deliver a later arm first. */
+export function assertSeen(requests: readonly RecordedRequest[], expected: readonly Seen[]): void {
+  assert.deepEqual(requests.map(seen).sort(byRegion), [...expected].sort(byRegion));
 }
