@@ -55,3 +55,12 @@ function parseBooleanSwitch(name: string): boolean | undefined {
   }
   return undefined;
 }
+
+/**
+ * Forgets every value warned about, so that each warns again once.
+ * @internal For tests: the de-duplication is process-wide, so without this
+ * a test's warning depends on what ran before it. Not exported by the package.
+ */
+export function resetEnvironmentWarnings(): void {
+  warnedValues.clear();
+}

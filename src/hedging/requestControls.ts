@@ -154,6 +154,15 @@ function warnGarbage(header: string, problem: string): void {
   warnOnce(`${header}:${problem}`, `Ignoring the ${header} request header: ${problem}.`);
 }
 
+/**
+ * Forgets every garbage header warned about, so that each warns again once.
+ * @internal For tests: the de-duplication is process-wide, so without this
+ * a test's warning depends on what ran before it. Not exported by the package.
+ */
+export function resetControlHeaderWarnings(): void {
+  warned.clear();
+}
+
 function parseHeader<T>(request: PipelineRequest, header: string, parse: (text: string) => T): T | undefined {
   const text = request.headers.get(header);
   if (text === undefined) return undefined;

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { createHttpServer } from "@vercel/cosmosdb-server";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
 import { seededRandom } from "../../src/hedging/seededRandom.js";
+import { allowedClockSkewMs, verifyAuthorization } from "./authorization.js";
 import { FaultList } from "./faults.js";
 import type { FaultDecision, FaultHandle, FaultRule } from "./faults.js";
 import { TimerSet, serveRegionRequest } from "./proxy.js";
@@ -33,6 +34,10 @@ export interface EmulatorOptions extends EmulatorAccountSettings {
   seed?: number;
   /** Keep every request in {@link EmulatorRegion.requests}; benchmarks turn this off to bound memory. Default true. */
   recordRequests?: boolean;
+  /** How far a request's `x-ms-date` may be from the emulator's clock before it is refused with 401; default 15 minutes, as the service. */
+  allowedClockSkewMs?: number;
+  /** The account's master key (base64), so that two emulated accounts can have different keys. Default a fixed made-up key. */
+  key?: string;
 }
 
 /**
@@ -41,6 +46,9 @@ export interface EmulatorOptions extends EmulatorAccountSettings {
  * shows up as a spurious reset (or 502) in a benchmark.
  */
 const idleConnectionMs = 10 * 60_000;
+
+/** A made-up master key; base64, as the SDK needs to sign with it. */
+const emulatorKey = Buffer.from("cosmos-hedging emulator key").toString("base64");
 
 const defaultRegions: readonly EmulatorRegionSpec[] = [{ name: "East US" }, { name: "West US" }, { name: "North Europe" }];
 
@@ -61,6 +69,8 @@ export class EmulatorRegion implements RegionBehaviour {
   private log: RecordedRequest[] = [];
   private readonly predictions = new Map<string, FaultDecision | undefined>();
   private predictionCount = 0;
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
 
   /** @internal Use {@link startEmulator}. */
   constructor(
@@ -116,6 +126,22 @@ export class EmulatorRegion implements RegionBehaviour {
   arrived(request: RecordedRequest): void {
     this.counts.set(request.kind, (this.counts.get(request.kind) ?? 0) + 1);
     if (this.recordRequests) this.log.push(request);
+    this.inFlight++;
+  }
+
+  /** @internal Called by the region's proxy when a request has been answered, reset or cut. */
+  ended(): void {
+    this.inFlight--;
+    if (this.inFlight > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  /** Resolves once no request is in flight in the region: every one that arrived has been answered, reset or cut. */
+  idle(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /**
@@ -210,8 +236,10 @@ class EmulatedAccount {
 }
 
 interface EmulatorParts {
+  key: string;
   regions: EmulatorRegion[];
   account: EmulatedAccount;
+  target: { closing: boolean };
   proxies: http.Server[];
   backend: http.Server;
   agent: http.Agent;
@@ -227,13 +255,14 @@ function closeServer(server: http.Server): Promise<void> {
 
 /** A multi-region Cosmos DB account on loopback: one cosmosdb-server backend behind one proxy per region. */
 export class Emulator {
-  /** A dummy master key; the backend does not check signatures, but the SDK needs base64 to sign with. */
-  readonly key = Buffer.from("cosmos-hedging emulator key").toString("base64");
+  /** The account's master key (base64): every region checks each request's signature against it, as the service does. */
+  readonly key: string;
   readonly regions: readonly EmulatorRegion[];
   private closing: Promise<void> | undefined;
 
   /** @internal Use {@link startEmulator}. */
   constructor(private readonly parts: EmulatorParts) {
+    this.key = parts.key;
     this.regions = parts.regions;
   }
 
@@ -260,6 +289,16 @@ export class Emulator {
     for (const region of this.regions) region.resetCounters();
   }
 
+  /** Every request that reached any region since the last reset, in arrival order. */
+  get requests(): readonly RecordedRequest[] {
+    return this.regions.flatMap((region) => region.requests).sort((a, b) => a.at - b.at);
+  }
+
+  /** Resolves once no request is in flight in any region: what the service saw of the requests sent so far is complete. */
+  async idle(): Promise<void> {
+    await Promise.all(this.regions.map((region) => region.idle()));
+  }
+
   clearFaults(): void {
     for (const region of this.regions) region.clearFaults();
   }
@@ -271,7 +310,8 @@ export class Emulator {
   }
 
   private async shutdown(): Promise<void> {
-    const { proxies, backend, agent, timers } = this.parts;
+    const { proxies, backend, agent, timers, target } = this.parts;
+    target.closing = true;
     timers.clear();
     // Client-facing sockets first: their close aborts in-flight forwards before the agent and backend go.
     const closed = proxies.map(closeServer);
@@ -301,6 +341,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   if (new Set(specs.map((spec) => spec.name)).size !== specs.length) throw new RangeError("region names must be unique");
   for (const spec of specs) assertLatency(spec.latencyMs ?? 0);
   const seed = options.seed ?? 1;
+  const skewMs = options.allowedClockSkewMs ?? allowedClockSkewMs;
+  const key = options.key ?? emulatorKey;
+  const keyBytes = Buffer.from(key, "base64");
+  if (!(skewMs >= 0)) throw new RangeError(`allowedClockSkewMs must be >= 0; got ${skewMs}`);
 
   const backend = createHttpServer({ keepAlive: true, keepAliveTimeout: idleConnectionMs });
   const agent = new http.Agent({ keepAlive: true });
@@ -310,7 +354,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const account = new EmulatedAccount(regions);
   try {
     const backendPort = await listen(backend);
-    const target: ProxyTarget = { agent, backendPort, timers, accountBody: (body) => account.render(body) };
+    const target: ProxyTarget = {
+      agent,
+      backendPort,
+      timers,
+      accountBody: (body) => account.render(body),
+      authorize: (request) => verifyAuthorization(keyBytes, request, Date.now(), skewMs),
+      closing: false,
+    };
     await Promise.all(
       specs.map(async (spec, index) => {
         // No client knows the port before startEmulator returns, so regions[index] exists by the first request.
@@ -325,7 +376,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       }),
     );
     account.update(options);
-    return new Emulator({ regions, account, proxies, backend, agent, timers });
+    return new Emulator({ key, regions, account, target, proxies, backend, agent, timers });
   } catch (error) {
     agent.destroy();
     await Promise.all([backend, ...proxies].filter((server) => server.listening).map(closeServer));

@@ -5,3 +5,5 @@ export { predictionHeader } from "./proxy.js";
 export type { RecordedRequest } from "./proxy.js";
 export { Wan, WanRegion, connectionRequestHeader, startWan } from "./wan.js";
 export type { WanCounters, WanOptions } from "./wan.js";
+export { allowedClockSkewMs, signedHeaders } from "./authorization.js";
+export type { AuthorizationVerdict } from "./authorization.js";

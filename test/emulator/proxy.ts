@@ -3,19 +3,35 @@ import http from "node:http";
 import type { IncomingHttpHeaders } from "node:http";
 import { classifyShape } from "../../src/cosmos/operationKind.js";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
+import type { AuthorizationVerdict } from "./authorization.js";
 import type { FaultDecision, FaultRule } from "./faults.js";
 
-/** One request as it reached a region, before any fault or latency. */
+/**
+ * One request as it reached a region. Recorded on arrival, before any fault
+ * or latency; the fields about its end are filled in when it ends.
+ */
 export interface RecordedRequest {
-  method: string;
+  readonly method: string;
   /** The path and query, as sent. */
-  path: string;
-  kind: OperationKind;
+  readonly path: string;
+  readonly kind: OperationKind;
+  /** The region that received it. */
+  readonly region: string;
   /** Request headers, lower-case names; repeated headers joined with ", ". */
-  headers: Record<string, string>;
+  readonly headers: Record<string, string>;
   /** Arrival time, from `performance.now()`. */
-  at: number;
+  readonly at: number;
+  /** The master-key signature check: `"valid"`, or why the request was answered 401. */
+  readonly authorization: AuthorizationVerdict;
+  /** When the request ended (answered, reset or cut), from `performance.now()`; `undefined` while in flight. */
+  readonly endedAt: number | undefined;
+  /** The status of the answer written in full; `undefined` if none was. */
+  readonly status: number | undefined;
+  /** The client closed the connection before the answer was written: an aborted request, as the service sees it. */
+  readonly cutByClient: boolean;
 }
+
+type RequestRecord = { -readonly [Field in keyof RecordedRequest]: RecordedRequest[Field] };
 
 /** Timers the emulator owns, so that closing it can cancel every pending one. */
 export class TimerSet {
@@ -47,15 +63,21 @@ export interface ProxyTarget {
   readonly timers: TimerSet;
   /** The backend's database-account body, rewritten to describe the emulated account. */
   accountBody(backendBody: Buffer): Buffer;
+  /** Checks a request's master-key signature, as the service does before anything else. */
+  authorize(request: { method: string; path: string; header(name: string): string | undefined }): AuthorizationVerdict;
+  /** Whether the emulator is closing: connections it closes itself are not cut by a client. */
+  closing: boolean;
 }
 
-/** What a regional proxy asks of its region for each request. */
 /** The request header that carries an {@link EmulatorRegion.predict} token. */
 export const predictionHeader = "x-emulator-prediction";
 
+/** What a regional proxy asks of its region for each request. */
 export interface RegionBehaviour {
+  readonly name: string;
   readonly latencyMs: number;
   arrived(request: RecordedRequest): void;
+  ended(): void;
   decide(kind: OperationKind, predictionToken?: string, headers?: Readonly<Record<string, unknown>>): FaultDecision | undefined;
 }
 
@@ -92,6 +114,14 @@ function errorCode(status: number): string {
   return (http.STATUS_CODES[status] ?? "Error").replace(/[^A-Za-z]/g, "");
 }
 
+function answerUnauthorized(res: http.ServerResponse, verdict: AuthorizationVerdict): void {
+  const body = {
+    code: "Unauthorized",
+    message: `The input authorization token can't serve the request (emulator: ${verdict}).`,
+  };
+  send(res, 401, { "content-type": "application/json", "x-ms-activity-id": randomUUID() }, Buffer.from(JSON.stringify(body)));
+}
+
 function answerFault(res: http.ServerResponse, rule: FaultRule): void {
   const status = rule.status ?? 200;
   const payload =
@@ -111,9 +141,10 @@ function answerFault(res: http.ServerResponse, rule: FaultRule): void {
 }
 
 /**
- * Serves one request that reached a region: records it, waits the region's
- * latency plus any fault delay (cancelled if the client goes away), then
- * applies the fault or forwards to the backend.
+ * Serves one request that reached a region: records it, refuses it with 401
+ * if its signature does not check out, otherwise waits the region's latency
+ * plus any fault delay (cancelled if the client goes away), then applies the
+ * fault or forwards to the backend.
  */
 export function serveRegionRequest(
   region: RegionBehaviour,
@@ -123,32 +154,62 @@ export function serveRegionRequest(
 ): void {
   const method = req.method ?? "GET";
   const path = req.url ?? "/";
-  const kind = classifyShape({
+  const header = (name: string): string | undefined => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value.join(", ") : value;
+  };
+  const kind = classifyShape({ method, url: `http://127.0.0.1${path}`, header });
+  const record: RequestRecord = {
     method,
-    url: `http://127.0.0.1${path}`,
-    header: (name) => {
-      const value = req.headers[name];
-      return Array.isArray(value) ? value.join(", ") : value;
-    },
-  });
-  region.arrived({ method, path, kind, headers: flattenHeaders(req.headers), at: performance.now() });
-  const prediction = req.headers[predictionHeader];
-  const decision = region.decide(kind, typeof prediction === "string" ? prediction : undefined, req.headers);
+    path,
+    kind,
+    region: region.name,
+    headers: flattenHeaders(req.headers),
+    at: performance.now(),
+    authorization: target.authorize({ method, path, header }),
+    endedAt: undefined,
+    status: undefined,
+    cutByClient: false,
+  };
+  region.arrived(record);
 
   let cancelDelay: (() => void) | undefined;
   let upstream: http.ClientRequest | undefined;
-  // A hedge loser is aborted by its client: stop waiting and never reach the backend for it.
+  let resetByRule = false;
   res.on("close", () => {
-    if (res.writableFinished) return;
-    cancelDelay?.();
-    upstream?.destroy();
+    if (!res.writableFinished) {
+      // A hedge loser is aborted by its client: stop waiting and never reach the backend for it.
+      record.cutByClient = !resetByRule && !target.closing;
+      cancelDelay?.();
+      upstream?.destroy();
+    } else {
+      record.status = res.statusCode;
+    }
+    record.endedAt = performance.now();
+    region.ended();
   });
+
+  if (record.authorization !== "valid") {
+    // Refused before any fault rule sees it, as the service checks the signature first; the round trip still costs the latency.
+    const refuse = (): void => {
+      cancelDelay = undefined;
+      req.resume();
+      answerUnauthorized(res, record.authorization);
+    };
+    if (region.latencyMs > 0) cancelDelay = target.timers.schedule(region.latencyMs, refuse);
+    else refuse();
+    return;
+  }
+
+  const prediction = req.headers[predictionHeader];
+  const decision = region.decide(kind, typeof prediction === "string" ? prediction : undefined, req.headers);
 
   const act = (): void => {
     cancelDelay = undefined;
     if (res.destroyed) return;
     const rule = decision?.rule;
     if (rule?.connectionReset === true) {
+      resetByRule = true;
       req.socket.destroy();
     } else if (rule !== undefined && (rule.status !== undefined || rule.body !== undefined)) {
       // Drain the unread request body so that the connection stays usable.

@@ -263,7 +263,7 @@ describe("one hedging client, one account: two accounts in one process", functio
   const keyB = Buffer.from("account B key").toString("base64");
 
   before(async function () {
-    [accountA, accountB] = await Promise.all([startEmulator(), startEmulator()]);
+    [accountA, accountB] = await Promise.all([startEmulator({ key: keyA }), startEmulator({ key: keyB })]);
     for (const [emulator, owner] of [
       [accountA, "A"],
       [accountB, "B"],
@@ -308,7 +308,7 @@ describe("one hedging client, one account: two accounts in one process", functio
   });
 
   it("withHedging's output reused with B's endpoint and key never re-signs B's requests with A's key", async function () {
-    const hedgedA = withHedging({ ...optionsFor(accountA, ["East US", "West US"]), key: keyA }, { crossRegion: { threshold } });
+    const hedgedA = withHedging(optionsFor(accountA, ["East US", "West US"]), { crossRegion: { threshold } });
     const b = clientOf({ ...hedgedA, endpoint: accountB.endpoint, key: keyB });
     accountB.resetCounters();
     for (let i = 0; i < 10; i++) assert.equal((await b.item("shared-id", "pk").read()).resource?.owner, "B");

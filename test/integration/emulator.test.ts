@@ -4,17 +4,22 @@ import type { Container, CosmosClient } from "@azure/cosmos";
 import { createDefaultHttpClient } from "@azure/core-rest-pipeline";
 import type { HttpClient } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../../src/caches/regionCache.js";
-import { startEmulator } from "../emulator/index.js";
+import { signedHeaders, startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
 import { createTestClient, seedContainer } from "../support/cosmos.js";
+import { arrivalOf } from "../support/wire.js";
 
 const preferredLocations = ["West US", "East US"];
 
-/** A raw GET on a fresh connection, so that no pooled socket outlives the test. */
-function rawGet(url: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+/** A raw GET on a fresh connection, so that no pooled socket outlives the test; signed with `headers` (default: the emulator's key, now). */
+function rawGet(
+  emulator: Emulator,
+  url: string,
+  headers: http.OutgoingHttpHeaders = signedHeaders(emulator.key, "GET", new URL(url).pathname),
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     http
-      .get(url, { agent: false }, (res) => {
+      .get(url, { agent: false, headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
         res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
@@ -25,7 +30,7 @@ function rawGet(url: string): Promise<{ status: number; headers: http.IncomingHt
 }
 
 async function readAccount(emulator: Emulator): Promise<Record<string, unknown>> {
-  const response = await rawGet(emulator.endpoint);
+  const response = await rawGet(emulator, emulator.endpoint);
   assert.equal(response.status, 200);
   assert.equal(Number(response.headers["content-length"]), Buffer.byteLength(response.body));
   return JSON.parse(response.body) as Record<string, unknown>;
@@ -116,7 +121,7 @@ describe("multi-region emulator", function () {
       try {
         const get = () =>
           new Promise<boolean>((resolve, reject) => {
-            const request = http.get(emulator.endpoint, { agent }, (res) => {
+            const request = http.get(emulator.endpoint, { agent, headers: signedHeaders(emulator.key, "GET", "/") }, (res) => {
               res.resume();
               res.on("end", () => resolve(request.reusedSocket));
             });
@@ -132,21 +137,28 @@ describe("multi-region emulator", function () {
 
   describe("faults", function () {
     it("delays exactly the operations a rule names", async function () {
-      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 300 });
+      const fault = emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 300 });
       assert.ok((await elapsed(() => container.item("1", "a").read())) >= 300 - timerSlackMs);
-      assert.ok((await elapsed(() => container.items.query("SELECT * FROM c").fetchAll())) < 250);
+      await container.items.query("SELECT * FROM c").fetchAll();
+      assert.ok(emulator.region("West US").count("query") >= 1);
+      assert.equal(fault.applied, 1, "the query was not delayed");
     });
 
     it("adds the region's base latency to every request", async function () {
       emulator.region("West US").latencyMs = 150;
       assert.ok((await elapsed(() => container.item("1", "a").read())) >= 150 - timerSlackMs);
-      assert.ok((await elapsed(() => container.items.create({ id: "w3", pk: "w" }))) < 150);
+      // East US, the write region, has no latency: far below West's, whatever the load of the machine.
+      emulator.region("West US").latencyMs = 5000;
+      assert.ok((await elapsed(() => container.items.create({ id: "w3", pk: "w" }))) < 2500);
     });
 
     it("draws a random delay within the given range", async function () {
-      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: { min: 60, max: 120 } });
-      const took = await elapsed(() => container.item("1", "a").read());
-      assert.ok(took >= 60 - timerSlackMs && took < 200, `took ${took} ms`);
+      const west = emulator.region("West US");
+      west.addFault({ operations: ["pointRead"], delayMs: { min: 60, max: 120 } });
+      const drawn = Array.from({ length: 200 }, () => west.predict("pointRead").cost);
+      assert.ok(drawn.every((cost) => cost >= 60 && cost <= 120), `drawn: ${Math.min(...drawn)}..${Math.max(...drawn)}`);
+      assert.ok(Math.max(...drawn) - Math.min(...drawn) > 30, "the draws spread over the range");
+      assert.ok((await elapsed(() => container.item("1", "a").read())) >= 60 - timerSlackMs);
     });
 
     it("fails exactly the operations a rule names, at most count times", async function () {
@@ -163,7 +175,7 @@ describe("multi-region emulator", function () {
 
     it("answers a status fault without the backend, with Cosmos headers", async function () {
       emulator.region("East US").addFault({ operations: ["accountRead"], status: 503, substatus: 21008 });
-      const response = await rawGet(emulator.endpoint);
+      const response = await rawGet(emulator, emulator.endpoint);
       assert.equal(response.status, 503);
       assert.equal(response.headers["x-ms-substatus"], "21008");
       assert.equal(response.headers["x-ms-request-charge"], "1");
@@ -208,12 +220,16 @@ describe("multi-region emulator", function () {
     });
 
     it("does not forward a request whose client gave up during the delay", async function () {
-      emulator.region("East US").addFault({ operations: ["create"], delayMs: 300 });
-      await assert.rejects(container.items.create({ id: "a1", pk: "x" }, { abortSignal: AbortSignal.timeout(50) }), {
-        name: "AbortError",
-      });
-      await new Promise((resolve) => setTimeout(resolve, 350));
+      emulator.region("East US").addFault({ operations: ["create"], delayMs: 10_000 });
+      const controller = new AbortController();
+      const creating = container.items.create({ id: "a1", pk: "x" }, { abortSignal: controller.signal });
+      await arrivalOf(emulator, (request) => request.kind === "create");
+      controller.abort();
+      await assert.rejects(creating, { name: "AbortError" });
+      await emulator.idle();
+      assert.equal(emulator.region("East US").requests[0]?.cutByClient, true);
       assert.equal(emulator.region("East US").count("create"), 1);
+      emulator.clearFaults();
       assert.equal((await container.item("a1", "x").read()).statusCode, 404);
     });
 
@@ -347,7 +363,7 @@ describe("emulator lifecycle", function () {
     emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 10_000 });
     await assert.rejects(container.item("1", "a").read({ abortSignal: AbortSignal.timeout(20) }));
     emulator.region("East US").addFault({ operations: ["accountRead"], delayMs: 10_000 });
-    const pending = assert.rejects(rawGet(emulator.endpoint));
+    const pending = assert.rejects(rawGet(emulator, emulator.endpoint));
     await new Promise((resolve) => setTimeout(resolve, 20));
     client.dispose();
     await emulator.close();

@@ -1,13 +1,11 @@
 import assert from "node:assert/strict";
-import type { Container, CosmosClient } from "@azure/cosmos";
+import type { Container } from "@azure/cosmos";
 import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { faultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
 import type { FaultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
-import { startEmulator } from "../emulator/index.js";
-import type { Emulator } from "../emulator/index.js";
-import { createTestClient, seedContainer } from "../support/cosmos.js";
+import { useEmulator } from "../support/emulatorFixture.js";
 
 const preferredLocations = ["West US", "East US"];
 const database = "faults";
@@ -20,38 +18,19 @@ async function elapsed<T>(work: () => Promise<T>): Promise<{ value: T; ms: numbe
 }
 
 describe("faultInjectionPolicy over the emulator", function () {
-  let emulator: Emulator;
-  let client: CosmosClient | undefined;
-
-  before(async function () {
-    emulator = await startEmulator();
-    const seeder = createTestClient(emulator);
-    try {
-      await seedContainer(seeder, { database, container: containerId, items: [{ id: "1", pk: "a", value: 1 }] });
-    } finally {
-      seeder.dispose();
-    }
-  });
-
-  after(async function () {
-    await emulator.close();
-  });
-
-  afterEach(function () {
-    client?.dispose();
-    client = undefined;
-  });
+  const fixture = useEmulator({ database, container: containerId, items: [{ id: "1", pk: "a", value: 1 }], preferredLocations });
 
   /** A CosmosClient whose hedging pipeline ends with a fault-injection policy sharing its regions. */
   async function hedgedContainer(crossRegion: NonNullable<HedgingOptions["crossRegion"]>): Promise<{ container: Container; faults: FaultInjectionPolicy }> {
-    const hedging = createHedgingHttpClient({ crossRegion, preferredRegions: preferredLocations });
+    // A second hedge (to North Europe) only if the first takes seconds: each race has the arms its test expects.
+    const hedging = createHedgingHttpClient({
+      crossRegion: typeof crossRegion === "object" ? { thresholdStep: 5000, ...crossRegion } : crossRegion,
+      preferredRegions: preferredLocations,
+    });
     const faults = faultInjectionPolicy({ regions: hedging.regions, rules: [], seed: 1 });
     hedging.pipeline.addPolicy(faults, { afterPhase: "Sign" });
-    client = createTestClient(emulator, { preferredLocations, httpClient: hedging });
-    const container = client.database(database).container(containerId);
     // Warm up: the account read (which teaches the shared RegionCache the regions) and the container metadata.
-    await container.item("1", "a").read();
-    emulator.resetCounters();
+    const { container } = await fixture.client({ hedging: false, httpClient: hedging, warmUp: { id: "1", pk: "a" } });
     return { container, faults };
   }
 
@@ -73,8 +52,8 @@ describe("faultInjectionPolicy over the emulator", function () {
         ["East US", 200, "returned"],
       ],
     );
-    assert.equal(emulator.region("West US").count("pointRead"), 0, "a synthetic response never reaches the wire");
-    assert.equal(emulator.region("East US").count("pointRead"), 1);
+    assert.equal(fixture.emulator.region("West US").count("pointRead"), 0, "a synthetic response never reaches the wire");
+    assert.equal(fixture.emulator.region("East US").count("pointRead"), 1);
   });
 
   it("lets the SDK's own retry answer an injected 503 when hedging is off", async function () {
@@ -87,8 +66,8 @@ describe("faultInjectionPolicy over the emulator", function () {
     assert.equal(response.resource?.["value"], 1);
     assert.equal(rule.hits, 1);
     assert.equal(getHedgeDiagnostics(response)?.hedgeFired, false);
-    assert.equal(emulator.region("West US").count("pointRead"), 0);
-    assert.equal(emulator.region("East US").count("pointRead"), 1, "the SDK retried the 503 in the next preferred region");
+    assert.equal(fixture.emulator.region("West US").count("pointRead"), 0);
+    assert.equal(fixture.emulator.region("East US").count("pointRead"), 1, "the SDK retried the 503 in the next preferred region");
   });
 
   it("serves a read from the other region when the preferred region answers late, after reaching both", async function () {
@@ -98,24 +77,25 @@ describe("faultInjectionPolicy over the emulator", function () {
     const { value: response, ms } = await elapsed(() => container.item("1", "a").read());
 
     assert.equal(response.resource?.["value"], 1);
-    assert.ok(ms < 1500, `the hedge answered in ${Math.round(ms)} ms, not after the 3000 ms delay`);
+    assert.ok(ms < 3000, `the hedge answered in ${Math.round(ms)} ms, not after the 3000 ms delay`);
     const diagnostics = getHedgeDiagnostics(response);
     assert.equal(diagnostics?.hedgeWon, true);
     assert.equal(diagnostics?.winningRegion, "East US");
     assert.equal(faults.hits("slow-west"), 1);
-    assert.equal(emulator.region("West US").count("pointRead"), 1, "the primary reached its region");
-    assert.equal(emulator.region("East US").count("pointRead"), 1, "the hedge reached the other region");
+    assert.equal(fixture.emulator.region("West US").count("pointRead"), 1, "the primary reached its region");
+    assert.equal(fixture.emulator.region("East US").count("pointRead"), 1, "the hedge reached the other region");
   });
 
   it("serves a read from the other region when sending to the preferred region is slow, never sending the aborted primary", async function () {
+    const sendDelayMs = 3000;
     // Aborted, not drained: a drained primary would go out once its send delay was over.
     const { container, faults } = await hedgedContainer({ threshold: 50, drainLosers: false });
-    faults.addRule({ id: "slow-send-west", region: "West US", operations: ["pointRead"], delayMs: 3000 });
+    faults.addRule({ id: "slow-send-west", region: "West US", operations: ["pointRead"], delayMs: sendDelayMs });
 
     const { value: response, ms } = await elapsed(() => container.item("1", "a").read());
 
     assert.equal(response.resource?.["value"], 1);
-    assert.ok(ms < 1500, `the hedge answered in ${Math.round(ms)} ms`);
+    assert.ok(ms < sendDelayMs, `the hedge answered in ${Math.round(ms)} ms`);
     assert.deepEqual(
       getHedgeDiagnostics(response)?.arms.map((arm) => [arm.region, arm.outcome]),
       [
@@ -123,12 +103,16 @@ describe("faultInjectionPolicy over the emulator", function () {
         ["East US", "returned"],
       ],
     );
-    assert.equal(emulator.region("West US").count("pointRead"), 0, "the primary was aborted during its delay, before the wire");
-    assert.equal(emulator.region("East US").count("pointRead"), 1);
+    // Past the moment the primary's send delay would have ended: a primary sent late would have arrived by now.
+    await new Promise((resolve) => setTimeout(resolve, sendDelayMs - ms + 200));
+    await fixture.emulator.idle();
+    assert.equal(fixture.emulator.region("West US").count("pointRead"), 0, "the primary was aborted during its delay, before the wire");
+    assert.equal(fixture.emulator.region("East US").count("pointRead"), 1);
   });
 
   it("leaves every request alone while switched off", async function () {
-    const { container, faults } = await hedgedContainer({ threshold: 50 });
+    // A threshold far above a healthy read's latency: the read is not hedged because it is fast, whatever the machine's load.
+    const { container, faults } = await hedgedContainer({ threshold: 2000 });
     faults.addRule({ id: "west-503", region: "West US", result: { status: 503 } });
     faults.enabled = false;
 
@@ -137,7 +121,7 @@ describe("faultInjectionPolicy over the emulator", function () {
     assert.equal(response.statusCode, 200);
     assert.equal(getHedgeDiagnostics(response)?.winningRegion, "West US");
     assert.equal(faults.hits("west-503"), 0);
-    assert.equal(emulator.region("West US").count("pointRead"), 1);
-    assert.equal(emulator.region("East US").count("pointRead"), 0);
+    assert.equal(fixture.emulator.region("West US").count("pointRead"), 1);
+    assert.equal(fixture.emulator.region("East US").count("pointRead"), 0);
   });
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
-import type { Container, CosmosClient } from "@azure/cosmos";
+import type { Container } from "@azure/cosmos";
 import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-pipeline";
 import type { HttpClient } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../../src/caches/regionCache.js";
@@ -10,67 +10,51 @@ import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
 import { excludedRegionsPolicy } from "../../src/policies/excludedRegionsPolicy.js";
-import { startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
-import { createTestClient, seedContainer } from "../support/cosmos.js";
+import { useEmulator } from "../support/emulatorFixture.js";
 
 const items = Array.from({ length: 4 }, (_, i) => ({ id: `item-${i}`, pk: `pk-${i % 2}`, value: i }));
 const preferred = ["West US", "East US", "North Europe"];
 const regionNames = ["East US", "West US", "North Europe"];
-/** Long enough that a hedge (after `threshold`) always fires first; short enough to keep the file fast. */
-const slow = 400;
-const threshold = 50;
+/**
+ * Far above what a healthy read takes, even on a loaded machine: a read
+ * hedges only when a fault delays it, never because the machine was slow.
+ */
+const threshold = 500;
+/** A region delayed this long loses every race it is in; the loser is cut, so no test waits for it. */
+const slow = 10_000;
+/** Long enough to show that a request waited past the threshold without a hedge, short enough to keep the file fast. */
+const pastThreshold = threshold + 300;
 const queryKinds: OperationKind[] = ["query", "queryPlan"];
 
 describe("region routing through the real CosmosClient", function () {
+  const fixture = useEmulator({ items, preferredLocations: preferred });
   let emulator: Emulator;
   let regions: RegionCache;
-  let client: CosmosClient;
   let container: Container;
   let diagnostics: HedgeDiagnostics[];
 
-  before(async function () {
-    emulator = await startEmulator();
-    const seeder = createTestClient(emulator);
-    await seedContainer(seeder, { database: "db", container: "items", items });
-    seeder.dispose();
-  });
-
-  after(async function () {
-    await emulator.close();
-  });
-
   beforeEach(async function () {
+    emulator = fixture.emulator;
     diagnostics = [];
     // The hedging client's pipeline: routing first, then hedging, sharing one RegionCache.
     regions = new RegionCache({ preferredRegions: preferred });
     const pipeline = createEmptyPipeline();
     pipeline.addPolicy(excludedRegionsPolicy({ regions }));
-    pipeline.addPolicy(
-      crossRegionHedgingPolicy({ regions, threshold, thresholdStep: threshold, onDiagnostics: (record) => diagnostics.push(record) }),
-    );
+    pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold, thresholdStep: threshold, onDiagnostics: (record) => diagnostics.push(record) }));
     const transport = createDefaultHttpClient();
     const httpClient: HttpClient = { sendRequest: (request) => pipeline.sendRequest(transport, request) };
-    client = createTestClient(emulator, { preferredLocations: preferred, httpClient });
-    container = client.database("db").container("items");
     // Warm the SDK's caches (and the RegionCache's topology) so that each test sees only its own operation.
-    await container.item("item-0", "pk-0").read();
-    emulator.resetCounters();
-    emulator.clearFaults();
-    diagnostics = [];
-  });
-
-  afterEach(function () {
-    client.dispose();
-    emulator.clearFaults();
+    ({ container } = await fixture.client({ hedging: false, httpClient, warmUp: { id: "item-0", pk: "pk-0" } }));
+    diagnostics.length = 0;
   });
 
   function counts(kind: OperationKind | OperationKind[]): Record<string, number> {
     return Object.fromEntries(regionNames.map((name) => [name, emulator.region(name).count(kind)]));
   }
 
-  function delay(region: string, operations: OperationKind[] = ["pointRead"]): void {
-    emulator.region(region).addFault({ operations, delayMs: slow });
+  function delay(region: string, operations: OperationKind[] = ["pointRead"], delayMs = slow): void {
+    emulator.region(region).addFault({ operations, delayMs });
   }
 
   async function timed<T>(operation: () => Promise<T>): Promise<{ result: T; ms: number }> {
@@ -158,10 +142,10 @@ describe("region routing through the real CosmosClient", function () {
 
   describe("a request pinned to a region", function () {
     it("goes to that region and is not hedged, however slow it is", async function () {
-      delay("North Europe");
+      delay("North Europe", ["pointRead"], pastThreshold);
       const { result, ms } = await timed(() => container.item("item-1", "pk-1").read(hedgingRequestOptions({ region: "North Europe" })));
       assert.equal(result.resource?.value, 1);
-      assert.ok(ms >= slow - 5, `the pinned read waited for its region (${ms.toFixed(0)} ms)`);
+      assert.ok(ms >= pastThreshold - 5, `the pinned read waited for its region (${ms.toFixed(0)} ms)`);
       assert.deepEqual(counts("pointRead"), { "West US": 0, "East US": 0, "North Europe": 1 });
       assert.equal(getHedgeDiagnostics(result.headers)?.skipReason, "pinnedRegion");
     });
@@ -184,15 +168,17 @@ describe("region routing through the real CosmosClient", function () {
 
   describe("hedging: false on one request", function () {
     it("turns hedging off for that request alone", async function () {
-      delay("West US");
+      const fault = emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: pastThreshold, count: 1 });
       const unhedged = await timed(() => container.item("item-1", "pk-1").read(hedgingRequestOptions({ hedging: false })));
-      assert.ok(unhedged.ms >= slow - 5, `the unhedged read waited (${unhedged.ms.toFixed(0)} ms)`);
+      assert.ok(unhedged.ms >= pastThreshold - 5, `the unhedged read waited (${unhedged.ms.toFixed(0)} ms)`);
       assert.deepEqual(counts("pointRead"), { "West US": 1, "East US": 0, "North Europe": 0 });
       assert.equal(getHedgeDiagnostics(unhedged.result.headers)?.skipReason, "disabled");
 
+      fault.remove();
+      delay("West US");
       emulator.resetCounters();
       const hedged = await timed(() => container.item("item-1", "pk-1").read());
-      assert.ok(hedged.ms < slow, `the next read hedged (${hedged.ms.toFixed(0)} ms)`);
+      assert.ok(hedged.ms < slow / 2, `the next read hedged (${hedged.ms.toFixed(0)} ms)`);
       assert.equal(getHedgeDiagnostics(hedged.result.headers)?.winningRegion, "East US");
     });
   });
@@ -206,7 +192,7 @@ describe("region routing through the real CosmosClient", function () {
 
     it("never reach the service, for point reads, queries and creates, while your own initialHeaders do", async function () {
       const mine = { initialHeaders: { "x-test-marker": "routing" } };
-      await container.item("item-1", "pk-1").read(hedgingRequestOptions({ excludedRegions: ["West US"], hedging: { threshold: 60 } }, mine));
+      await container.item("item-1", "pk-1").read(hedgingRequestOptions({ excludedRegions: ["West US"], hedging: { threshold: 600 } }, mine));
       await container.items
         .query("SELECT * FROM c", hedgingRequestOptions({ excludedRegions: ["West US"], hedging: false }, mine))
         .fetchAll();

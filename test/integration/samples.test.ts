@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
+import { ensureFreshBuild } from "../support/freshBuild.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -72,9 +72,9 @@ describe("samples", function () {
   const runs = new Map<string, Promise<SampleRun>>();
 
   before(function () {
-    if (!existsSync(`${root}dist/esm/index.js`)) {
-      throw new Error("The samples import the package by its name, which resolves to dist/: run `npm run build` first.");
-    }
+    // The samples import the package by its name, which resolves to dist/: build it first when it is stale.
+    this.timeout(120_000);
+    ensureFreshBuild();
     // One per core at a time: each is mostly start-up work, and an idle core keeps a sample's timings honest.
     const lanes = Math.max(2, availableParallelism());
     const names = Object.keys(expectations);

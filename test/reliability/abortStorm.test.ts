@@ -14,7 +14,7 @@ import { faultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js
 import type { FaultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
 import { runUntilIdle } from "../support/clockDriver.js";
 import { eastUs, northEurope, query, requestTo, ukSouth, westUs } from "../support/hedgingFixtures.js";
-import { LeakCheck, useFakeClock } from "../support/leakCheck.js";
+import { LeakCheck, checkEachTest, useFakeClock } from "../support/leakCheck.js";
 import { PlannedTransport } from "../support/plannedTransport.js";
 import type { Plan } from "../support/plannedTransport.js";
 
@@ -141,20 +141,21 @@ describe("abort storms (fake clock)", function () {
     leaks = new LeakCheck(clock);
   });
 
-  afterEach(async function () {
-    try {
-      await leaks.verify();
-      assert.deepEqual(
-        warnings.map((warning) => `${warning.name}: ${warning.message}`),
-        [],
-        "process warnings (MaxListenersExceededWarning among them)",
-      );
-    } finally {
-      process.off("warning", onWarning);
-      clock.restore();
-      if (savedSwitch === undefined) delete process.env[metadataHedgingEnvironmentVariable];
-      else process.env[metadataHedgingEnvironmentVariable] = savedSwitch;
-    }
+  checkEachTest(async () => {
+    await leaks.verify();
+    assert.deepEqual(
+      warnings.map((warning) => `${warning.name}: ${warning.message}`),
+      [],
+      "process warnings (MaxListenersExceededWarning among them)",
+    );
+  });
+
+  afterEach(function () {
+    leaks.dispose();
+    process.off("warning", onWarning);
+    clock.restore();
+    if (savedSwitch === undefined) delete process.env[metadataHedgingEnvironmentVariable];
+    else process.env[metadataHedgingEnvironmentVariable] = savedSwitch;
   });
 
   function hedgingClient(

@@ -15,9 +15,7 @@ import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingP
 import { excludedRegionsPolicy } from "../../src/policies/excludedRegionsPolicy.js";
 import { faultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
 import { metadataHedgingPolicy } from "../../src/policies/metadataHedgingPolicy.js";
-import { startEmulator } from "../emulator/index.js";
-import type { Emulator } from "../emulator/index.js";
-import { createTestClient, seedContainer } from "../support/cosmos.js";
+import { useEmulator } from "../support/emulatorFixture.js";
 import { requestTo } from "../support/hedgingFixtures.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 import { PlannedTransport } from "../support/plannedTransport.js";
@@ -53,22 +51,14 @@ function assertNamedError(run: () => unknown, option: string, value: unknown, la
 
 describe("hostile input", function () {
   this.timeout(30_000);
-  let emulator: Emulator;
+  const fixture = useEmulator({ database, container: containerId, items: [{ id: "1", pk: "a", value: 1 }], preferredLocations });
   const savedSwitch = process.env[metadataHedgingEnvironmentVariable];
 
-  before(async function () {
+  before(function () {
     delete process.env[metadataHedgingEnvironmentVariable];
-    emulator = await startEmulator();
-    const seeder = createTestClient(emulator);
-    try {
-      await seedContainer(seeder, { database, container: containerId, items: [{ id: "1", pk: "a", value: 1 }] });
-    } finally {
-      seeder.dispose();
-    }
   });
 
-  after(async function () {
-    await emulator.close();
+  after(function () {
     if (savedSwitch === undefined) delete process.env[metadataHedgingEnvironmentVariable];
     else process.env[metadataHedgingEnvironmentVariable] = savedSwitch;
   });
@@ -90,31 +80,22 @@ describe("hostile input", function () {
           return response;
         },
       };
-      const options = withHedging(
-        { endpoint: emulator.endpoint, key: emulator.key, httpClient: rewriting, connectionPolicy: { preferredLocations } },
-        { crossRegion: { threshold: 50 }, metadata: true },
-      );
-      hedging = options.httpClient as HedgingHttpClient;
-      client = createTestClient(emulator, options);
-      container = client.database(database).container(containerId);
-      await container.item("1", "a").read();
+      // A threshold far above a healthy read's latency: every read below that must hedge only where a fault makes it slow.
+      const made = await fixture.client({ httpClient: rewriting, hedging: { crossRegion: { threshold: 1000 }, metadata: true }, warmUp: { id: "1", pk: "a" } });
+      ({ client, container } = made);
+      hedging = made.hedging!;
       assert.ok(hedging.regions.topology !== undefined, "the topology was learned from the account");
       known = hedging.regions.topology;
     });
 
-    after(function () {
-      client.dispose();
-    });
-
     afterEach(function () {
       rawAccountBody = undefined;
-      emulator.clearFaults();
     });
 
     /** Serves `body` once on the next account read, has the SDK read the account, and returns our warnings. */
     async function serveAccountBody(body: { json: unknown } | { raw: string }): Promise<string[]> {
       if ("raw" in body) rawAccountBody = body.raw;
-      else emulator.region("East US").addFault({ operations: ["accountRead"], body: body.json, count: 1 });
+      else fixture.emulator.region("East US").addFault({ operations: ["accountRead"], body: body.json, count: 1 });
       const logs = captureAzureLogs("warning");
       try {
         // @azure/cosmos may reject the body itself; what matters is what the hedging policies make of it.
@@ -128,6 +109,7 @@ describe("hostile input", function () {
 
     /** The next read succeeds in the region the SDK chose, and its diagnostics know that region. */
     async function assertNextReadRoutedAsBefore(): Promise<void> {
+      const { emulator } = fixture;
       emulator.resetCounters();
       const response = await container.item("1", "a").read();
       assert.equal(response.statusCode, 200);
@@ -186,6 +168,7 @@ describe("hostile input", function () {
     }
 
     it("flags of the wrong type: a warning, the flag taken as false, and the regions kept", async function () {
+      const { emulator } = fixture;
       const location = (region: { name: string; endpoint: string }) => ({ name: region.name, databaseAccountEndpoint: region.endpoint });
       const warnings = await serveAccountBody({
         json: {
@@ -208,7 +191,7 @@ describe("hostile input", function () {
     });
 
     it("after all of them, a read whose region is slow is still hedged to the next preferred region", async function () {
-      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 2000, count: 1 });
+      fixture.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 10_000, count: 1 });
       const response = await container.item("1", "a").read();
       assert.equal(response.statusCode, 200);
       const diagnostics = getHedgeDiagnostics(response.headers);
@@ -248,27 +231,17 @@ describe("hostile input", function () {
   });
 
   describe("control-header values with CR or LF", function () {
-    let client: CosmosClient;
     let container: Container;
 
     before(async function () {
-      client = createTestClient(
-        emulator,
-        withHedging({ endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { preferredLocations } }, { crossRegion: { threshold: 50 } }),
-      );
-      container = client.database(database).container(containerId);
-      await container.item("1", "a").read();
-    });
-
-    after(function () {
-      client.dispose();
+      ({ container } = await fixture.client({ hedging: { crossRegion: { threshold: 1000 } }, warmUp: { id: "1", pk: "a" } }));
     });
 
     const badValues = ["West US\r\nx-injected: 1", "West US\n", "\rWest US", "West\u0000US"];
 
     for (const value of badValues) {
       it(`hedgingRequestOptions rejects ${JSON.stringify(value)} with a TypeError before anything is sent`, async function () {
-        emulator.resetCounters();
+        const { emulator } = fixture;
         const attempts: Array<[string, () => Promise<unknown>]> = [
           ["region", () => container.item("1", "a").read(hedgingRequestOptions({ region: value }))],
           ["excludedRegions[1]", () => container.item("1", "a").read(hedgingRequestOptions({ excludedRegions: ["North Europe", value] }))],
@@ -289,7 +262,7 @@ describe("hostile input", function () {
     }
 
     it("a hand-made control header with CR/LF is dropped with a warning, never reaches the wire, and the read succeeds", async function () {
-      emulator.resetCounters();
+      const { emulator } = fixture;
       const logs = captureAzureLogs("warning");
       try {
         for (const header of ["x-cosmos-hedging-region", "x-cosmos-hedging-excluded-regions", "x-cosmos-hedging", "X-Cosmos-Hedging-Region"]) {
@@ -433,18 +406,11 @@ describe("hostile input", function () {
 
     for (const value of garbage) {
       it(`${JSON.stringify(value.slice(0, 24))}: a warning naming the variable, and a cold client's first read still succeeds`, async function () {
-        // The warned-value memory is process-wide: make the value this test's own.
-        const unique = `${value} ${process.pid}-${Math.random()}`;
-        process.env[metadataHedgingEnvironmentVariable] = unique;
+        process.env[metadataHedgingEnvironmentVariable] = value;
         // From before the client exists: the value is warned about when the client is created.
         const logs = captureAzureLogs("warning");
-        const client = createTestClient(
-          emulator,
-          withHedging({ endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { preferredLocations } }, { metadata: { threshold: 50 } }),
-        );
+        const { container } = await fixture.client({ hedging: { metadata: { threshold: 1000 } } });
         try {
-          emulator.resetCounters();
-          const container = client.database(database).container(containerId);
           // A Collection read: the metadata policy considers it, and so reads the switch.
           assert.equal((await container.read()).statusCode, 200);
           const response = await container.item("1", "a").read();
@@ -452,7 +418,6 @@ describe("hostile input", function () {
           assert.equal(response.resource?.["value"], 1);
         } finally {
           logs.restore();
-          client.dispose();
         }
         const warnings = logs.packageLines().filter((line) => line.includes(metadataHedgingEnvironmentVariable));
         assert.equal(warnings.length, 1, `one warning: ${JSON.stringify(logs.packageLines())}`);

@@ -20,9 +20,9 @@ import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingP
 import { excludedRegionsPolicy } from "../../src/policies/excludedRegionsPolicy.js";
 import { faultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
 import { metadataHedgingPolicy } from "../../src/policies/metadataHedgingPolicy.js";
-import { startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
-import { createTestClient, seedContainer } from "../support/cosmos.js";
+import { createTestClient } from "../support/cosmos.js";
+import { useEmulator } from "../support/emulatorFixture.js";
 import { requestTo } from "../support/hedgingFixtures.js";
 import { LeakCheck, useFakeClock } from "../support/leakCheck.js";
 import { captureAzureLogs } from "../support/logCapture.js";
@@ -87,32 +87,25 @@ function authorizationForms(value: string): string[] {
 
 describe("security", function () {
   this.timeout(30_000);
+  const fixture = useEmulator({
+    database,
+    container: containerId,
+    items: Array.from({ length: 4 }, (_, index) => ({ id: String(index), pk: `pk-${index % 2}`, value: index })),
+  });
   let emulator: Emulator;
   const savedSwitch = process.env[metadataHedgingEnvironmentVariable];
 
-  before(async function () {
+  before(function () {
     delete process.env[metadataHedgingEnvironmentVariable];
-    emulator = await startEmulator();
-    const seeder = createTestClient(emulator);
-    try {
-      await seedContainer(seeder, {
-        database,
-        container: containerId,
-        items: Array.from({ length: 4 }, (_, index) => ({ id: String(index), pk: `pk-${index % 2}`, value: index })),
-      });
-    } finally {
-      seeder.dispose();
-    }
   });
 
-  after(async function () {
-    await emulator.close();
+  after(function () {
     if (savedSwitch === undefined) delete process.env[metadataHedgingEnvironmentVariable];
     else process.env[metadataHedgingEnvironmentVariable] = savedSwitch;
   });
 
-  afterEach(function () {
-    emulator.clearFaults();
+  beforeEach(function () {
+    emulator = fixture.emulator;
   });
 
   describe("per-request control headers never reach the wire", function () {

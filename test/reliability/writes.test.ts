@@ -8,17 +8,23 @@ import { metadataHedgingEnvironmentVariable } from "../../src/cosmos/environment
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
 import { classifyOperation } from "../../src/cosmos/operationKind.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { faultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
 import type { FaultInjectionPolicy, FaultRule as PolicyFaultRule } from "../../src/policies/faultInjectionPolicy.js";
-import { startEmulator } from "../emulator/index.js";
 import type { Emulator, FaultRule as EmulatorFaultRule } from "../emulator/index.js";
-import { createTestClient, seedContainer } from "../support/cosmos.js";
+import { createTestClient } from "../support/cosmos.js";
+import { useEmulator } from "../support/emulatorFixture.js";
 
 const writeKinds: readonly OperationKind[] = ["create", "upsert", "replace", "patch", "delete", "batch"];
 const writeRegion = "East US";
 const preferredLocations = ["West US", "East US", "North Europe"];
-/** Short, so that a hanging or delayed attempt times out quickly; the metadata threshold must sit below it. */
-const requestTimeout = 400;
+/**
+ * Short, so that a hanging or delayed attempt times out within the test, yet
+ * far above what a write takes on a loaded machine: an attempt times out
+ * only where a fault makes it, never because the machine was busy. The
+ * metadata threshold must sit below it.
+ */
+const requestTimeout = 3000;
 /** Tags every attempt `@azure/cosmos` makes, so that its arrivals at the service can be counted one by one. */
 const attemptHeader = "x-reliability-attempt";
 const database = "writes";
@@ -41,7 +47,7 @@ const faultMixes: readonly FaultMix[] = [
   { name: "408 from the service", emulator: [{ ...onWrites, status: 408 }] },
   { name: "429 with retry-after from the service", emulator: [{ ...onWrites, status: 429, headers: { "x-ms-retry-after-ms": "5" }, count: 12 }] },
   { name: "connection resets", emulator: [{ ...onWrites, connectionReset: true, count: 6 }] },
-  { name: "the service answering after the SDK's timeout", emulator: [{ ...onWrites, delayMs: requestTimeout + 300, count: 6 }] },
+  { name: "the service answering after the SDK's timeout", emulator: [{ ...onWrites, delayMs: requestTimeout + 1000, count: 6 }] },
   { name: "injected 503", policy: [{ ...policyOnWrites, result: { status: 503 } }] },
   { name: "injected 429 with retry-after", policy: [{ ...policyOnWrites, result: { status: 429, headers: { "x-ms-retry-after-ms": "5" } }, count: 12 }] },
   { name: "injected connection resets", policy: [{ ...policyOnWrites, connectionReset: true, count: 6 }] },
@@ -66,6 +72,14 @@ interface Attempt {
   readonly kind: OperationKind;
 }
 
+/**
+ * Failures that `@azure/cosmos` builds itself, without the hedging client's
+ * error: its own request timeout, and a batch whose operations failed.
+ */
+function sdkOwnFailure(error: Error): boolean {
+  return error.name === "TimeoutError" || error.message.startsWith("Batch request error: ");
+}
+
 /** Wraps an `HttpClient`, calling `see` with each request before passing it on. */
 function watching(inner: HttpClient, see: (request: PipelineRequest) => void): HttpClient {
   return {
@@ -78,6 +92,7 @@ function watching(inner: HttpClient, see: (request: PipelineRequest) => void): H
 
 describe("writes on a single-write account under faults", function () {
   this.timeout(60_000);
+  const fixture = useEmulator({ database, container: containerId, emulator: { regions: [{ name: "East US" }, { name: "West US" }, { name: "North Europe" }] } });
   let emulator: Emulator;
   let client: CosmosClient;
   let container: Container;
@@ -85,19 +100,14 @@ describe("writes on a single-write account under faults", function () {
   const attempts: Attempt[] = [];
   /** Requests of write kinds that left the hedging pipeline for the transport. */
   const wireSends: string[] = [];
+  /** What the data-plane policy reported for each write attempt it considered, whatever @azure/cosmos then made of the outcome. */
+  const writeRecords: HedgeDiagnostics[] = [];
   const savedSwitch = process.env[metadataHedgingEnvironmentVariable];
   let round = 0;
 
   before(async function () {
     delete process.env[metadataHedgingEnvironmentVariable];
-    emulator = await startEmulator({ regions: [{ name: "East US" }, { name: "West US" }, { name: "North Europe" }] });
-    const seeder = createTestClient(emulator);
-    try {
-      await seedContainer(seeder, { database, container: containerId });
-    } finally {
-      seeder.dispose();
-    }
-
+    emulator = fixture.emulator;
     const transport = watching(createDefaultHttpClient(), (request) => {
       if (writeKinds.includes(classifyOperation(request))) wireSends.push(request.headers.get(attemptHeader) ?? "untagged");
     });
@@ -109,7 +119,13 @@ describe("writes on a single-write account under faults", function () {
         connectionPolicy: { preferredLocations, requestTimeout, enableBackgroundEndpointRefreshing: false },
       },
       // Hedging as eager as it gets, writes included where the account allows: a single-write account must still see each attempt once.
-      { crossRegion: { threshold: 1, thresholdStep: 1, enableMultiWriteRegionHedge: true }, metadata: { threshold: 1 } },
+      {
+        crossRegion: { threshold: 1, thresholdStep: 1, enableMultiWriteRegionHedge: true, budget: false },
+        metadata: { threshold: 1 },
+        onDiagnostics: (record) => {
+          if (record.policy === "crossRegion" && writeKinds.includes(record.operation)) writeRecords.push(record);
+        },
+      },
     );
     const hedging = options.httpClient as HedgingHttpClient;
     faults = faultInjectionPolicy({ regions: hedging.regions, rules: [], seed: 8 });
@@ -128,9 +144,8 @@ describe("writes on a single-write account under faults", function () {
     await container.items.upsert({ id: "warm", pk: "warm" });
   });
 
-  after(async function () {
+  after(function () {
     client?.dispose();
-    await emulator?.close();
     if (savedSwitch === undefined) delete process.env[metadataHedgingEnvironmentVariable];
     else process.env[metadataHedgingEnvironmentVariable] = savedSwitch;
   });
@@ -175,6 +190,7 @@ describe("writes on a single-write account under faults", function () {
       emulator.resetCounters();
       attempts.length = 0;
       wireSends.length = 0;
+      writeRecords.length = 0;
       for (const rule of mix.emulator ?? []) emulator.region(writeRegion).addFault(rule);
       const handles = (mix.policy ?? []).map((rule) => faults.addRule(rule));
 
@@ -204,9 +220,23 @@ describe("writes on a single-write account under faults", function () {
       assert.ok(attempts.length >= writeKinds.length, "every write kind was attempted");
       for (const kind of writeKinds) assert.ok(attempts.some((attempt) => attempt.kind === kind), `a ${kind} was attempted`);
 
+      // Every attempt, whatever the SDK made of its outcome (a timeout, a batch error), was considered and not hedged.
+      await emulator.idle();
+      assert.equal(writeRecords.length, attempts.length, "the data-plane policy reported on every write attempt");
+      for (const record of writeRecords) {
+        assert.equal(record.hedgeFired, false, `a ${record.operation} attempt fired a hedge`);
+        assert.ok(record.arms.length <= 1, `a ${record.operation} attempt had ${record.arms.length} arms`);
+        assert.ok(record.arms.every((arm) => arm.region === writeRegion), `a ${record.operation} attempt went to ${record.arms.map((arm) => arm.region).join(", ")}`);
+      }
+      // And every outcome: a response or an error carrying unhedged diagnostics, or an error of the SDK's own making.
       for (const { operation, outcome } of results) {
         const diagnostics = getHedgeDiagnostics(outcome);
-        if (diagnostics !== undefined) assert.equal(diagnostics.hedgeFired, false, `${operation} fired a hedge`);
+        if (diagnostics !== undefined) {
+          assert.equal(diagnostics.hedgeFired, false, `${operation} fired a hedge`);
+          continue;
+        }
+        assert.ok(outcome instanceof Error, `${operation} returned a response without diagnostics`);
+        assert.ok(sdkOwnFailure(outcome), `${operation} failed without diagnostics, not as a timeout or a batch error: ${String(outcome)}`);
       }
       if (mix.emulator === undefined && mix.policy === undefined) {
         assert.equal(arrivals.size, attempts.length, "without faults every attempt arrives");

@@ -120,8 +120,47 @@ export class LeakCheck {
         assert.equal(signal.listeners.size, 0, `abort listeners left on ${signal.label}`);
       }
     } finally {
-      this.stopped = true;
-      process.off("unhandledRejection", this.onUnhandled);
+      this.dispose();
     }
   }
+
+  /** Stops listening without asserting anything: for a test that failed before it could be verified. */
+  dispose(): void {
+    this.stopped = true;
+    process.off("unhandledRejection", this.onUnhandled);
+  }
+}
+
+const checked = new WeakSet<object>();
+
+/**
+ * Runs `check` at the end of each test of the enclosing `describe`, as part
+ * of the test itself, so that a failed check (a leak) fails that test alone.
+ * Mocha skips the rest of a `describe` when one of its `afterEach` hooks
+ * fails: a check made there would hide every failure after the first. The
+ * check runs only after a test body that passed (a failing body has already
+ * failed its test); clean-up that must always run belongs in an `afterEach`
+ * that cannot throw.
+ */
+export function checkEachTest(check: () => Promise<void> | void): void {
+  beforeEach(function () {
+    const test = this.currentTest;
+    const body = test?.fn;
+    if (test === undefined || body === undefined || checked.has(body)) return;
+    // Mocha decides from a test function's arity, when the test is made, whether it takes a `done` callback: keep the arity.
+    const wrapped: Mocha.Func | Mocha.AsyncFunc =
+      body.length > 0
+        ? function (this: Mocha.Context, done: Mocha.Done): void {
+            (body as Mocha.Func).call(this, (error?: unknown) => {
+              if (error !== undefined && error !== null) done(error);
+              else Promise.resolve().then(check).then(() => done(), done);
+            });
+          }
+        : async function (this: Mocha.Context): Promise<void> {
+            await (body as Mocha.AsyncFunc).call(this);
+            await check();
+          };
+    checked.add(wrapped);
+    test.fn = wrapped;
+  });
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { SinonFakeTimers } from "sinon";
 import { FakeTransport } from "./fakeTransport.js";
-import { LeakCheck, useFakeClock } from "./leakCheck.js";
+import { LeakCheck, checkEachTest, useFakeClock } from "./leakCheck.js";
 
 /** What every race test works with: the fake clock, the leak check and the scriptable transport. */
 export interface RaceHarness {
@@ -12,8 +12,8 @@ export interface RaceHarness {
 
 /**
  * Gives each test of the enclosing `describe` a fresh fake clock, leak check
- * and fake transport, and fails the test afterwards if a timer, a listener
- * or an unhandled rejection is left behind, or a request reached the
+ * and fake transport, and fails the test (that test alone) if a timer, a
+ * listener or an unhandled rejection is left behind, or a request reached the
  * transport that no test scripted.
  */
 export function useRaceHarness(): RaceHarness {
@@ -23,13 +23,13 @@ export function useRaceHarness(): RaceHarness {
     current.leaks = new LeakCheck(current.clock);
     current.transport = new FakeTransport();
   });
-  afterEach(async () => {
-    try {
-      await current.leaks?.verify();
-      assert.deepEqual(current.transport?.unscripted, [], "requests nobody scripted");
-    } finally {
-      current.clock?.restore();
-    }
+  checkEachTest(async () => {
+    await current.leaks?.verify();
+    assert.deepEqual(current.transport?.unscripted, [], "requests nobody scripted");
+  });
+  afterEach(() => {
+    current.leaks?.dispose();
+    current.clock?.restore();
   });
   const required = <T>(value: T | undefined): T => {
     if (value === undefined) throw new Error("useRaceHarness's values exist only inside a test.");

@@ -7,13 +7,10 @@ describe("readBooleanSwitch", function () {
   let lines: string[];
   let previousLog: typeof AzureLogger.log;
   let previousLevel: ReturnType<typeof getLogLevel>;
-  let counter = 0;
-  // The warned-value memory is process-wide, so each test reads its own variable.
-  let name: string;
+  // The warned-value memory is process-wide; the root hooks empty it before each test.
+  const name = "COSMOS_HEDGING_TEST_SWITCH";
 
   beforeEach(function () {
-    counter += 1;
-    name = `COSMOS_HEDGING_TEST_SWITCH_${process.pid}_${counter}`;
     lines = [];
     previousLog = AzureLogger.log;
     previousLevel = getLogLevel();
@@ -104,6 +101,18 @@ describe("readBooleanSwitch", function () {
     readBooleanSwitch(other);
     assert.equal(lines.length, 2, lines.join("\n"));
     assert.ok(lines[1]?.includes(other));
+  });
+
+  it("warns about at most 64 distinct values, so that a flood of typos cannot grow its memory", function () {
+    for (let i = 0; i < 70; i++) {
+      process.env[name] = `typo-${i}`;
+      readBooleanSwitch(name);
+    }
+    assert.equal(lines.length, 64, lines.slice(-3).join("\n"));
+    assert.ok(lines[63]?.includes('"typo-63"'));
+    process.env[name] = "typo-0";
+    readBooleanSwitch(name);
+    assert.equal(lines.length, 64, "an old value is not warned about again either");
   });
 
   it("truncates a long value in the warning", function () {

@@ -12,7 +12,7 @@ import { faultInjectionPolicy, faultInjectionPolicyName } from "../../src/polici
 import type { FaultInjectionPolicyOptions, FaultRule } from "../../src/policies/faultInjectionPolicy.js";
 import { FakeTransport } from "../support/fakeTransport.js";
 import { eastUs, observe, pointRead, query, requestTo, westUs } from "../support/hedgingFixtures.js";
-import { LeakCheck } from "../support/leakCheck.js";
+import { LeakCheck, checkEachTest } from "../support/leakCheck.js";
 import { databaseAccountBody } from "../support/requests.js";
 
 /** A `next` that answers every request at once with 200 and counts what reached it. */
@@ -45,12 +45,11 @@ describe("faultInjectionPolicy", function () {
     leaks = new LeakCheck(clock);
   });
 
-  afterEach(async function () {
-    try {
-      await leaks.verify();
-    } finally {
-      clock.restore();
-    }
+  checkEachTest(() => leaks.verify());
+
+  afterEach(function () {
+    leaks.dispose();
+    clock.restore();
   });
 
   it("is a named pipeline policy", function () {

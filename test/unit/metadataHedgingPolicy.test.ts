@@ -19,7 +19,7 @@ import {
 } from "../../src/policies/metadataHedgingPolicy.js";
 import type { MetadataHedgingPolicyOptions } from "../../src/policies/metadataHedgingPolicy.js";
 import { FakeTransport } from "../support/fakeTransport.js";
-import { LeakCheck } from "../support/leakCheck.js";
+import { LeakCheck, checkEachTest } from "../support/leakCheck.js";
 
 const eastUs: RegionEndpoint = { name: "East US", endpoint: "https://meta-eastus.documents.azure.com:443/" };
 const westUs: RegionEndpoint = { name: "West US", endpoint: "https://meta-westus.documents.azure.com:443/" };
@@ -110,15 +110,16 @@ describe("metadataHedgingPolicy", () => {
     transport = new FakeTransport();
   });
 
-  afterEach(async () => {
-    try {
-      await leaks.verify();
-      assert.deepEqual(transport.unscripted, [], "requests nobody scripted");
-    } finally {
-      clock.restore();
-      if (savedSwitch === undefined) delete process.env[metadataHedgingEnvironmentVariable];
-      else process.env[metadataHedgingEnvironmentVariable] = savedSwitch;
-    }
+  checkEachTest(async () => {
+    await leaks.verify();
+    assert.deepEqual(transport.unscripted, [], "requests nobody scripted");
+  });
+
+  afterEach(() => {
+    leaks.dispose();
+    clock.restore();
+    if (savedSwitch === undefined) delete process.env[metadataHedgingEnvironmentVariable];
+    else process.env[metadataHedgingEnvironmentVariable] = savedSwitch;
   });
 
   interface Setup {

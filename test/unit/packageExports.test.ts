@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
+import { ensureFreshBuild } from "../support/freshBuild.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const manifest = JSON.parse(readFileSync(`${root}package.json`, "utf8")) as {
@@ -48,8 +49,11 @@ describe("package exports", function () {
   let cjs: ModuleRecord;
 
   before(async function () {
+    // A stale build would test yesterday's package: rebuild it first when src/ is newer.
+    this.timeout(120_000);
+    ensureFreshBuild();
     for (const file of ["dist/esm/index.js", "dist/cjs/index.js", "dist/esm/index.d.ts", "dist/cjs/index.d.ts"]) {
-      assert.ok(existsSync(`${root}${file}`), `${file} is missing: run \`npm run build\` first`);
+      assert.ok(existsSync(`${root}${file}`), `${file} is missing after the build`);
     }
     esm = (await import(manifest.name)) as ModuleRecord;
     cjs = createRequire(import.meta.url)(manifest.name) as ModuleRecord;

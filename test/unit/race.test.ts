@@ -14,7 +14,7 @@ import type { CrossRegionHedgingPolicyOptions } from "../../src/policies/crossRe
 import { FakeTransport } from "../support/fakeTransport.js";
 import type { ScriptStep } from "../support/fakeTransport.js";
 import { eastUs, northEurope, observe, pointRead, ukSouth, westUs } from "../support/hedgingFixtures.js";
-import { LeakCheck, useFakeClock } from "../support/leakCheck.js";
+import { LeakCheck, checkEachTest, useFakeClock } from "../support/leakCheck.js";
 import { useRaceHarness } from "../support/raceHarness.js";
 
 const threshold = 100;
@@ -473,12 +473,11 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
     transport = new FakeTransport();
   });
 
-  afterEach(async () => {
-    try {
-      await leaks.verify();
-    } finally {
-      clock.restore();
-    }
+  checkEachTest(() => leaks.verify());
+
+  afterEach(() => {
+    leaks.dispose();
+    clock.restore();
   });
 
   function strategy(overrides: Partial<RaceStrategy> = {}): RaceStrategy {

@@ -98,7 +98,7 @@ describe("requestControlsOf", function () {
     hedging: [regionHeader, '"East US"'],
   };
 
-  // Warnings are deduplicated for the whole process, so each (header, problem) pair appears in one test only.
+  // Warnings are deduplicated for the whole process; the root hooks empty that memory before each test.
   for (const [what, field, value, problem] of garbage) {
     it(`ignores ${what}, removes the header and warns without its value`, function () {
       const header = requestControlHeaders[field];
