@@ -74,12 +74,13 @@ export interface LatencySummary {
 
 /**
  * What a latency says about its region: `baseline`, an answer the region
- * gave in a fair race, part of its healthy baseline; `tail`, part of what
- * the region's latency looks like but not of that baseline: the running
- * time of an arm cancelled or timed out (a lower bound of its latency), or
- * an answer that came last only because no hedge was allowed to race it.
+ * gave in a fair race, part of its healthy baseline; `tail`, an answer that
+ * came last only because no hedge was allowed to race it; `censored`, the
+ * running time of an arm cancelled or timed out, a lower bound of its
+ * latency. Tail and censored latencies belong in what the region's latency
+ * looks like, but not in its healthy baseline.
  */
-export type LatencyObservation = "baseline" | "tail";
+export type LatencyObservation = "baseline" | "tail" | "censored";
 
 /** Below this many latencies a window is young: every new one refreshes its view, a merge of a few hundred bins at most. */
 const youngWindow = 100;
@@ -88,6 +89,7 @@ interface Bucket {
   readonly epoch: number;
   baseline?: DDSketch;
   tail?: DDSketch;
+  censored?: DDSketch;
 }
 
 interface MergedView {
@@ -96,8 +98,14 @@ interface MergedView {
   /** How many latencies the buckets held when the view was merged. */
   readonly held: number;
   readonly baseline: DDSketch | undefined;
-  /** Baseline and tail together. */
+  /** Baseline and tail answers together. */
+  readonly answers: DDSketch | undefined;
+  /** How many censored latencies the buckets held. */
+  readonly censored: number;
+  /** Every latency: answers and censored ones. */
   readonly observed: DDSketch | undefined;
+  /** Built on the first survival query of the view. */
+  survival?: LatencySurvival;
 }
 
 function newSketch(): DDSketch {
@@ -126,7 +134,12 @@ class Window {
       bucket = { epoch };
       this.buckets.push(bucket);
     }
-    const sketch = observation === "baseline" ? (bucket.baseline ??= newSketch()) : (bucket.tail ??= newSketch());
+    const sketch =
+      observation === "baseline"
+        ? (bucket.baseline ??= newSketch())
+        : observation === "tail"
+          ? (bucket.tail ??= newSketch())
+          : (bucket.censored ??= newSketch());
     sketch.accept(latencyMs);
     this.recordedSinceView += 1;
   }
@@ -144,12 +157,15 @@ class Window {
     this.dropStale(epoch);
     let baseline: DDSketch | undefined;
     let tail: DDSketch | undefined;
+    let censored: DDSketch | undefined;
     for (const bucket of this.buckets) {
       baseline = mergeInto(baseline, bucket.baseline);
       tail = mergeInto(tail, bucket.tail);
+      censored = mergeInto(censored, bucket.censored);
     }
-    const observed = tail === undefined ? baseline : mergeInto(mergeInto(undefined, baseline), tail);
-    this.view = { at: now, epoch, held: observed?.count ?? 0, baseline, observed };
+    const answers = tail === undefined ? baseline : mergeInto(mergeInto(undefined, baseline), tail);
+    const observed = censored === undefined ? answers : mergeInto(mergeInto(undefined, answers), censored);
+    this.view = { at: now, epoch, held: observed?.count ?? 0, baseline, answers, censored: censored?.count ?? 0, observed };
     this.recordedSinceView = 0;
     return this.view;
   }
@@ -181,6 +197,90 @@ function summarize(sketch: DDSketch | undefined): LatencySummary | undefined {
 }
 
 /**
+ * The survival function of a region's latency, P(T > t), as one view of
+ * its window knows it: from its answers, with every censored latency
+ * counted as outlasting every t. A censored latency is an arm cut short by
+ * a hedge that answered first, or by a timeout: a read a hedge won, or
+ * would have. Counted at its bound, it would drop out of the survival just
+ * where a hedge lands, and once hedging works the stragglers it cuts short
+ * would stop looking slow, and hedging would stop: counted as outlasting,
+ * they keep the estimate where it was.
+ */
+export class LatencySurvival {
+  /** Answers and censored latencies together. */
+  readonly samples: number;
+  /** How many latencies are censored. */
+  readonly censored: number;
+  /** The distinct answer latencies, ascending: where the survival steps. */
+  readonly steps: readonly number[];
+  /** How many answers took at most `steps[i]`. */
+  private readonly atMost: readonly number[];
+
+  /**
+   * @param answers - `[latency, count]` pairs of the answers, ascending by latency.
+   * @param censored - how many censored latencies there are.
+   */
+  constructor(answers: ReadonlyArray<readonly [number, number]>, censored: number) {
+    const steps: number[] = [];
+    const atMost: number[] = [];
+    let count = 0;
+    for (const [latency, times] of answers) {
+      count += times;
+      if (steps.length > 0 && steps[steps.length - 1] === latency) atMost[atMost.length - 1] = count;
+      else {
+        steps.push(latency);
+        atMost.push(count);
+      }
+    }
+    this.steps = steps;
+    this.atMost = atMost;
+    this.censored = censored;
+    this.samples = count + censored;
+  }
+
+  /** The largest answer latency, `undefined` without answers. */
+  get largest(): number | undefined {
+    return this.steps[this.steps.length - 1];
+  }
+
+  /** P(T > t): the share of the latencies above `t`, every censored one among them. */
+  above(t: number): number {
+    if (this.samples === 0) return 0;
+    // The last step at or below t, by binary search: the answers above t are the ones after it.
+    let low = 0;
+    let high = this.steps.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if ((this.steps[middle] ?? Infinity) <= t) low = middle + 1;
+      else high = middle;
+    }
+    const answered = this.samples - this.censored;
+    const atOrBelow = low === 0 ? 0 : (this.atMost[low - 1] ?? 0);
+    return (answered - atOrBelow + this.censored) / this.samples;
+  }
+}
+
+/**
+ * The bins of a sketch as ascending `[latency, count]` pairs, each latency
+ * the bin's upper edge (no value in the bin exceeds it) kept within what the
+ * sketch saw: a delay chosen at a step then lies past every latency below
+ * it, not amid the bin its representative value stands for.
+ */
+function binsOf(sketch: DDSketch | undefined): Array<[number, number]> {
+  if (sketch === undefined || sketch.count === 0) return [];
+  const bins: Array<[number, number]> = [];
+  if (sketch.zeroCount > 0) bins.push([0, sketch.zeroCount]);
+  const { store, mapping } = sketch;
+  // A logarithmic bin holds (gamma^(k-1), gamma^k]; its value is gamma^k * 2 / (1 + gamma).
+  const toUpperEdge = (1 + mapping.gamma) / 2;
+  for (let index = 0; index < store.bins.length; index++) {
+    const count = store.bins[index] ?? 0;
+    if (count > 0) bins.push([Math.min(Math.max(mapping.value(index + store.offset) * toUpperEdge, sketch.min), sketch.max), count]);
+  }
+  return bins;
+}
+
+/**
  * Sliding-window latency records per region and {@link LatencyClass}, each a
  * few DDSketches (`@datadog/sketches-js`: mergeable, with a bounded relative
  * error, about 1 to 3 KB each): a window is a few buckets of ten seconds,
@@ -188,13 +288,14 @@ function summarize(sketch: DDSketch | undefined): LatencySummary | undefined {
  * a query merges the buckets at most once per `refreshMs` (sooner while the
  * window is young or grows fast) and reuses the merged view in between.
  *
- * Two kinds of latency are kept apart (see {@link LatencyObservation}). The
- * *baseline* ones, answers given in a fair race, form the healthy baseline
- * the adaptive threshold reads. The *tail* ones (lower bounds from arms
- * cancelled or timed out while still running, answers no hedge was allowed
- * to race) belong in what the region's latency looks like, the percentiles
- * of {@link LatencyWindows.summary}, but never in the baseline, where a slow
- * region's own tail would drag its threshold up.
+ * Three kinds of latency are kept apart (see {@link LatencyObservation}).
+ * The *baseline* ones, answers given in a fair race, form the healthy
+ * baseline the percentile threshold reads. The *tail* ones (answers no hedge
+ * was allowed to race) and the *censored* ones (lower bounds from arms
+ * cancelled or timed out while still running) belong in what the region's
+ * latency looks like, the percentiles of {@link LatencyWindows.summary} and
+ * the {@link LatencyWindows.survival} the hedge decision reads, but never in
+ * the baseline, where a slow region's own tail would drag its threshold up.
  */
 export class LatencyWindows {
   private readonly windows = new Map<string, Map<LatencyClass, Window>>();
@@ -232,6 +333,19 @@ export class LatencyWindows {
     const baseline = this.view(region, latencyClass)?.baseline;
     if (baseline === undefined || baseline.count < minSamples) return undefined;
     return quantileOf(baseline, quantile);
+  }
+
+  /**
+   * The survival function of a region's latency in one class (see
+   * {@link LatencySurvival}), built once per merged view of the window, so
+   * it changes no more often than the view; `undefined` when the window is
+   * empty.
+   */
+  survival(region: string, latencyClass: LatencyClass): LatencySurvival | undefined {
+    const view = this.view(region, latencyClass);
+    if (view === undefined || view.held === 0) return undefined;
+    view.survival ??= new LatencySurvival(binsOf(view.answers), view.censored);
+    return view.survival;
   }
 
   /**
