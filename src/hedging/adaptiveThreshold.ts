@@ -84,9 +84,13 @@ export function resolveAdaptiveThreshold(value: "adaptive" | AdaptiveThresholdOp
 export interface AdaptiveEstimate {
   /** Milliseconds. */
   readonly thresholdMs: number;
-  /** `adaptive`, from a region's baseline; `adaptiveWarmup`, the ceiling because no window has enough latencies yet. */
-  readonly source: "adaptive" | "adaptiveWarmup";
-  /** The region whose baseline set the threshold. */
+  /**
+   * `adaptive`, from a region's baseline; `adaptiveWarmup`, the ceiling
+   * because no window has enough latencies yet; `benefit` and `noBenefit`,
+   * from the benefit rule (see `HedgeDecisions`).
+   */
+  readonly source: "adaptive" | "adaptiveWarmup" | "benefit" | "noBenefit";
+  /** The region whose latencies set the threshold. */
   readonly region?: string;
 }
 

@@ -136,11 +136,16 @@ export interface HedgeDiagnostics {
   thresholdStepMs?: number;
   /**
    * Where the threshold came from: options, the PPAF default, a per-request
-   * override, the adaptive estimate, or (`adaptiveWarmup`) the adaptive
-   * mode's ceiling while no latency window holds enough samples.
+   * override, or the adaptive mode: `benefit`, the earliest delay at which a
+   * hedge wins for at least 9 in 10 of the reads still running then;
+   * `noBenefit`, no such delay, so a backstop: the primary's largest recent
+   * answer, past which a read is unlike any it has shown; `adaptive`, the percentile of the healthy
+   * baseline, while the hedge region's latency is not known yet;
+   * `adaptiveWarmup`, the ceiling while no latency window holds enough
+   * samples.
    */
-  thresholdSource?: "options" | "ppafDefault" | "request" | "adaptive" | "adaptiveWarmup";
-  /** The region whose latency baseline set an adaptive threshold. */
+  thresholdSource?: "options" | "ppafDefault" | "request" | "adaptive" | "adaptiveWarmup" | "benefit" | "noBenefit";
+  /** The region whose latencies set an adaptive threshold: the primary's for `benefit` and `noBenefit`. */
   thresholdRegion?: string;
   /** The primary arm's region: the region the SDK addressed, unless the region ranking chose another (see `ranking`). */
   primaryRegion?: string;

@@ -17,6 +17,7 @@ import { isFinalResult, isSuccessResult } from "../cosmos/statusTables.js";
 import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hedging/adaptiveThreshold.js";
 import { adaptiveThreshold, adaptiveThresholdDefaults, isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
 import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
+import { HedgeDecisions } from "../hedging/hedgeDecision.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
 import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
@@ -77,9 +78,14 @@ export interface CrossRegionHedgingPolicyOptions {
    * below `requestTimeout`. Default 500 (or half of `requestTimeout` when
    * that is smaller) when enabled explicitly; `min(1000, requestTimeout / 2)` when following
    * the account's PPAF state. `"adaptive"` (or an {@link AdaptiveThresholdOptions}
-   * object) learns it instead: the 95th percentile (`1 - maxExtraLoad`) of
-   * the recent healthy latency of the best region, per latency class,
-   * between a floor of 5 ms and a ceiling of the fixed default.
+   * object) learns it instead, per primary region, hedge region and latency
+   * class: the earliest delay, between a floor of 5 ms and a ceiling of the
+   * fixed default, at which a hedge would answer first for at least 9 in 10
+   * of the reads still running then, judged from the primary's recent
+   * latencies and the hedge region's; when there is none, only a read that
+   * outlasts every recent latency of its primary is hedged. While
+   * the hedge region's latency is unknown, the 95th percentile
+   * (`1 - maxExtraLoad`) of the recent healthy latency of the best region.
    */
   threshold?: number | "adaptive" | AdaptiveThresholdOptions;
   /**
@@ -273,6 +279,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   const drain = resolveLoserDrain(options.drainLosers);
   const regions = regionCacheOption(options.regions);
   const windows = new LatencyWindows();
+  const decisions = adaptive !== undefined ? new HedgeDecisions(windows) : undefined;
   const recorder = new HedgingMetricsRecorder();
   const demotions = routing === "demotion" ? new DemotionTracker(regions) : undefined;
   const thompson = routing === "thompson" ? new ThompsonRanking() : undefined;
@@ -377,16 +384,20 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       if (duration === undefined) continue;
       if (succeeded(arm)) {
         windows.record(arm.region, latencyClass, duration, answerKind);
+        decisions?.observe(arm.region, latencyClass, duration, false);
         thompson?.observe(arm.region, latencyClass, duration);
       } else if (timedOut(arm)) {
-        windows.record(arm.region, latencyClass, duration, "tail");
+        windows.record(arm.region, latencyClass, duration, "censored");
+        decisions?.observe(arm.region, latencyClass, duration, true);
         thompson?.observeCensored(arm.region, latencyClass, duration);
       } else if (arm.outcome === "aborted" || arm.outcome === "drained") {
         // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
         const informative = callerAborted
           ? thresholdMs !== undefined && duration >= thresholdMs
           : winner?.durationMs !== undefined && duration >= winner.durationMs;
-        if (informative) windows.record(arm.region, latencyClass, duration, "tail");
+        if (informative) windows.record(arm.region, latencyClass, duration, "censored");
+        // Any bound may raise a hedge region's latency: a hedge that lost after running 120 ms says it takes longer.
+        decisions?.observe(arm.region, latencyClass, duration, true);
         if (informative || !callerAborted) thompson?.observeCensored(arm.region, latencyClass, duration);
       } else if (arm.status !== undefined || arm.error !== undefined) {
         // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
@@ -480,12 +491,16 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       request.url = retarget(request.url, primary);
     }
     const rankedPrimary = ranked.reason !== undefined && ranked.reason !== "probe" && !sameRegion(primary, addressed) ? primary.name : undefined;
+    const firstHedge = targets[1];
     const estimate =
       timing.kind === "adaptive"
-        ? adaptiveThreshold(windows, timing.settings, latencyClass, {
+        ? ((latencyClass !== undefined && firstHedge !== undefined
+            ? decisions?.estimate(primary.name, firstHedge.name, latencyClass, timing.settings)
+            : undefined) ??
+          adaptiveThreshold(windows, timing.settings, latencyClass, {
             regions: targets.map((region) => region.name),
             ...(rankedPrimary !== undefined ? { rankedPrimary } : {}),
-          })
+          }))
         : undefined;
     const thresholdMs = estimate?.thresholdMs ?? (timing.kind === "fixed" ? timing.thresholdMs : 0);
     const raceHeader: DiagnosticsHeader & Pick<HedgeDiagnostics, "thresholdRegion" | "ranking"> = {

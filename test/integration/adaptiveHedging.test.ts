@@ -46,7 +46,10 @@ describe("adaptive hedging through the real CosmosClient", function () {
     const { container, hedgingClient } = await connect({ crossRegion: { threshold: "adaptive" } });
     let last: HedgeDiagnostics | undefined;
     for (let i = 0; i < 25; i++) last = (await read(container, i)).diagnostics;
-    assert.equal(last?.thresholdSource, "adaptive");
+    // The 95th percentile while West's latency is unknown; once a warm-up read has been hedged, East's largest answer:
+    // with no straggler seen yet, the benefit rule hedges only a read that outlasts all of East's.
+    const learnedSources = ["adaptive", "noBenefit"];
+    assert.ok(learnedSources.includes(last?.thresholdSource ?? ""), `${last?.thresholdSource}`);
     assert.equal(last?.thresholdRegion, "East US");
     const learned = last?.thresholdMs ?? Number.NaN;
     assert.ok(learned >= 5 && learned < 400, `learned ${learned} ms, far below the fixed 500`);
@@ -56,7 +59,7 @@ describe("adaptive hedging through the real CosmosClient", function () {
     assert.ok(ms < straggler / 2, `the straggler was hedged: ${ms.toFixed(0)} ms`);
     assert.equal(diagnostics.terminalState, "hedgeWon");
     assert.equal(diagnostics.winningRegion, "West US");
-    assert.equal(diagnostics.thresholdSource, "adaptive");
+    assert.ok(learnedSources.includes(diagnostics.thresholdSource ?? ""), `${diagnostics.thresholdSource}`);
 
     // A warm-up read caught in a pause of the test process may have been hedged too: counts are at least, not exactly.
     const metrics = hedgingClient.metrics();
