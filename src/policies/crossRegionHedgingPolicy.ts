@@ -134,9 +134,10 @@ export interface CrossRegionHedgingPolicyOptions {
   hedgesWithoutSessionToken?: boolean;
   /**
    * How reads choose their primary and hedge order (see {@link RegionRouting}):
-   * `"preferred"`, `"demotion"` or `"thompson"`. Default `"demotion"` with
-   * the adaptive threshold, `"preferred"` otherwise. Writes always keep
-   * their region and the preferred order.
+   * `"preferred"`, `"demotion"` or `"thompson"`. Default `"demotion"`, with
+   * a fixed threshold too, so that reads leave a browned-out region once
+   * the budget runs dry; `"preferred"` is the .NET SDK's behaviour. Writes
+   * always keep their region and the preferred order.
    */
   routing?: RegionRouting;
   /**
@@ -225,7 +226,7 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
     options.budget === false
       ? undefined
       : new LoadBudget(resolveLoadBudget(options.budget ?? {}, adaptive?.maxExtraLoad));
-  const routing = options.routing ?? (adaptive !== undefined ? "demotion" : "preferred");
+  const routing = options.routing ?? "demotion";
   if (!routings.includes(routing)) {
     throw new TypeError(`routing must be "preferred", "demotion" or "thompson"; got ${describe(routing)}.`);
   }

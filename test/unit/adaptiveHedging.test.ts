@@ -148,6 +148,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
     });
   });
 
+  // The budget tests send East's reads to lose to West every time; routing: "preferred" keeps demotion from moving them to West.
   describe("the hedge budget", () => {
     it("bounds hedges in fixed mode too: a request whose hedge it refuses runs unhedged, budgetExhausted", async () => {
       const target = setup({ threshold: 10, budget: { maxExtraLoad: 0.25, minHedgesPerSecond: 0 } });
@@ -165,7 +166,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
     });
 
     it("by default lets a quiet client hedge ten times in ten seconds, plus 15 % of its requests", async () => {
-      const target = setup({ threshold: 10 });
+      const target = setup({ threshold: 10, routing: "preferred" });
       const hedged: boolean[] = [];
       // The reserve covers ten hedges; by the 11th request, the deposits (11 x 0.15) cover one more; the 12th finds 0.8.
       for (let i = 1; i <= 12; i++) {
@@ -195,7 +196,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
     });
 
     it("budget: false turns it off", async () => {
-      const target = setup({ threshold: 10, budget: false });
+      const target = setup({ threshold: 10, budget: false, routing: "preferred" });
       for (let i = 0; i < 15; i++) {
         const { diagnostics } = await send(target, { east: ok(50), west: ok(5) });
         assert.equal(diagnostics.hedgeFired, true, `request ${i}`);
@@ -348,10 +349,16 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       assert.equal(diagnostics.ranking, undefined);
     });
 
-    it("is off with a fixed threshold unless asked for", async () => {
-      const target = setup({ threshold: 10 });
-      for (let i = 0; i < 2 * demotionDefaults.consecutiveWins; i++) await send(target, { east: ok(300), west: ok(30) });
-      assert.deepEqual(target.regions.demotedRegions, []);
+    it("is on with a fixed threshold too, and routing: \"preferred\" turns it off", async () => {
+      const demoting = setup({ threshold: 10 });
+      await demoteEast(demoting);
+      assert.deepEqual(demoting.regions.demotedRegions, [{ region: "East US", inFavourOf: "West US" }]);
+      const moved = await send(demoting, { west: ok(30), east: ok(300) });
+      assert.equal(moved.diagnostics.primaryRegion, "West US");
+      assert.equal(moved.diagnostics.ranking?.reason, "demoted");
+      const preferred = setup({ threshold: 10, routing: "preferred" });
+      for (let i = 0; i < 2 * demotionDefaults.consecutiveWins; i++) await send(preferred, { east: ok(300), west: ok(30) });
+      assert.deepEqual(preferred.regions.demotedRegions, []);
     });
   });
 
