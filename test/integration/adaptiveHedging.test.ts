@@ -112,6 +112,25 @@ describe("adaptive hedging through the real CosmosClient", function () {
     assert.equal(diagnostics.ranking, undefined);
   });
 
+  it("with a fixed threshold too, demotion moves reads off a browned-out region; routing: \"preferred\" keeps them there", async function () {
+    const brownedOut = async (hedging: HedgingOptions): Promise<HedgeDiagnostics[]> => {
+      const { container } = connect(hedging);
+      for (let i = 0; i < 5; i++) await read(container, i);
+      const rule = emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: 300 });
+      const records: HedgeDiagnostics[] = [];
+      for (let i = 0; i < 10; i++) records.push((await read(container, i)).diagnostics);
+      rule.remove();
+      client?.dispose();
+      client = undefined;
+      return records;
+    };
+    const demoting = await brownedOut({ crossRegion: { threshold: 100 } });
+    assert.deepEqual(demoting.slice(0, 5).map((record) => record.terminalState), Array.from({ length: 5 }, () => "hedgeWon"));
+    for (const record of demoting.slice(5)) assert.equal(record.primaryRegion, "West US", JSON.stringify(record));
+    const preferred = await brownedOut({ crossRegion: { threshold: 100, routing: "preferred" } });
+    for (const record of preferred) assert.equal(record.primaryRegion, "East US", JSON.stringify(record));
+  });
+
   it("does not hedge into a region answering 429 until its retry-after has passed", async function () {
     const { container, hedgingClient } = await connect({ crossRegion: { threshold: 50 } });
     await read(container, 0);
