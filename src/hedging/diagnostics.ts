@@ -139,7 +139,7 @@ export interface HedgeDiagnostics {
    * override, or the adaptive mode: `benefit`, the earliest delay at which a
    * hedge wins for at least 9 in 10 of the reads still running then;
    * `noBenefit`, no such delay, so a backstop: the primary's largest recent
-   * answer, past which a read is unlike any it has shown; `adaptive`, the percentile of the healthy
+   * answer plus the hedge region's latency; `adaptive`, the percentile of the healthy
    * baseline, while the hedge region's latency is not known yet;
    * `adaptiveWarmup`, the ceiling while no latency window holds enough
    * samples.

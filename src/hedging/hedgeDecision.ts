@@ -112,6 +112,11 @@ class RecentLatency {
   }
 }
 
+/** A tenth of a millisecond is finer than any timer fires; rounding keeps the diagnostics readable. */
+function rounded(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}
+
 interface CachedEstimate {
   readonly survival: LatencySurvival;
   readonly hedgeLatencyMs: number;
@@ -152,12 +157,14 @@ export class HedgeDecisions {
   /**
    * The threshold of a read whose primary and first hedge go to the regions
    * named: `benefit`, the rule's delay; `noBenefit`, when no delay wins
-   * often enough, a backstop: the primary's largest recent answer (between
-   * the floor and the ceiling). A read that outlasts every latency its
-   * primary has shown is unlike anything the rule has seen, and one read in
-   * as many as the window holds does; once a hedge sent there wins, the
-   * primary's survival holds that censored latency and the rule finds its
-   * benefit at the same delay. `undefined` while the hedge region's
+   * often enough, a backstop: the primary's largest recent answer plus the
+   * hedge region's latency (between the floor and the ceiling). A read that
+   * has outlasted every answer of its primary by as long as a hedge takes
+   * is unlike anything the rule has seen: a straggler the window has not
+   * shown yet, not a read slowed by a burst of load, which would be over by
+   * then. Once a hedge sent there wins, the primary's survival holds that
+   * censored latency and the rule finds its benefit past the primary's
+   * answers. `undefined` while the hedge region's
    * latency is unknown or the primary's window holds fewer than
    * `minSamples` latencies: the percentile threshold then decides, and the
    * hedges it sends teach the rule what it needs.
@@ -173,9 +180,8 @@ export class HedgeDecisions {
     const chosen = hedgeDelay(survival, hedgeLatencyMs, settings);
     const estimate: AdaptiveEstimate =
       chosen === undefined
-        ? { thresholdMs: Math.min(settings.ceiling, Math.max(settings.floor, survival.largest ?? settings.ceiling)), source: "noBenefit", region: primary }
-        : // A tenth of a millisecond is finer than any timer fires; rounding keeps the diagnostics readable.
-          { thresholdMs: Math.round(chosen.delayMs * 10) / 10, source: "benefit", region: primary };
+        ? { thresholdMs: rounded(Math.min(settings.ceiling, Math.max(settings.floor, (survival.largest ?? settings.ceiling) + hedgeLatencyMs))), source: "noBenefit", region: primary }
+        : { thresholdMs: rounded(chosen.delayMs), source: "benefit", region: primary };
     this.cached.set(key, { survival, hedgeLatencyMs, estimate });
     return estimate;
   }

@@ -83,7 +83,8 @@ export interface CrossRegionHedgingPolicyOptions {
    * fixed default, at which a hedge would answer first for at least 9 in 10
    * of the reads still running then, judged from the primary's recent
    * latencies and the hedge region's; when there is none, only a read that
-   * outlasts every recent latency of its primary is hedged. While
+   * outlasts every recent answer of its primary by the hedge region's
+   * latency is hedged. While
    * the hedge region's latency is unknown, the 95th percentile
    * (`1 - maxExtraLoad`) of the recent healthy latency of the best region.
    */

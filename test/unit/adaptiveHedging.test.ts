@@ -318,13 +318,13 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
         assert.equal(diagnostics.thresholdSource, "adaptiveWarmup");
       }
       // East's five losses, at 35 ms each, outweigh its old 2 ms answers: a hedge into it could not beat West's 20 to 30 ms,
-      // so only a read that outlasts all of West's is hedged, not one past East's old floor.
+      // so only a read that outlasts all of West's by that much is hedged, not one past East's old floor.
       const from = harness.transport.received.length;
       const { diagnostics } = await send(target, { west: ok(200), east: ok(300) });
       assert.equal(diagnostics.thresholdSource, "noBenefit");
       assert.equal(diagnostics.thresholdRegion, "West US");
-      assert.equal(diagnostics.thresholdMs, 30, "West's largest answer");
-      assert.equal(hedgeDelayOf(from), 30);
+      assert.equal(diagnostics.thresholdMs, 65, "West's largest answer, 30 ms, and East's latency, 35 ms");
+      assert.equal(hedgeDelayOf(from), 65);
     });
 
     it("keeps the routing policy's record next to its own", async () => {

@@ -105,8 +105,8 @@ describe("the benefit rule (hedgeDecision)", () => {
       const decisions = new HedgeDecisions(windows);
       assert.equal(decisions.estimate(east, west, "pointRead", settings), undefined, "the percentile threshold decides meanwhile");
       decisions.observe(west, "pointRead", 30, false);
-      // No hedge wins often enough: only a read that outlasts the primary's largest answer is hedged.
-      assert.deepEqual(decisions.estimate(east, west, "pointRead", settings), { thresholdMs: 9.9, source: "noBenefit", region: east });
+      // No hedge wins often enough: only a read that outlasts the primary's largest answer (9.9 ms) by West's 30 ms is hedged.
+      assert.deepEqual(decisions.estimate(east, west, "pointRead", settings), { thresholdMs: 39.9, source: "noBenefit", region: east });
     });
 
     it("has no estimate while the primary's window holds fewer than minSamples latencies", () => {
