@@ -20,7 +20,6 @@ const report = JSON.parse(readFileSync(reportPath, "utf8"));
 /** @type {Array<{ file: string; line: number; mutator: string; replacement: string; reason: string }>} */
 const equivalent = JSON.parse(readFileSync(equivalentPath, "utf8"));
 
-const detected = new Set(["Killed", "Timeout"]);
 const undetected = new Set(["Survived", "NoCoverage"]);
 
 function tally(files) {

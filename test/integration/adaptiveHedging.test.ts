@@ -114,14 +114,12 @@ describe("adaptive hedging through the real CosmosClient", function () {
 
   it("with a fixed threshold too, demotion moves reads off a browned-out region; routing: \"preferred\" keeps them there", async function () {
     const brownedOut = async (hedging: HedgingOptions): Promise<HedgeDiagnostics[]> => {
-      const { container } = connect(hedging);
+      const { container } = await connect(hedging);
       for (let i = 0; i < 5; i++) await read(container, i);
       const rule = emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: 300 });
       const records: HedgeDiagnostics[] = [];
       for (let i = 0; i < 10; i++) records.push((await read(container, i)).diagnostics);
       rule.remove();
-      client?.dispose();
-      client = undefined;
       return records;
     };
     const demoting = await brownedOut({ crossRegion: { threshold: 100 } });
