@@ -171,7 +171,7 @@ describe("the benefit rule through crossRegionHedgingPolicy", () => {
   async function runReads(latencyOf: (origin: string) => number, reads: number, spacingMs: number): Promise<Read[]> {
     const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs] } });
     const pipeline = createEmptyPipeline();
-    pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: "adaptive" }));
+    pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: "adaptive", drainLosers: false }));
     const client = drawnLatencyTransport(latencyOf);
     const done: Read[] = [];
     for (let i = 0; i < reads; i++) {
