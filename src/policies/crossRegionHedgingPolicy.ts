@@ -398,8 +398,8 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
           ? thresholdMs !== undefined && duration >= thresholdMs
           : winner?.durationMs !== undefined && duration >= winner.durationMs;
         if (informative) windows.record(arm.region, latencyClass, duration, "censored");
-        // Any bound may raise a hedge region's latency: a hedge that lost after running 120 ms says it takes longer.
-        decisions?.observe(arm.region, latencyClass, duration, true);
+        // Any bound may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a drained arm tells more when its drain ends.
+        if (arm.outcome === "aborted") decisions?.observe(arm.region, latencyClass, duration, true);
         if (informative || !callerAborted) thompson?.observeCensored(arm.region, latencyClass, duration);
       } else if (arm.status !== undefined || arm.error !== undefined) {
         // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
@@ -422,6 +422,19 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     }
   };
 
+  /**
+   * A drained loser's whole latency, once its drain ends: a hedge that lost
+   * to the primary is otherwise known only as a bound, and its region's
+   * hedge latency is what the benefit rule needs. A drain cut at its limits
+   * still leaves a bound, longer than the one taken at the decision.
+   */
+  const learnDrained = (diagnostics: HedgeDiagnostics, arm: HedgeArmDiagnostics): void => {
+    const latencyClass = latencyClassOf(diagnostics.operation);
+    if (decisions === undefined || latencyClass === undefined || arm.durationMs === undefined) return;
+    if (succeeded(arm)) decisions.observe(arm.region, latencyClass, arm.durationMs, false);
+    else if (arm.drainEnd !== "settled") decisions.observe(arm.region, latencyClass, arm.durationMs, true);
+  };
+
   // One sink for every request: what learning needs (latency class, threshold) is in the diagnostics record itself.
   const sink: DiagnosticsSink = {
     logger,
@@ -429,7 +442,10 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       learn(diagnostics);
       return options.onDiagnostics?.(diagnostics);
     },
-    onDrainEnd: (_diagnostics, arm) => recorder.recordDrainEnd(arm),
+    onDrainEnd: (diagnostics, arm) => {
+      recorder.recordDrainEnd(arm);
+      learnDrained(diagnostics, arm);
+    },
   };
 
   const rank = (

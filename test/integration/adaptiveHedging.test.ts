@@ -116,7 +116,7 @@ describe("adaptive hedging through the real CosmosClient", function () {
     const brownedOut = async (hedging: HedgingOptions): Promise<HedgeDiagnostics[]> => {
       const { container } = await connect(hedging);
       for (let i = 0; i < 5; i++) await read(container, i);
-      const rule = emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: 300 });
+      const rule = emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: straggler });
       const records: HedgeDiagnostics[] = [];
       for (let i = 0; i < 10; i++) records.push((await read(container, i)).diagnostics);
       rule.remove();
@@ -124,7 +124,12 @@ describe("adaptive hedging through the real CosmosClient", function () {
     };
     const demoting = await brownedOut({ crossRegion: { threshold: 100 } });
     assert.deepEqual(demoting.slice(0, 5).map((record) => record.terminalState), Array.from({ length: 5 }, () => "hedgeWon"));
-    for (const record of demoting.slice(5)) assert.equal(record.primaryRegion, "West US", JSON.stringify(record));
+    // A probe of East (at most one a second, however slow the machine) is the one read that may still go there.
+    for (const record of demoting.slice(5)) {
+      const expected = record.ranking?.reason === "probe" ? "East US" : "West US";
+      assert.equal(record.primaryRegion, expected, JSON.stringify(record));
+    }
+    assert.ok(demoting.slice(5).filter((record) => record.ranking?.reason === "demoted").length >= 4, "reads go to West");
     const preferred = await brownedOut({ crossRegion: { threshold: 100, routing: "preferred" } });
     for (const record of preferred) assert.equal(record.primaryRegion, "East US", JSON.stringify(record));
   });

@@ -11,7 +11,9 @@ import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { HedgeDecisions, hedgeDecisionDefaults, hedgeDelay } from "../../src/hedging/hedgeDecision.js";
 import { seededRandom } from "../../src/hedging/seededRandom.js";
+import { loserDrainDefaults } from "../../src/hedging/loserDrain.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
+import type { CrossRegionHedgingPolicyOptions } from "../../src/policies/crossRegionHedgingPolicy.js";
 import { eastUs, observe, pointRead, westUs } from "../support/hedgingFixtures.js";
 import { useFakeClock } from "../support/leakCheck.js";
 import { useRaceHarness } from "../support/raceHarness.js";
@@ -168,10 +170,15 @@ describe("the benefit rule through crossRegionHedgingPolicy", () => {
     readonly latencyMs: number;
   }
 
-  async function runReads(latencyOf: (origin: string) => number, reads: number, spacingMs: number): Promise<Read[]> {
+  async function runReads(
+    latencyOf: (origin: string) => number,
+    reads: number,
+    spacingMs: number,
+    options: CrossRegionHedgingPolicyOptions = {},
+  ): Promise<Read[]> {
     const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs] } });
     const pipeline = createEmptyPipeline();
-    pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: "adaptive", drainLosers: false }));
+    pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: "adaptive", ...options }));
     const client = drawnLatencyTransport(latencyOf);
     const done: Read[] = [];
     for (let i = 0; i < reads; i++) {
@@ -184,6 +191,8 @@ describe("the benefit rule through crossRegionHedgingPolicy", () => {
       done.push({ diagnostics, latencyMs: (returned?.startOffsetMs ?? 0) + (returned?.durationMs ?? 0) });
       await harness.clock.tickAsync(spacingMs);
     }
+    // Losers left to drain finish in the background; none may outlive the test.
+    await harness.clock.tickAsync(loserDrainDefaults.maxDrainMs);
     return done;
   }
 
@@ -221,5 +230,17 @@ describe("the benefit rule through crossRegionHedgingPolicy", () => {
       assert.equal(read.diagnostics.thresholdSource, "noBenefit");
       assert.equal(read.diagnostics.hedgeFired, false);
     }
+    // The hedge that lost was left to drain: West's whole 30 ms is its latency, so the backstop lies 30 ms past East's largest 9.
+    assert.equal(reads[reads.length - 1]?.diagnostics.thresholdMs, 39);
+  });
+
+  it("without drained losers, a hedge region's latency is only the bounds its lost hedges ran for", async () => {
+    const random = seededRandom(9);
+    const eastOrigin = new URL(eastUs.endpoint).origin;
+    const latencyOf = (origin: string): number => (origin === eastOrigin ? 1 + Math.floor(random() * 9) : 30);
+    const reads = await runReads(latencyOf, 400, 5, { drainLosers: false });
+    const last = reads[reads.length - 1]?.diagnostics;
+    assert.equal(last?.thresholdSource, "noBenefit");
+    assert.ok(last?.thresholdMs !== undefined && last.thresholdMs < 39, `${last?.thresholdMs}`);
   });
 });
