@@ -226,7 +226,7 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
   const budget =
     options.budget === false
       ? undefined
-      : new LoadBudget(resolveLoadBudget(options.budget ?? {}, adaptive?.maxExtraLoad));
+      : new LoadBudget(resolveLoadBudget(options.budget === undefined ? {} : options.budget, adaptive?.maxExtraLoad));
   const routing = options.routing ?? "demotion";
   if (!routings.includes(routing)) {
     throw new TypeError(`routing must be "preferred", "demotion" or "thompson"; got ${describe(routing)}.`);

@@ -81,6 +81,12 @@ describe("trustworthiness: what users hit", function () {
     });
   });
 
+  describe("budget: null", function () {
+    it("is refused with a TypeError naming budget, not taken for the default budget", function () {
+      assert.throws(() => crossRegionHedgingPolicy({ budget: null as never }), /^TypeError: budget must be false or an options object; got null\.$/);
+    });
+  });
+
   describe("a hedging client wrapped in another", function () {
     it("is refused: withHedging applied twice would race every arm again", function () {
       const once = withHedging({ endpoint: "https://acct.documents.azure.com/", key: Buffer.from("k").toString("base64") });
