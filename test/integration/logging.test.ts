@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import type { CosmosClient } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
-import { startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
-import { createTestClient, seedContainer } from "../support/cosmos.js";
+import { useEmulator } from "../support/emulatorFixture.js";
+import { createTestClient } from "../support/cosmos.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 import type { LogCapture } from "../support/logCapture.js";
 
@@ -12,18 +12,10 @@ describe("what AZURE_LOG_LEVEL shows of a hedging CosmosClient", function () {
   let client: CosmosClient | undefined;
   let logs: LogCapture | undefined;
 
-  before(async function () {
-    emulator = await startEmulator();
-    const seeder = createTestClient(emulator);
-    try {
-      await seedContainer(seeder, { database: "db", container: "items", items: [{ id: "1", pk: "a" }] });
-    } finally {
-      seeder.dispose();
-    }
-  });
+  const fixture = useEmulator({ items: [{ id: "1", pk: "a" }] });
 
-  after(async function () {
-    await emulator?.close();
+  beforeEach(function () {
+    emulator = fixture.emulator;
   });
 
   afterEach(function () {

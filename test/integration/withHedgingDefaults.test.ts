@@ -5,9 +5,8 @@ import { withHedging } from "../../src/client/withHedging.js";
 import { metadataHedgingEnvironmentVariable } from "../../src/cosmos/environment.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
-import { startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
-import { createTestClient, seedContainer } from "../support/cosmos.js";
+import { useEmulator } from "../support/emulatorFixture.js";
 
 const preferredLocations = ["West US", "East US", "North Europe"];
 
@@ -28,18 +27,10 @@ describe("withHedging(options) alone, through the real CosmosClient", function (
     return client;
   }
 
-  before(async function () {
-    emulator = await startEmulator();
-    const seeder = createTestClient(emulator);
-    try {
-      await seedContainer(seeder, { database: "db", container: "items", items: [{ id: "1", pk: "a" }] });
-    } finally {
-      seeder.dispose();
-    }
-  });
+  const fixture = useEmulator({ items: [{ id: "1", pk: "a" }] });
 
-  after(async function () {
-    await emulator?.close();
+  beforeEach(function () {
+    emulator = fixture.emulator;
   });
 
   beforeEach(function () {
