@@ -1,7 +1,8 @@
 import { AbortError } from "@azure/abort-controller";
 import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { AzureLogger } from "@azure/logger";
-import type { RegionEndpoint } from "../caches/regionCache.js";
+import type { FeedPins } from "../caches/feedPins.js";
+import type { RegionCache, RegionEndpoint } from "../caches/regionCache.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
@@ -12,7 +13,10 @@ import type { LoserDrain } from "./loserDrain.js";
 import type { DrainedArm, RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { logRace } from "./operatorLog.js";
+import { retarget } from "./cloneRequest.js";
 import { runRace } from "./race.js";
+import { requestControlsOf } from "./requestControls.js";
+import { feedPageTarget } from "./targets.js";
 import { startRaceTrace } from "./tracing.js";
 
 /** The part of a diagnostics record that a policy knows before it sends anything. */
@@ -213,4 +217,27 @@ export async function sendHedged(
   for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, arm));
   if (result.response === undefined) throw result.error;
   return result.response;
+}
+
+/**
+ * Sends a later page of a feed, unhedged, to the region that issued its
+ * token (see {@link feedPageTarget}: a request's own region and its
+ * exclusions win over that), and pins the page after it to the region that
+ * served this one. The diagnostics name the region the page went to.
+ */
+export async function sendLaterPage(
+  policy: HedgeDiagnostics["policy"],
+  operation: HedgeDiagnostics["operation"],
+  feed: { readonly pins: FeedPins; readonly regions: RegionCache },
+  request: PipelineRequest,
+  next: SendRequest,
+  sink: DiagnosticsSink,
+): Promise<PipelineResponse> {
+  const controls = requestControlsOf(request);
+  const issuer = feedPageTarget(feed.pins, feed.regions, request, controls);
+  if (issuer !== undefined) request.url = retarget(request.url, issuer);
+  const region = issuer ?? feed.regions.regionOf(request.url);
+  const response = await sendSkipped(request, next, diagnosticsHeader(policy, operation, region, controls), "continuationPage", sink);
+  if (region !== undefined) feed.pins.pinNextPage(request, response, region);
+  return response;
 }

@@ -182,7 +182,7 @@ function parseHeader<T>(request: PipelineRequest, header: string, parse: (text: 
  * entries); such a request cannot be steered safely, and the warning names
  * the option the user wrote, not our header.
  */
-function parseSdkExclusions(request: PipelineRequest): readonly string[] | undefined {
+function parseSdkExclusions(request: PipelineRequest): readonly string[] | "unreadable" | undefined {
   const text = request.headers.get(requestControlHeaders.sdkExcludedRegions);
   if (text === undefined) return undefined;
   request.headers.delete(requestControlHeaders.sdkExcludedRegions);
@@ -194,7 +194,7 @@ function parseSdkExclusions(request: PipelineRequest): readonly string[] | undef
       `sdk:${error.message}`,
       `A request's @azure/cosmos excludedLocations cannot be read (${error.message}); the request is sent where the SDK sent it, unhedged.`,
     );
-    return undefined;
+    return "unreadable";
   }
 }
 
@@ -263,10 +263,9 @@ export function requestControlsOf(request: PipelineRequest): RequestHedgingContr
   if (known !== undefined) return known;
   let controls: RequestHedgingControls;
   if (hasControlHeader(request)) {
-    const sdkHeader = request.headers.get(requestControlHeaders.sdkExcludedRegions);
     const sdkExcluded = parseSdkExclusions(request);
     const own = overlay(scope.getStore(), parseControlHeaders(request));
-    controls = sdkHeader !== undefined && sdkExcluded === undefined ? Object.freeze({ ...own, sdkOptionsKnown: false }) : withSdkExclusions(own, sdkExcluded);
+    controls = sdkExcluded === "unreadable" ? Object.freeze({ ...own, sdkOptionsKnown: false }) : withSdkExclusions(own, sdkExcluded);
   } else {
     const original = originalOf(request);
     controls = (original !== undefined ? controlsByRequest.get(original) : undefined) ?? scope.getStore() ?? noControls;

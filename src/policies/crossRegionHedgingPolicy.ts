@@ -20,7 +20,7 @@ import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
 import { HedgeDecisions } from "../hedging/hedgeDecision.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
-import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
+import { diagnosticsHeader, sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
 import type { HedgeLoadBudgetOptions } from "../hedging/loadBudget.js";
 import { LoadBudget, resolveLoadBudget } from "../hedging/loadBudget.js";
 import type { LoserDrainOptions } from "../hedging/loserDrain.js";
@@ -30,7 +30,7 @@ import { HedgingMetricsRecorder } from "../hedging/metrics.js";
 import type { RaceStrategy } from "../hedging/race.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
-import { feedPageTarget, raceTargets } from "../hedging/targets.js";
+import { raceTargets } from "../hedging/targets.js";
 import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
@@ -289,6 +289,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   const throttledUntil = new Map<string, number>();
   const fixedThreshold = typeof options.threshold === "number" ? options.threshold : undefined;
   const pins = new FeedPins();
+  const feed = { pins, regions };
 
   /** The timing of hedging turned on explicitly, where the client's own mode leaves it off. */
   const explicitTiming: Timing =
@@ -466,7 +467,8 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
 
   async function sendDocumentRequest(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
     budget?.deposit();
-    if (continuesFeed(request, operation)) return sendLaterPage(request, next, operation);
+    // A later page goes unhedged to the region that issued its token: a hedge or the ranking would send the token elsewhere.
+    if (continuesFeed(request, operation)) return sendLaterPage("crossRegion", operation, feed, request, next, sink);
     const observingNext: SendRequest = async (arm) => {
       const response = await next(arm);
       noteThrottling(arm, response);
@@ -478,11 +480,14 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     const controls = requestControlsOf(request);
     const header = diagnosticsHeader("crossRegion", operation, addressed, controls);
     const timing = timingFor(topology, controls.hedging);
-    const pinNextPage = (response: PipelineResponse, servedBy: RegionEndpoint): void => pins.pinNextPage(request, response, servedBy);
+    // A feed's first page pins the next one to the region that serves it; nothing else needs a pin.
+    const pinNextPage = documentFeedKinds.has(operation)
+      ? (response: PipelineResponse, servedBy: RegionEndpoint): void => pins.pinNextPage(request, response, servedBy)
+      : undefined;
     const skip = async (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> => {
       const response = await sendSkipped(request, observingNext, skipHeader, reason, sink);
-      const servedBy = regions.regionOf(request.url);
-      if (servedBy !== undefined && documentFeedKinds.has(operation)) pinNextPage(response, servedBy);
+      // Skipped before any ranking: the request went where it was addressed.
+      if (addressed !== undefined) pinNextPage?.(response, addressed);
       return response;
     };
     if (typeof timing === "string") return skip(header, timing);
@@ -547,26 +552,11 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       drain: isWrite ? undefined : drain,
       // A write keeps its session token: it is the read-your-writes guarantee of the write itself.
       hedgesWithoutSessionToken: options.hedgesWithoutSessionToken === true && !isWrite,
-      ...(documentFeedKinds.has(operation) ? { onReturned: pinNextPage } : {}),
+      onReturned: pinNextPage,
     };
     return sendHedged(request, observingNext, raceHeader, plan, sink);
   }
 
-  /**
-   * A later page of a document feed goes, unhedged, to the region that
-   * issued its token: a hedge or the ranking would send the token to a
-   * region that never issued it. Exclusions and a request's own region win
-   * over the pin.
-   */
-  async function sendLaterPage(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
-    const controls = requestControlsOf(request);
-    const issuer = feedPageTarget(pins, regions, request, controls);
-    if (issuer !== undefined) request.url = retarget(request.url, issuer);
-    const region = issuer ?? regions.regionOf(request.url);
-    const response = await sendSkipped(request, next, diagnosticsHeader("crossRegion", operation, region, controls), "continuationPage", sink);
-    if (region !== undefined) pins.pinNextPage(request, response, region);
-    return response;
-  }
 
   return {
     name: crossRegionHedgingPolicyName,

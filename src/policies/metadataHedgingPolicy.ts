@@ -9,17 +9,17 @@ import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation } from "../cosmos/operationKind.js";
 import { classifyMetadataResult } from "../cosmos/statusTables.js";
-import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
+import { isResendableBody } from "../hedging/cloneRequest.js";
 import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
 import { HedgeBudget } from "../hedging/hedgeBudget.js";
 import type { LoserDrainOptions } from "../hedging/loserDrain.js";
 import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
-import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
+import { diagnosticsHeader, sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
 import type { RaceStrategy } from "../hedging/race.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
-import { feedPageTarget, raceTargets } from "../hedging/targets.js";
+import { raceTargets } from "../hedging/targets.js";
 import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
@@ -145,6 +145,7 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   const regions = regionCacheOption(options.regions);
   const budget = new HedgeBudget(maxConcurrentHedges, "maxConcurrentHedges");
   const pins = new FeedPins();
+  const feed = { pins, regions };
   const drain = resolveLoserDrain(options.drainLosers);
   const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics };
 
@@ -175,20 +176,6 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     admit: () => budget.tryAcquire(),
     release: () => budget.release(),
   });
-
-  // Pins are honoured whether or not hedging is on now: a feed whose first
-  // page a hedge served needs its later pages in that region either way.
-  async function sendLaterPage(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
-    const controls = requestControlsOf(request);
-    const pinned = feedPageTarget(pins, regions, request, controls);
-    if (pinned !== undefined) request.url = retarget(request.url, pinned);
-    // Named after where the page went, so that the diagnostics' winning region is the one that answered.
-    const region = pinned ?? regions.regionOf(request.url);
-    const header = diagnosticsHeader("metadata", operation, region, controls);
-    const response = await sendSkipped(request, next, header, "continuationPage", sink);
-    if (region !== undefined) pins.pinNextPage(request, response, region);
-    return response;
-  }
 
   async function sendMetadataRead(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
     const primary = regions.regionOf(request.url);
@@ -222,7 +209,8 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
       requestControlsOf(request);
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
-      if (operation === "partitionKeyRangeReadFeedContinuation") return sendLaterPage(request, next, operation);
+      // Pins are honoured whether or not hedging is on now: a feed whose first page a hedge served needs its later pages there.
+      if (operation === "partitionKeyRangeReadFeedContinuation") return sendLaterPage("metadata", operation, feed, request, next, sink);
       if (!hedgedKinds.has(operation)) return next(request);
       return sendMetadataRead(request, next, operation);
     },

@@ -174,3 +174,27 @@ export class FakeTransport implements HttpClient {
     return response;
   }
 }
+
+/**
+ * A transport whose regions answer 200 after a latency chosen per request
+ * from the request's origin, for as many requests as come (where a script
+ * could not stay in step with which regions get arms), and that rejects with
+ * an `AbortError` when an arm is aborted.
+ */
+export function latencyTransport(latencyOf: (origin: string) => number): HttpClient {
+  return {
+    sendRequest: (request) =>
+      new Promise<PipelineResponse>((resolve, reject) => {
+        const signal = request.abortSignal;
+        const onAbort = (): void => {
+          clearTimeout(timer);
+          reject(new AbortError("The request was aborted."));
+        };
+        const timer = setTimeout(() => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve({ status: 200, headers: createHttpHeaders(), request });
+        }, latencyOf(new URL(request.url).origin));
+        signal?.addEventListener("abort", onAbort, { once: true });
+      }),
+  };
+}

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import { AbortError } from "@azure/abort-controller";
-import { createEmptyPipeline, createHttpHeaders } from "@azure/core-rest-pipeline";
-import type { HttpClient, Pipeline, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
+import { createEmptyPipeline } from "@azure/core-rest-pipeline";
+import type { Pipeline, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import sinon from "sinon";
 import { RegionCache } from "../../src/caches/regionCache.js";
 import type { AccountTopologyInit } from "../../src/caches/regionCache.js";
@@ -14,6 +13,7 @@ import { seededRandom } from "../../src/hedging/seededRandom.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
 import type { CrossRegionHedgingPolicy, CrossRegionHedgingPolicyOptions } from "../../src/policies/crossRegionHedgingPolicy.js";
 import type { ScriptStep } from "../support/fakeTransport.js";
+import { latencyTransport } from "../support/fakeTransport.js";
 import { eastUs, northEurope, observe, pointRead, query, requestTo, westUs } from "../support/hedgingFixtures.js";
 import { useRaceHarness } from "../support/raceHarness.js";
 
@@ -363,29 +363,6 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
   });
 
   describe("Thompson sampling", () => {
-    /**
-     * A harness.transport whose regions answer after a latency set per region, for
-     * as many requests as come: Thompson decides per read which regions get
-     * arms, so a script of steps could not stay in step with it.
-     */
-    function latencyTransport(latencies: Map<string, number>): HttpClient {
-      return {
-        sendRequest: (request) =>
-          new Promise<PipelineResponse>((resolve, reject) => {
-            const signal = request.abortSignal;
-            const onAbort = (): void => {
-              clearTimeout(timer);
-              reject(new AbortError("The request was aborted."));
-            };
-            const timer = setTimeout(() => {
-              signal?.removeEventListener("abort", onAbort);
-              resolve({ status: 200, headers: createHttpHeaders(), request });
-            }, latencies.get(new URL(request.url).origin) ?? 0);
-            signal?.addEventListener("abort", onAbort, { once: true });
-          }),
-      };
-    }
-
     it("moves reads away from a browned-out region and back once it recovers, and says so", async () => {
       const stub = sinon.stub(Math, "random").callsFake(seededRandom(11));
       try {
@@ -395,7 +372,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
           [east, 2],
           [new URL(westUs.endpoint).origin, 30],
         ]);
-        const client = latencyTransport(latencies);
+        const client = latencyTransport((origin) => latencies.get(origin) ?? 0);
         const eastFirst = async (reads: number): Promise<number> => {
           let count = 0;
           for (let i = 0; i < reads; i++) {

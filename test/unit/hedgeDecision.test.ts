@@ -1,7 +1,5 @@
 import assert from "node:assert/strict";
-import { AbortError } from "@azure/abort-controller";
-import { createEmptyPipeline, createHttpHeaders } from "@azure/core-rest-pipeline";
-import type { HttpClient, PipelineResponse } from "@azure/core-rest-pipeline";
+import { createEmptyPipeline } from "@azure/core-rest-pipeline";
 import type { SinonFakeTimers } from "sinon";
 import { LatencyWindows, latencyWindowDefaults } from "../../src/caches/latencyWindows.js";
 import type { LatencyObservation } from "../../src/caches/latencyWindows.js";
@@ -13,6 +11,7 @@ import { HedgeDecisions, hedgeDecisionDefaults, hedgeDelay } from "../../src/hed
 import { seededRandom } from "../../src/hedging/seededRandom.js";
 import { loserDrainDefaults } from "../../src/hedging/loserDrain.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
+import { latencyTransport } from "../support/fakeTransport.js";
 import type { CrossRegionHedgingPolicyOptions } from "../../src/policies/crossRegionHedgingPolicy.js";
 import { eastUs, observe, pointRead, westUs } from "../support/hedgingFixtures.js";
 import { useFakeClock } from "../support/leakCheck.js";
@@ -146,25 +145,6 @@ describe("the benefit rule (hedgeDecision)", () => {
 describe("the benefit rule through crossRegionHedgingPolicy", () => {
   const harness = useRaceHarness();
 
-  /** A transport whose regions answer after a latency drawn per request, for as many requests as come. */
-  function drawnLatencyTransport(latencyOf: (origin: string) => number): HttpClient {
-    return {
-      sendRequest: (request) =>
-        new Promise<PipelineResponse>((resolve, reject) => {
-          const signal = request.abortSignal;
-          const onAbort = (): void => {
-            clearTimeout(timer);
-            reject(new AbortError("The request was aborted."));
-          };
-          const timer = setTimeout(() => {
-            signal?.removeEventListener("abort", onAbort);
-            resolve({ status: 200, headers: createHttpHeaders(), request });
-          }, latencyOf(new URL(request.url).origin));
-          signal?.addEventListener("abort", onAbort, { once: true });
-        }),
-    };
-  }
-
   interface Read {
     readonly diagnostics: HedgeDiagnostics;
     readonly latencyMs: number;
@@ -179,7 +159,7 @@ describe("the benefit rule through crossRegionHedgingPolicy", () => {
     const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs] } });
     const pipeline = createEmptyPipeline();
     pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: "adaptive", ...options }));
-    const client = drawnLatencyTransport(latencyOf);
+    const client = latencyTransport(latencyOf);
     const done: Read[] = [];
     for (let i = 0; i < reads; i++) {
       const pending = observe(pipeline.sendRequest(client, pointRead(eastUs, harness.leaks.controller().signal)));
