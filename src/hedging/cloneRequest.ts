@@ -17,8 +17,30 @@ export function isResendableBody(request: PipelineRequest): boolean {
   return false;
 }
 
-/** The request URL with its scheme, host and port replaced by the region's endpoint. */
+/** The origin of each region's endpoint, as `new URL` gives it, computed once per endpoint object. */
+const endpointOrigins = new WeakMap<RegionEndpoint, string>();
+
+function endpointOrigin(region: RegionEndpoint): string {
+  let origin = endpointOrigins.get(region);
+  if (origin === undefined) {
+    origin = new URL(region.endpoint).origin;
+    endpointOrigins.set(region, origin);
+  }
+  return origin;
+}
+
+/**
+ * The request URL with its scheme, host and port replaced by the region's
+ * endpoint. A URL already on that origin (every primary arm) is returned as
+ * it is, without being parsed: it is what the SDK would have sent.
+ */
 export function retarget(url: string, region: RegionEndpoint): string {
+  const origin = endpointOrigin(region);
+  if (url.startsWith(origin)) {
+    const after = url.charCodeAt(origin.length);
+    // "/", "?", "#" or the end: the origin is the whole authority, not the start of a longer host or port.
+    if (Number.isNaN(after) || after === 47 || after === 63 || after === 35) return url;
+  }
   const target = new URL(region.endpoint);
   const result = new URL(url);
   result.protocol = target.protocol;

@@ -95,6 +95,20 @@ describe("cloneRequest", () => {
         assert.equal(retarget(url, region), expected);
       });
     }
+
+    it("returns a URL already on the region's origin as it is", () => {
+      const local: RegionEndpoint = { name: "Local", endpoint: "https://127.0.0.1:9443/" };
+      for (const url of ["https://127.0.0.1:9443/dbs/db?x=1", "https://127.0.0.1:9443", "https://127.0.0.1:9443?q", "https://127.0.0.1:9443#f"]) {
+        assert.equal(retarget(url, local), url);
+      }
+    });
+
+    it("does not take a longer port or host that starts like the region's origin for it", () => {
+      const local: RegionEndpoint = { name: "Local", endpoint: "https://127.0.0.1:944/" };
+      assert.equal(retarget("https://127.0.0.1:9443/dbs/db", local), "https://127.0.0.1:944/dbs/db");
+      const short: RegionEndpoint = { name: "Short", endpoint: "https://acct.documents.azure.com/" };
+      assert.equal(retarget("https://acct.documents.azure.com.evil.example/dbs/db", short), "https://acct.documents.azure.com/dbs/db");
+    });
   });
 
   describe("cloneRequestFor", () => {
