@@ -3,8 +3,18 @@
  * "WestUS" name one region, as they do in the Azure portal and the other SDKs.
  */
 export function normalizeRegionName(name: string): string {
-  return name.replace(/\s+/g, "").toLowerCase();
+  // Several policies normalize the same few names on every request; a client's account has a handful of them.
+  let normalized = normalizedNames.get(name);
+  if (normalized === undefined) {
+    normalized = name.replace(/\s+/g, "").toLowerCase();
+    if (normalizedNames.size >= maxNormalizedNames) normalizedNames.clear();
+    normalizedNames.set(name, normalized);
+  }
+  return normalized;
 }
+
+const normalizedNames = new Map<string, string>();
+const maxNormalizedNames = 512;
 
 /** Whether two regions are one (any case and spacing); the same object, the common case, is one at once. */
 export function sameRegion(a: { readonly name: string } | undefined, b: { readonly name: string } | undefined): boolean {

@@ -22,9 +22,10 @@ export function headerJson(value: unknown): string {
   return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
-function excludedLocationsOf(context: CosmosRequestContext): unknown[] {
+/** The control header's value: nearly every request excludes nothing, and that one is written without serializing. */
+function excludedLocationsHeader(context: CosmosRequestContext): string {
   const excluded = context.options?.excludedLocations;
-  return Array.isArray(excluded) ? excluded : [];
+  return Array.isArray(excluded) && excluded.length > 0 ? headerJson(excluded) : "[]";
 }
 
 /**
@@ -50,7 +51,7 @@ export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
         );
       }
       if (context.headers !== undefined) {
-        context.headers[requestControlHeaders.sdkExcludedRegions] = headerJson(excludedLocationsOf(context));
+        context.headers[requestControlHeaders.sdkExcludedRegions] = excludedLocationsHeader(context);
       }
       return next(context);
     },
