@@ -72,6 +72,7 @@ export const requestControlLimits = {
 } as const;
 
 const noControls: RequestHedgingControls = Object.freeze({});
+const sdkOptionsOnly: RequestHedgingControls = Object.freeze({ sdkOptionsKnown: true });
 const controlsByRequest = new WeakMap<PipelineRequest, RequestHedgingControls>();
 const scope = new AsyncLocalStorage<RequestHedgingControls>();
 
@@ -210,6 +211,7 @@ function parseControlHeaders(request: PipelineRequest): RequestHedgingControls {
   const excludedRegions = parseHeader(request, requestControlHeaders.excludedRegions, parseExcludedRegions);
   const region = parseHeader(request, requestControlHeaders.region, parseRegion);
   const hedging = parseHeader(request, requestControlHeaders.hedging, parseHedging);
+  if (excludedRegions === undefined && region === undefined && hedging === undefined) return noControls;
   return Object.freeze({
     ...(excludedRegions !== undefined ? { excludedRegions } : {}),
     ...(region !== undefined ? { region } : {}),
@@ -230,6 +232,8 @@ function overlay(outer: RequestHedgingControls | undefined, inner: RequestHedgin
  */
 function withSdkExclusions(controls: RequestHedgingControls, sdkExcluded: readonly string[] | undefined): RequestHedgingControls {
   if (sdkExcluded === undefined) return controls;
+  // What nearly every request of a withHedging client carries: the SDK's options, excluding nothing.
+  if (controls === noControls && sdkExcluded.length === 0) return sdkOptionsOnly;
   const excludedRegions = sdkExcluded.length === 0 ? controls.excludedRegions : Object.freeze([...(controls.excludedRegions ?? []), ...sdkExcluded]);
   return Object.freeze({ ...controls, ...(excludedRegions !== undefined ? { excludedRegions } : {}), sdkOptionsKnown: true });
 }
