@@ -198,15 +198,18 @@ const maxSkipPrefixes = 256;
  */
 function headerValue(diagnostics: HedgeDiagnostics): string {
   if (diagnostics.terminalState !== "skipped" || diagnostics.routing !== undefined) return JSON.stringify(diagnostics);
-  const { totalRequestCharge, ...rest } = diagnostics;
-  const key = `${rest.policy}|${rest.operation}|${rest.primaryRegion}|${rest.thresholdMs}|${rest.thresholdStepMs}|${rest.thresholdSource}|${rest.skipReason}|${rest.winningRegion}`;
+  const key =
+    diagnostics.policy + "|" + diagnostics.operation + "|" + diagnostics.primaryRegion + "|" + diagnostics.thresholdMs + "|" +
+    diagnostics.thresholdStepMs + "|" + diagnostics.thresholdSource + "|" + diagnostics.skipReason + "|" + diagnostics.winningRegion;
   let prefix = skipPrefixes.get(key);
   if (prefix === undefined) {
     if (skipPrefixes.size >= maxSkipPrefixes) skipPrefixes.clear();
+    const { totalRequestCharge: _charge, ...rest } = diagnostics;
     prefix = JSON.stringify(rest).slice(0, -1);
     skipPrefixes.set(key, prefix);
   }
-  return `${prefix},"totalRequestCharge":${JSON.stringify(totalRequestCharge)}}`;
+  const charge = diagnostics.totalRequestCharge;
+  return prefix + ',"totalRequestCharge":' + (Number.isFinite(charge) ? String(charge) : "null") + "}";
 }
 
 /**
