@@ -9,7 +9,7 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import { benchModes } from "./support/benchModes.js";
 import { coldStartTable, defaultColdStartSettings, runColdStartSuite } from "./suites/coldStart.js";
-import { defaultOverheadSettings, overheadTable, runOverheadSuite } from "./suites/overhead.js";
+import { clientMemoryTable, defaultOverheadSettings, measureClientMemory, overheadTable, runOverheadSuite } from "./suites/overhead.js";
 import { defaultSdkOverheadSettings, runSdkOverheadSuite, sdkOverheadTable } from "./suites/sdkOverhead.js";
 import { brownOutTable, countScenarios, defaultBrownOut, defaultTailLoad, runBrownOut, runCountScenario, tailCaption, tailTable } from "./suites/tail.js";
 import type { TailRow } from "./suites/tail.js";
@@ -43,6 +43,8 @@ parts.push(section("Metadata cold start: time to first read of fresh clients", c
 console.log("Running the overhead microbenchmark...");
 const overhead = await runOverheadSuite(defaultOverheadSettings);
 parts.push(section("Overhead of the pass-through path (in-process, instant fake transport)", overheadTable(overhead, defaultOverheadSettings)));
+const clientMemory = await measureClientMemory();
+parts.push(section("Memory per hedging client (in-process)", clientMemoryTable(clientMemory)));
 
 console.log("Running the overhead suite through the real @azure/cosmos client...");
 const sdkOverhead = await runSdkOverheadSuite(defaultSdkOverheadSettings);
@@ -54,7 +56,7 @@ parts.push(section("Over a WAN: the connections losers cost, aborted vs drained"
 
 const machine = `${cpus().length} cores, Node ${process.version}, ${started.toISOString().slice(0, 10)}`;
 mkdirSync(resultsFolder, { recursive: true });
-writeFileSync(join(resultsFolder, "latest.json"), JSON.stringify({ machine, started, tail, brownOut, coldStart, overhead, sdkOverhead, wan }, null, 2));
+writeFileSync(join(resultsFolder, "latest.json"), JSON.stringify({ machine, started, tail, brownOut, coldStart, overhead, clientMemory, sdkOverhead, wan }, null, 2));
 writeFileSync(
   join(resultsFolder, "latest.md"),
   `# Benchmark results\n\n\`npm run bench\` on ${machine}; the multi-region emulator on loopback. ` +

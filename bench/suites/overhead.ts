@@ -107,3 +107,51 @@ export function overheadTable(rows: readonly OverheadRow[], settings = defaultOv
     ]),
   );
 }
+
+/** What one hedging client holds, fresh and after it has learned from its traffic. */
+export interface ClientMemoryRow {
+  state: string;
+  clients: number;
+  bytesPerClient: number;
+}
+
+const threeRegions = [
+  { name: "East US", endpoint },
+  { name: "West US", endpoint: "https://acct-westus.documents.azure.com/" },
+  { name: "North Europe", endpoint: "https://acct-northeurope.documents.azure.com/" },
+];
+
+/**
+ * Heap per hedging client: `clients` clients on a three-region account,
+ * measured fresh and again after each has sent `requestsPerClient` point
+ * reads (latency windows, ranking state and metrics filled), so that what
+ * a process pays per client is stated, not guessed.
+ */
+export async function measureClientMemory(clients = 200, requestsPerClient = 2000): Promise<ClientMemoryRow[]> {
+  const before = heapMb();
+  const made = Array.from({ length: clients }, () => {
+    const client = createHedgingHttpClient({ httpClient: instantTransport, preferredRegions: threeRegions.map((region) => region.name) });
+    client.regions.setTopology({ readRegions: threeRegions });
+    return client;
+  });
+  const fresh = heapMb();
+  for (const client of made) {
+    for (let i = 0; i < requestsPerClient; i++) await client.sendRequest(pointRead());
+  }
+  const used = heapMb();
+  const perClient = (megabytes: number): number => (megabytes * 1024 * 1024) / clients;
+  // Keeps every client reachable until the heap has been read.
+  if (made.length !== clients) throw new Error("a client was lost");
+  return [
+    { state: "fresh (topology set, no request yet)", clients, bytesPerClient: perClient(fresh - before) },
+    { state: `after ${requestsPerClient} point reads each`, clients, bytesPerClient: perClient(used - before) },
+  ];
+}
+
+/** The memory table. */
+export function clientMemoryTable(rows: readonly ClientMemoryRow[]): string {
+  return markdownTable(
+    ["client state", "clients", "heap per client"],
+    rows.map((row) => [row.state, String(row.clients), `${(row.bytesPerClient / 1024).toFixed(1)} KiB`]),
+  );
+}
