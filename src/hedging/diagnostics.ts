@@ -220,10 +220,9 @@ function headerValue(diagnostics: HedgeDiagnostics): string {
 export function attachHedgeDiagnostics(target: PipelineResponse | object, diagnostics: HedgeDiagnostics): void {
   attached.set(target, diagnostics);
   const response = isPipelineResponse(target) ? target : responseOfError(target);
-  if (response !== undefined) {
-    attached.set(response, diagnostics);
-    response.headers.set(hedgeDiagnosticsHeaderName, headerValue(diagnostics));
-  }
+  if (response === undefined) return;
+  if (response !== target) attached.set(response, diagnostics);
+  response.headers.set(hedgeDiagnosticsHeaderName, headerValue(diagnostics));
 }
 
 function isPipelineResponse(value: object): value is PipelineResponse {
