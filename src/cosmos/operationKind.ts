@@ -78,16 +78,21 @@ function decodeSegment(segment: string): string {
  */
 export function pathSegments(url: string): string[] {
   const schemeEnd = url.indexOf("://");
-  const pathStart = schemeEnd === -1 ? 0 : url.indexOf("/", schemeEnd + 3);
-  if (pathStart === -1) return [];
-  let pathEnd = url.length;
-  for (const delimiter of ["?", "#"]) {
-    const at = url.indexOf(delimiter, pathStart);
-    if (at !== -1 && at < pathEnd) pathEnd = at;
-  }
+  let at = schemeEnd === -1 ? 0 : url.indexOf("/", schemeEnd + 3);
   const segments: string[] = [];
-  for (const segment of url.slice(pathStart, pathEnd).split("/")) {
-    if (segment !== "") segments.push(decodeSegment(segment));
+  if (at === -1) return segments;
+  let pathEnd = url.length;
+  const query = url.indexOf("?", at);
+  if (query !== -1) pathEnd = query;
+  const fragment = url.indexOf("#", at);
+  if (fragment !== -1 && fragment < pathEnd) pathEnd = fragment;
+  // `at` is where the next segment starts, past its "/".
+  if (url.charCodeAt(at) === 47) at += 1;
+  while (at <= pathEnd) {
+    let end = url.indexOf("/", at);
+    if (end === -1 || end > pathEnd) end = pathEnd;
+    if (end > at) segments.push(decodeSegment(url.slice(at, end)));
+    at = end + 1;
   }
   return segments;
 }
