@@ -14,8 +14,9 @@ import { after, before, describe, it } from "node:test";
 import { performance } from "node:perf_hooks";
 import { CosmosClient } from "@azure/cosmos";
 import type { Container } from "@azure/cosmos";
-import { createHedgingHttpClient, faultInjectionPolicy, getHedgeDiagnostics } from "cosmos-hedging";
-import type { FaultInjectionPolicy } from "cosmos-hedging";
+import { createHedgingHttpClient, getHedgeDiagnostics } from "cosmos-hedging";
+import { faultInjectionPolicy } from "cosmos-hedging/testing";
+import type { FaultInjectionPolicy } from "cosmos-hedging/testing";
 import { openSampleAccount, sampleContainer, since } from "./support/account.js";
 import type { SampleAccount } from "./support/account.js";
 

@@ -72,11 +72,3 @@ export type { ExcludedRegionsPolicyOptions } from "./policies/excludedRegionsPol
 export { hedgingRequestOptions, withRequestHedgingOptions } from "./client/requestOptions.js";
 export type { HedgingRequestOptionsResult, InitialHeaders, RequestHedgingOptions } from "./client/requestOptions.js";
 export type { RequestRouting, RerouteReason } from "./hedging/requestControls.js";
-export { faultInjectionPolicy, faultInjectionPolicyName } from "./policies/faultInjectionPolicy.js";
-export type {
-  FaultInjectionPolicy,
-  FaultInjectionPolicyOptions,
-  FaultResult,
-  FaultRule,
-  FaultRuleHandle,
-} from "./policies/faultInjectionPolicy.js";

@@ -7,8 +7,9 @@ import { performance } from "node:perf_hooks";
 import { CosmosClient } from "@azure/cosmos";
 import type { Container, CosmosClientOptions } from "@azure/cosmos";
 import type { Pipeline } from "@azure/core-rest-pipeline";
-import { faultInjectionPolicy } from "cosmos-hedging";
-import type { FaultInjectionPolicy, HedgingHttpClient, OperationKind, RegionCache, RegionEndpoint } from "cosmos-hedging";
+import type { HedgingHttpClient, OperationKind, RegionCache, RegionEndpoint } from "cosmos-hedging";
+import { faultInjectionPolicy } from "cosmos-hedging/testing";
+import type { FaultInjectionPolicy } from "cosmos-hedging/testing";
 import { startEmulator } from "../../test/emulator/index.js";
 import type { Emulator } from "../../test/emulator/index.js";
 

@@ -12,8 +12,15 @@ export interface HedgeLoadBudgetOptions {
    */
   maxExtraLoad?: number;
   /**
-   * Hedges per second allowed on top of the share, so that a quiet client,
-   * whose few requests deposit little, can still hedge. 0 or more; default 1.
+   * The floor of the budget: over the 10-second window, hedges may spend
+   * `maxExtraLoad` of the requests or this many hedges per second, whichever
+   * is more. The floor is not added to the share, so a busy client never
+   * hedges more than its share; it lets a quiet client, whose few requests
+   * deposit little, still hedge. The trade-off: below
+   * `minHedgesPerSecond / maxExtraLoad` requests a second (6.7 with the
+   * defaults) the floor decides, and hedges may then exceed the share (at
+   * 0.5 requests a second, every request may be hedged); above that rate the
+   * share alone decides. 0 or more; default 1.
    */
   minHedgesPerSecond?: number;
   /** The most hedges in flight at once; a whole number of at least 1. Default 100. */
@@ -30,7 +37,7 @@ export const loadBudgetDefaults = {
    * them. Every region slow at once costs at most this much.
    */
   maxExtraLoad: 0.15,
-  /** Hedges per second allowed whatever the traffic. */
+  /** Hedges per second allowed whatever the traffic: the floor of the window's budget, not an addition to the share. */
   minHedgesPerSecond: 1,
   /** Hedges in flight at once. */
   maxHedgesInFlight: 100,
@@ -80,12 +87,16 @@ interface Slot {
 /**
  * A deposit/withdraw budget that bounds the extra load hedging adds, in the
  * manner of Finagle's retry budget: over a sliding window, every request
- * deposits `maxExtraLoad` and every hedge withdraws 1, on top of a reserve of
- * `minHedgesPerSecond` per second of the window; a hedge is allowed while
- * the balance covers it. A separate cap bounds the hedges in flight, so a
- * burst of slow requests cannot spend the whole balance at once. Whatever
- * the threshold, hedges therefore add at most `maxExtraLoad` of the traffic
- * plus the small reserve.
+ * deposits `maxExtraLoad` and every hedge withdraws 1; a hedge is allowed
+ * while what the window holds covers it. What the window holds is never
+ * less than a floor of `minHedgesPerSecond` per second of the window, so a
+ * quiet client can still hedge; the floor is a minimum, not an addition,
+ * because added to the share it would let a busy client exceed the share by
+ * the floor (at 30 requests a second, the default floor alone is 3.3 % more
+ * requests). A separate cap bounds the hedges in flight, so a burst of slow
+ * requests cannot spend the whole balance at once. Whatever the threshold,
+ * hedges in any window therefore add at most `maxExtraLoad` of that
+ * window's requests, or the floor when that is more.
  *
  * The window is a ring of slots rotated lazily when the budget is used; no
  * timer runs.
@@ -138,8 +149,8 @@ export class LoadBudget {
       deposits += slot.deposits;
       withdrawals += slot.withdrawals;
     }
-    const reserve = (this.settings.minHedgesPerSecond * this.settings.windowMs) / 1000;
-    return reserve + deposits * this.settings.maxExtraLoad - withdrawals;
+    const floor = (this.settings.minHedgesPerSecond * this.settings.windowMs) / 1000;
+    return Math.max(floor, deposits * this.settings.maxExtraLoad) - withdrawals;
   }
 
   /** The hedges in flight now. */

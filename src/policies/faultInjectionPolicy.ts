@@ -99,7 +99,7 @@ export interface FaultRuleHandle {
 export interface FaultInjectionPolicyOptions {
   /**
    * The account's regions, used to name the region a request goes to. Share
-   * the hedging policies' cache. Default: a new {@link RegionCache} that
+   * the hedging policies' cache. Default: a new `RegionCache` that
    * learns the topology from the database-account responses passing through
    * this policy.
    */

@@ -10,7 +10,12 @@ import ts from "typescript";
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
-/** What a consumer who uses only the policies writes: no `@azure/cosmos` anywhere. */
+/**
+ * What a consumer who uses only the policies writes: no `@azure/cosmos` anywhere.
+ * It tests its own pipeline with the fault injection policy from `cosmos-hedging/testing`
+ * (a rule that delays nothing, so the output does not hinge on time), and reports whether
+ * the main entry point still exports that policy.
+ */
 const appSource = `
 import { createEmptyPipeline, createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
 import type { HttpClient } from "@azure/core-rest-pipeline";
@@ -23,6 +28,9 @@ import {
   metadataHedgingPolicy,
 } from "cosmos-hedging";
 import type { HedgeDiagnostics } from "cosmos-hedging";
+import * as main from "cosmos-hedging";
+import { faultInjectionPolicy } from "cosmos-hedging/testing";
+import type { FaultInjectionPolicy } from "cosmos-hedging/testing";
 
 const regions = new RegionCache({
   topology: {
@@ -36,13 +44,21 @@ const pipeline = createEmptyPipeline();
 pipeline.addPolicy(excludedRegionsPolicy({ regions }));
 pipeline.addPolicy(metadataHedgingPolicy({ regions }));
 pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: 50 }));
+const faults: FaultInjectionPolicy = faultInjectionPolicy({ regions, rules: [{ id: "once", region: "East US", delayMs: 0, count: 1 }] });
+pipeline.addPolicy(faults);
 const transport: HttpClient = {
   sendRequest: async (request) => ({ request, status: 200, headers: createHttpHeaders({ "x-ms-request-charge": "1" }), bodyAsText: "{}" }),
 };
 const request = createPipelineRequest({ url: "https://acct-eastus.documents.azure.com/dbs/db/colls/c/docs/1", method: "GET" });
 const { result, diagnostics } = await collectHedgeDiagnostics(() => pipeline.sendRequest(transport, request));
 const record: HedgeDiagnostics | undefined = getHedgeDiagnostics(result);
-console.log(JSON.stringify({ status: result.status, terminalState: record?.terminalState, collected: diagnostics.length }));
+console.log(JSON.stringify({
+  status: result.status,
+  terminalState: record?.terminalState,
+  collected: diagnostics.length,
+  faultHits: faults.hits("once"),
+  mainExportsFaultInjection: "faultInjectionPolicy" in main || "faultInjectionPolicyName" in main,
+}));
 `;
 
 /** The same for CommonJS, where top-level await is not available. */
@@ -159,13 +175,35 @@ describe("the packed tarball, installed in a fresh app without @azure/cosmos", f
   });
 
   for (const project of projects) {
-    it(`type-checks a strict ${project.name} app that imports only the policies${project.runs ? ", and runs it" : ""}`, async function () {
+    it(`type-checks a strict ${project.name} app that imports only the policies and cosmos-hedging/testing${project.runs ? ", and runs it" : ""}`, async function () {
       const appDir = join(work, project.name);
       const compiled = compiles.get(project.name);
       assert.equal(compiled, "", `tsc found errors in the ${project.name} app:\n${compiled}`);
       if (!project.runs) return;
       const { stdout } = await run(process.execPath, [join(appDir, "out", "index.js")], { cwd: appDir });
-      assert.deepEqual(JSON.parse(stdout), { status: 200, terminalState: "primaryWon", collected: 1 });
+      assert.deepEqual(JSON.parse(stdout), { status: 200, terminalState: "primaryWon", collected: 1, faultHits: 1, mainExportsFaultInjection: false });
+    });
+  }
+
+  // The apps above load the package through TypeScript's emit; these load it as plain Node would, each entry point
+  // from each module system, and check that the two systems get the build meant for them.
+  for (const system of ["ESM import", "CJS require"] as const) {
+    it(`resolves cosmos-hedging/testing through ${system} to its own build, and the main entry point no longer exports faultInjectionPolicy`, async function () {
+      const esm = system === "ESM import";
+      const script = esm
+        ? `const testing = await import("cosmos-hedging/testing"); const main = await import("cosmos-hedging");
+           const resolved = import.meta.resolve("cosmos-hedging/testing");`
+        : `const testing = require("cosmos-hedging/testing"); const main = require("cosmos-hedging"); const resolved = require.resolve("cosmos-hedging/testing");`;
+      const report = `console.log(JSON.stringify({ resolved: String(resolved), testing: Object.keys(testing).filter((name) => name !== "__esModule").sort(),
+        policy: typeof testing.faultInjectionPolicy, mainHas: ["faultInjectionPolicy", "faultInjectionPolicyName"].filter((name) => name in main) }));`;
+      const file = join(work, esm ? "entry-check.mjs" : "entry-check.cjs");
+      writeFileSync(file, `${script}\n${report}\n`);
+      const { stdout } = await run(process.execPath, [file], { cwd: work });
+      const seen = JSON.parse(stdout) as { resolved: string; testing: string[]; policy: string; mainHas: string[] };
+      assert.match(seen.resolved, esm ? /cosmos-hedging\/dist\/esm\/testing\.js$/ : /cosmos-hedging\/dist\/cjs\/testing\.js$/);
+      assert.deepEqual(seen.testing, ["faultInjectionPolicy", "faultInjectionPolicyName"]);
+      assert.equal(seen.policy, "function");
+      assert.deepEqual(seen.mainHas, []);
     });
   }
 });

@@ -113,6 +113,70 @@ describe("LoadBudget", () => {
     assert.ok(hedges >= 300, `the budget hands out what it allows: ${hedges}`);
   });
 
+  describe("the floor is a minimum of the window's budget, not an addition to the share", () => {
+    /**
+     * Offers `perSecond` requests a second for `seconds`, evenly spaced, every one of
+     * which asks for a hedge (as when every region is slow); returns the hedges granted.
+     */
+    async function everyRequestAsks(target: LoadBudget, perSecond: number, seconds: number): Promise<{ requests: number; hedges: number }> {
+      const gapMs = 1000 / perSecond;
+      let requests = 0;
+      let hedges = 0;
+      for (let i = 0; i < perSecond * seconds; i++) {
+        requests += 1;
+        target.deposit();
+        if (target.tryWithdraw()) {
+          hedges += 1;
+          target.release();
+        }
+        await clock.tickAsync(gapMs);
+      }
+      return { requests, hedges };
+    }
+
+    it("at 30 requests a second for 10 s with a 15 % share, at most 45 hedges, not 45 + 10 of floor", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      const { requests, hedges } = await everyRequestAsks(target, 30, 10);
+      assert.equal(requests, 300);
+      assert.equal(hedges, 45);
+    });
+
+    it("a busy client's floor is spent by its first hedges, not granted again on top of them", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      for (let i = 0; i < 10; i++) target.deposit();
+      assert.equal(drain(target), 10, "the floor: 10 hedges before the share covers one");
+      // 10 requests have deposited 1.5; the floor of 10 is already spent, so the share must reach 11 before the next hedge.
+      for (let i = 0; i < 63; i++) target.deposit();
+      assert.equal(target.tryWithdraw(), false, "73 requests deposit 10.95: still short of the 11th hedge");
+      target.deposit();
+      assert.equal(target.tryWithdraw(), true, "74 requests deposit 11.1: the 11th hedge");
+    });
+
+    it("at 30 requests a second for a minute, every one asking, hedges stay within the share of the requests", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      const { requests, hedges } = await everyRequestAsks(target, 30, 60);
+      assert.equal(requests, 1800);
+      assert.ok(hedges <= 0.15 * requests, `${hedges} hedges for ${requests} requests`);
+      assert.ok(hedges >= 0.15 * requests - 6, `the budget hands out what it allows: ${hedges}`);
+    });
+
+    it("at 0.5 requests a second the floor still lets every request hedge", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      const { requests, hedges } = await everyRequestAsks(target, 0.5, 60);
+      assert.equal(requests, 30);
+      assert.equal(hedges, 30);
+      assert.equal(target.refusals, 0);
+    });
+
+    it("whichever is more decides: the floor below minHedgesPerSecond / maxExtraLoad requests a second, the share above", async () => {
+      // 1 / 0.15 = 6.7 requests a second: at 5 the floor's 10 hedges a window decide, at 10 the share's 15.
+      const quiet = await everyRequestAsks(budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 }), 5, 10);
+      assert.deepEqual(quiet, { requests: 50, hedges: 10 });
+      const busy = await everyRequestAsks(budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 }), 10, 10);
+      assert.deepEqual(busy, { requests: 100, hedges: 15 });
+    });
+  });
+
   it("forgets deposits and withdrawals as they leave the window, lazily", async () => {
     const target = budget({ maxExtraLoad: 1, minHedgesPerSecond: 0 });
     for (let i = 0; i < 5; i++) target.deposit();

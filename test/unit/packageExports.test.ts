@@ -52,7 +52,7 @@ describe("package exports", function () {
     // A stale build would test yesterday's package: rebuild it first when src/ is newer.
     this.timeout(120_000);
     ensureFreshBuild();
-    for (const file of ["dist/esm/index.js", "dist/cjs/index.js", "dist/esm/index.d.ts", "dist/cjs/index.d.ts"]) {
+    for (const file of ["dist/esm/index.js", "dist/cjs/index.js", "dist/esm/index.d.ts", "dist/cjs/index.d.ts", "dist/esm/testing.js", "dist/cjs/testing.js", "dist/esm/testing.d.ts", "dist/cjs/testing.d.ts"]) {
       assert.ok(existsSync(`${root}${file}`), `${file} is missing after the build`);
     }
     esm = (await import(manifest.name)) as ModuleRecord;
@@ -66,6 +66,23 @@ describe("package exports", function () {
     assert.equal(require.resolve(manifest.name), `${root}dist/cjs/index.js`);
     assert.equal(cjs["RegionCache"], require(`${root}dist/cjs/index.js`).RegionCache);
     assert.notEqual(esm["RegionCache"], cjs["RegionCache"]);
+  });
+
+  it("serves faultInjectionPolicy from cosmos-hedging/testing in both builds, and no longer from the main entry point", async function () {
+    const require = createRequire(import.meta.url);
+    const testingEsm = (await import(`${manifest.name}/testing`)) as ModuleRecord;
+    const testingCjs = require(`${manifest.name}/testing`) as ModuleRecord;
+    assert.equal(require.resolve(`${manifest.name}/testing`), `${root}dist/cjs/testing.js`);
+    assert.equal(testingEsm["faultInjectionPolicy"], ((await import(pathToFileURL(`${root}dist/esm/testing.js`).href)) as ModuleRecord)["faultInjectionPolicy"]);
+    assert.notEqual(testingEsm["faultInjectionPolicy"], testingCjs["faultInjectionPolicy"]);
+    for (const module of [testingEsm, testingCjs]) {
+      assert.deepEqual(functionNames(module), ["faultInjectionPolicy"]);
+      assert.deepEqual(valueExports(module), { faultInjectionPolicyName: "faultInjectionPolicy" });
+    }
+    for (const module of [esm, cjs]) {
+      assert.equal(module["faultInjectionPolicy"], undefined);
+      assert.equal(module["faultInjectionPolicyName"], undefined);
+    }
   });
 
   it("marks each build folder with its module type", function () {
@@ -120,12 +137,14 @@ describe("package exports", function () {
     });
 
     it("lists types first in each condition of the export map, as TypeScript requires", function () {
-      const entry = manifest.exports?.["."] as Record<string, Record<string, string>> | undefined;
-      assert.ok(entry !== undefined, 'exports["."] is missing');
-      assert.deepEqual(Object.keys(entry.import ?? {}), ["types", "default"]);
-      assert.deepEqual(Object.keys(entry.require ?? {}), ["types", "default"]);
-      for (const target of [entry.import?.types, entry.import?.default, entry.require?.types, entry.require?.default]) {
-        assert.ok(target !== undefined && existsSync(`${root}${target}`), `${target} does not exist`);
+      for (const path of [".", "./testing"]) {
+        const entry = manifest.exports?.[path] as Record<string, Record<string, string>> | undefined;
+        assert.ok(entry !== undefined, `exports["${path}"] is missing`);
+        assert.deepEqual(Object.keys(entry.import ?? {}), ["types", "default"]);
+        assert.deepEqual(Object.keys(entry.require ?? {}), ["types", "default"]);
+        for (const target of [entry.import?.types, entry.import?.default, entry.require?.types, entry.require?.default]) {
+          assert.ok(target !== undefined && existsSync(`${root}${target}`), `${target} does not exist`);
+        }
       }
     });
 
