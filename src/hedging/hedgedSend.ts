@@ -6,11 +6,13 @@ import type { RegionCache, RegionEndpoint } from "../caches/regionCache.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
+import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
 import { recordForCollectors } from "./diagnosticsCollector.js";
+import { describeArm, describeDrainedArm } from "./diagnosticsRecord.js";
 import type { LoserDrain } from "./loserDrain.js";
-import type { DrainedArm, RaceOutcome, RaceStrategy } from "./race.js";
+import type { RaceArm, RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { logRace } from "./operatorLog.js";
 import { retarget } from "./cloneRequest.js";
@@ -48,12 +50,24 @@ export function diagnosticsHeader(
   };
 }
 
-/** Where a policy's diagnostics go besides the response: its callback, guarded. */
+/**
+ * What learns from the raw outcome of each request (region health): never
+ * from the public record, which is redacted and rounded for people.
+ */
+export interface RaceLearner {
+  /** A request sent unhedged, once it has ended; `region` is the one it went to, when known. */
+  learnSkipped(region: string | undefined): void;
+  /** A race once it is decided or aborted, with what was planned for it. */
+  learn(header: DiagnosticsHeader, outcome: RaceOutcome): void;
+  /** A drained loser once its drain has ended. */
+  learnDrained(operation: OperationKind, arm: RaceArm): void;
+}
+
+/** Where a policy's diagnostics go besides the response: its callback, guarded, and its learner. */
 export interface DiagnosticsSink {
   readonly logger: AzureLogger;
   readonly onDiagnostics?: ((diagnostics: HedgeDiagnostics) => void) | undefined;
-  /** Called when a drained loser's drain ends, after its record was completed in `diagnostics`. */
-  readonly onDrainEnd?: ((diagnostics: HedgeDiagnostics, arm: HedgeArmDiagnostics) => void) | undefined;
+  readonly learner?: RaceLearner | undefined;
 }
 
 function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics): void {
@@ -95,9 +109,11 @@ export async function sendSkipped(
   });
   try {
     const response = await next(request);
+    sink.learner?.learnSkipped(header.primaryRegion);
     publish(sink, response, diagnostics(requestChargeOf(response) ?? 0));
     return response;
   } catch (error) {
+    sink.learner?.learnSkipped(header.primaryRegion);
     publish(sink, error, diagnostics(0));
     throw error;
   }
@@ -128,16 +144,17 @@ export interface HedgePlan {
  * final status, charge and duration replace what was known at the decision,
  * and its charge joins the total. The response header keeps the snapshot.
  */
-function completeDrain(sink: DiagnosticsSink, diagnostics: HedgeDiagnostics, { index, arm }: DrainedArm): void {
-  const published = diagnostics.arms[index];
+function completeDrain(sink: DiagnosticsSink, diagnostics: HedgeDiagnostics, raceStart: number, arm: RaceArm): void {
+  const published = diagnostics.arms[arm.index];
   if (published === undefined) return;
-  Object.assign(published, arm);
-  diagnostics.totalRequestCharge += arm.requestCharge ?? 0;
-  if (sink.onDrainEnd === undefined) return;
+  const final = describeDrainedArm(arm, raceStart);
+  Object.assign(published, final);
+  diagnostics.totalRequestCharge += final.requestCharge ?? 0;
+  if (sink.learner === undefined) return;
   try {
-    sink.onDrainEnd(diagnostics, published);
+    sink.learner.learnDrained(diagnostics.operation, arm);
   } catch (error) {
-    sink.logger.warning(`onDrainEnd threw and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+    sink.logger.warning(`Learning from a drained arm failed and was ignored: ${error instanceof Error ? error.name : typeof error}`);
   }
 }
 
@@ -177,9 +194,12 @@ export async function sendHedged(
     trace.end(undefined, undefined, error);
     throw error;
   }
+  const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
+  const arms = outcome.arms.map((arm) => describeArm(arm, outcome.startedAt, returnedIndex));
   if (dropSessionToken) {
-    for (const arm of outcome.arms.slice(1)) arm.sessionTokenOmitted = true;
+    for (let index = 1; index < arms.length; index++) (arms[index] as HedgeArmDiagnostics).sessionTokenOmitted = true;
   }
+  sink.learner?.learn(header, outcome);
   const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
     publish(sink, target, diagnostics);
     logRace(sink, sink.logger, diagnostics);
@@ -187,9 +207,9 @@ export async function sendHedged(
   };
   const common = {
     ...header,
-    arms: outcome.arms,
-    hedgeFired: outcome.arms.length > 1,
-    totalRequestCharge: totalCharge(outcome.arms),
+    arms,
+    hedgeFired: arms.length > 1,
+    totalRequestCharge: totalCharge(arms),
     ...(outcome.hedgeRefused ? { skipReason: "budgetExhausted" as const } : {}),
   };
   if (outcome.kind === "aborted") {
@@ -197,7 +217,7 @@ export async function sendHedged(
     finish(error, { ...common, hedgeWon: false, terminalState: "aborted" }, undefined, error);
     throw error;
   }
-  const returned = outcome.arms[outcome.returnedIndex];
+  const returned = arms[outcome.returnedIndex];
   const hedgeWon = !outcome.fallback && outcome.returnedIndex > 0;
   const diagnostics: HedgeDiagnostics = {
     ...common,
@@ -214,7 +234,7 @@ export async function sendHedged(
   const returnedRegion = plan.targets[outcome.returnedIndex];
   if (result.response !== undefined && returnedRegion !== undefined) plan.onReturned?.(result.response, returnedRegion);
   finish(result.response ?? result.error, diagnostics, result.response, result.response === undefined ? result.error : undefined);
-  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, arm));
+  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, outcome.startedAt, arm));
   if (result.response === undefined) throw result.error;
   return result.response;
 }

@@ -18,7 +18,7 @@ import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hed
 import { adaptiveThreshold, adaptiveThresholdDefaults, isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
 import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
 import { HedgeDecisions } from "../hedging/hedgeDecision.js";
-import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
+import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
 import { diagnosticsHeader, sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
 import type { HedgeLoadBudgetOptions } from "../hedging/loadBudget.js";
@@ -27,7 +27,8 @@ import type { LoserDrainOptions } from "../hedging/loserDrain.js";
 import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
 import { HedgingMetricsRecorder } from "../hedging/metrics.js";
-import type { RaceStrategy } from "../hedging/race.js";
+import type { RaceArm, RaceOutcome, RaceStrategy } from "../hedging/race.js";
+import { decidedDurationMs, drainedDurationMs, succeeded, timedOut } from "../hedging/armFacts.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
 import { raceTargets } from "../hedging/targets.js";
@@ -172,7 +173,6 @@ type Timing =
   | { readonly kind: "adaptive"; readonly thresholdStepMs: number; readonly settings: AdaptiveThresholdSettings };
 
 const routings: readonly RegionRouting[] = ["preferred", "demotion", "thompson"];
-const timeoutErrorCodes: ReadonlySet<string> = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "ECONNABORTED"]);
 
 interface ValidatedOptions {
   readonly enabled: boolean | "followAccount";
@@ -238,22 +238,6 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
 function explicitDefaultThreshold(requestTimeout: number): number {
   return Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2);
 }
-
-/**
- * A successful answer (2xx, 304): the only kind that may teach the ranking.
- * A region that answers fast with errors (a lagging replica's 404, a 401)
- * must never look better for it.
- */
-function succeeded(arm: HedgeArmDiagnostics): boolean {
-  return arm.status !== undefined && arm.status < 400;
-}
-
-function timedOut(arm: HedgeArmDiagnostics): boolean {
-  if (arm.status === 408) return true;
-  const error = arm.error;
-  return error !== undefined && (error.name === "TimeoutError" || (error.code !== undefined && timeoutErrorCodes.has(error.code)));
-}
-
 
 /**
  * Hedges Cosmos DB document reads across regions: when the region the SDK
@@ -370,56 +354,56 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     return thresholdMs ?? 0;
   };
 
-  /** Learns from a finished request: metrics, latency windows, Thompson posteriors and demotion streaks. */
-  const learn = (diagnostics: HedgeDiagnostics): void => {
-    recorder.record(diagnostics);
-    const latencyClass = latencyClassOf(diagnostics.operation);
-    const { thresholdMs } = diagnostics;
-    const primaryArm = diagnostics.arms[0];
+  /** Learns from a finished race: metrics, latency windows, Thompson posteriors and demotion streaks. */
+  const learn = (header: DiagnosticsHeader, outcome: RaceOutcome): void => {
+    const primaryArm = outcome.arms[0];
+    recorder.record(outcome, header.primaryRegion);
+    const { thresholdMs } = header;
+    const latencyClass = latencyClassOf(header.operation);
     if (latencyClass === undefined || primaryArm === undefined) return;
-    const winner = diagnostics.arms.find((arm) => arm.outcome === "returned" && succeeded(arm));
-    const callerAborted = diagnostics.terminalState === "aborted";
+    const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
+    const returned = returnedIndex === undefined ? undefined : outcome.arms[returnedIndex];
+    const winner = returned !== undefined && succeeded(returned.result) ? returned : undefined;
+    const winnerMs = winner === undefined ? undefined : decidedDurationMs(winner);
+    const callerAborted = outcome.kind === "aborted";
     // A refused hedge leaves the arms still running unraced: their answers are no healthy baseline,
     // and letting them in would raise the threshold of the very region that needs hedging.
-    const answerKind: "baseline" | "tail" = diagnostics.skipReason === "budgetExhausted" ? "tail" : "baseline";
-    for (const arm of diagnostics.arms) {
-      const duration = arm.durationMs;
+    const answerKind: "baseline" | "tail" = outcome.hedgeRefused ? "tail" : "baseline";
+    for (const arm of outcome.arms) {
+      const duration = decidedDurationMs(arm);
       if (duration === undefined) continue;
-      if (succeeded(arm)) {
-        windows.record(arm.region, latencyClass, duration, answerKind);
-        decisions?.observe(arm.region, latencyClass, duration, false);
-        thompson?.observe(arm.region, latencyClass, duration);
-      } else if (timedOut(arm)) {
-        windows.record(arm.region, latencyClass, duration, "censored");
-        decisions?.observe(arm.region, latencyClass, duration, true);
-        thompson?.observeCensored(arm.region, latencyClass, duration);
-      } else if (arm.outcome === "aborted" || arm.outcome === "drained") {
+      const region = arm.region.name;
+      if (succeeded(arm.result)) {
+        windows.record(region, latencyClass, duration, answerKind);
+        decisions?.observe(region, latencyClass, duration, false);
+        thompson?.observe(region, latencyClass, duration);
+      } else if (timedOut(arm.result)) {
+        windows.record(region, latencyClass, duration, "censored");
+        decisions?.observe(region, latencyClass, duration, true);
+        thompson?.observeCensored(region, latencyClass, duration);
+      } else if (arm.aborted === true || arm.drain !== undefined) {
         // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
         const informative = callerAborted
           ? thresholdMs !== undefined && duration >= thresholdMs
-          : winner?.durationMs !== undefined && duration >= winner.durationMs;
-        if (informative) windows.record(arm.region, latencyClass, duration, "censored");
+          : winnerMs !== undefined && duration >= winnerMs;
+        if (informative) windows.record(region, latencyClass, duration, "censored");
         // Any bound may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a drained arm tells more when its drain ends.
-        if (arm.outcome === "aborted") decisions?.observe(arm.region, latencyClass, duration, true);
-        if (informative || !callerAborted) thompson?.observeCensored(arm.region, latencyClass, duration);
-      } else if (arm.status !== undefined || arm.error !== undefined) {
+        if (arm.aborted === true) decisions?.observe(region, latencyClass, duration, true);
+        if (informative || !callerAborted) thompson?.observeCensored(region, latencyClass, duration);
+      } else if (arm.result !== undefined) {
         // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
-        thompson?.observeFailure(arm.region, latencyClass);
+        thompson?.observeFailure(region, latencyClass);
       }
     }
-    if (demotions === undefined) return;
-    if (diagnostics.terminalState === "hedgeWon" && winner !== undefined) {
-      demotions.observe({ primary: primaryArm.region, hedgeWinner: winner.region });
-    } else if (
-      diagnostics.terminalState === "primaryWon" &&
-      succeeded(primaryArm) &&
-      primaryArm.durationMs !== undefined &&
-      // A primary that won only because the budget kept its hedge home proves nothing about its speed.
-      diagnostics.skipReason !== "budgetExhausted"
-    ) {
-      demotions.observe({ primary: primaryArm.region, primaryWonInMs: primaryArm.durationMs }, () =>
-        restoreWithinMs(latencyClass, thresholdMs),
-      );
+    if (demotions === undefined || outcome.kind !== "decided" || outcome.fallback) return;
+    if (outcome.returnedIndex > 0) {
+      if (winner !== undefined) demotions.observe({ primary: primaryArm.region.name, hedgeWinner: winner.region.name });
+      return;
+    }
+    const primaryMs = decidedDurationMs(primaryArm);
+    // A primary that won only because the budget kept its hedge home proves nothing about its speed.
+    if (succeeded(primaryArm.result) && primaryMs !== undefined && !outcome.hedgeRefused) {
+      demotions.observe({ primary: primaryArm.region.name, primaryWonInMs: primaryMs }, () => restoreWithinMs(latencyClass, thresholdMs));
     }
   };
 
@@ -429,24 +413,19 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
    * hedge latency is what the benefit rule needs. A drain cut at its limits
    * still leaves a bound, longer than the one taken at the decision.
    */
-  const learnDrained = (diagnostics: HedgeDiagnostics, arm: HedgeArmDiagnostics): void => {
-    const latencyClass = latencyClassOf(diagnostics.operation);
-    if (decisions === undefined || latencyClass === undefined || arm.durationMs === undefined) return;
-    if (succeeded(arm)) decisions.observe(arm.region, latencyClass, arm.durationMs, false);
-    else if (arm.drainEnd !== "settled") decisions.observe(arm.region, latencyClass, arm.durationMs, true);
+  const learnDrained = (operation: OperationKind, arm: RaceArm): void => {
+    recorder.recordDrainEnd(arm);
+    const latencyClass = latencyClassOf(operation);
+    const duration = drainedDurationMs(arm);
+    if (decisions === undefined || latencyClass === undefined || duration === undefined) return;
+    if (succeeded(arm.drain?.result)) decisions.observe(arm.region.name, latencyClass, duration, false);
+    else if (arm.drain?.end !== "settled") decisions.observe(arm.region.name, latencyClass, duration, true);
   };
 
-  // One sink for every request: what learning needs (latency class, threshold) is in the diagnostics record itself.
   const sink: DiagnosticsSink = {
     logger,
-    onDiagnostics: (diagnostics) => {
-      learn(diagnostics);
-      return options.onDiagnostics?.(diagnostics);
-    },
-    onDrainEnd: (diagnostics, arm) => {
-      recorder.recordDrainEnd(arm);
-      learnDrained(diagnostics, arm);
-    },
+    onDiagnostics: options.onDiagnostics,
+    learner: { learn, learnDrained, learnSkipped: (region) => recorder.recordSkipped(region) },
   };
 
   const rank = (
