@@ -55,6 +55,8 @@ export function diagnosticsHeader(
  * from the public record, which is redacted and rounded for people.
  */
 export interface RaceLearner {
+  /** Told of each response a region gave, as it arrives; a property, safe to hand on unbound. */
+  readonly noteResponse: (region: string | undefined, response: PipelineResponse) => void;
   /** A request sent unhedged, once it has ended; `region` is the one it went to, when known. */
   learnSkipped(region: string | undefined): void;
   /** A race once it is decided or aborted, with what was planned for it. */
@@ -89,13 +91,17 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
-/** Sends the request unhedged and records why hedging was skipped. */
+/**
+ * Sends the request unhedged and records why hedging was skipped.
+ * @param noteResponse - tell the sink's learner of the response (a later page, sent where its token points, is not).
+ */
 export async function sendSkipped(
   request: PipelineRequest,
   next: SendRequest,
   header: DiagnosticsHeader,
   skipReason: HedgeSkipReason,
   sink: DiagnosticsSink,
+  noteResponse = true,
 ): Promise<PipelineResponse> {
   const diagnostics = (totalRequestCharge: number): HedgeDiagnostics => ({
     ...header,
@@ -109,6 +115,7 @@ export async function sendSkipped(
   });
   try {
     const response = await next(request);
+    if (noteResponse) sink.learner?.noteResponse(header.primaryRegion, response);
     sink.learner?.learnSkipped(header.primaryRegion);
     publish(sink, response, diagnostics(requestChargeOf(response) ?? 0));
     return response;
@@ -189,6 +196,7 @@ export async function sendHedged(
         return signer?.(arm);
       },
       drain: plan.drain,
+      onResponse: sink.learner?.noteResponse,
     });
   } catch (error) {
     trace.end(undefined, undefined, error);
@@ -257,7 +265,7 @@ export async function sendLaterPage(
   const issuer = feedPageTarget(feed.pins, feed.regions, request, controls);
   if (issuer !== undefined) request.url = retarget(request.url, issuer);
   const region = issuer ?? feed.regions.regionOf(request.url);
-  const response = await sendSkipped(request, next, diagnosticsHeader(policy, operation, region, controls), "continuationPage", sink);
+  const response = await sendSkipped(request, next, diagnosticsHeader(policy, operation, region, controls), "continuationPage", sink, false);
   if (region !== undefined) feed.pins.pinNextPage(request, response, region);
   return response;
 }

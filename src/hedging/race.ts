@@ -59,6 +59,8 @@ export interface RaceInput {
   readonly prepare?: ((request: PipelineRequest, index: number) => void | Promise<void>) | undefined;
   /** Leaves the losers of a decided race to finish within these bounds; `undefined` aborts them. */
   readonly drain?: LoserDrain | undefined;
+  /** Told of every arm's response as it arrives, a drained loser's included, with the arm's region. */
+  readonly onResponse?: ((region: string, response: PipelineResponse) => void) | undefined;
 }
 
 /**
@@ -207,7 +209,7 @@ function discardStreamBody(response: PipelineResponse | undefined, maxBytes: num
  * the race and its drains have ended no timer or listener of them remains.
  */
 export function runRace(input: RaceInput): Promise<RaceOutcome> {
-  const { request, targets, send, strategy, prepare, drain } = input;
+  const { request, targets, send, strategy, prepare, drain, onResponse } = input;
   const callerSignal = request.abortSignal;
   const raceStart = performance.now();
   const arms: ArmState[] = [];
@@ -366,7 +368,9 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
           if (arm.aborted) return;
         }
         arm.sent = true;
-        result = { response: await send(arm.request, { index: arm.index, region: arm.region, reason: arm.reason }) };
+        const response = await send(arm.request, { index: arm.index, region: arm.region, reason: arm.reason });
+        onResponse?.(arm.region.name, response);
+        result = { response };
       } catch (error) {
         result = { error };
       }

@@ -1,23 +1,19 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
-import type { LatencyClass } from "../caches/latencyWindows.js";
 import { FeedPins } from "../caches/feedPins.js";
-import { LatencyWindows, latencyClassOf } from "../caches/latencyWindows.js";
+import { latencyClassOf } from "../caches/latencyWindows.js";
 import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, normalizeRegionName, sameRegion } from "../caches/regionNames.js";
-import type { RankedTargets, RegionRouting } from "../caches/regionRanking.js";
-import { DemotionTracker, ThompsonRanking } from "../caches/regionRanking.js";
-import { CosmosHeaders } from "../cosmos/headers.js";
+import { describe, sameRegion } from "../caches/regionNames.js";
+import type { RegionRouting } from "../caches/regionRanking.js";
 import { continuesFeed, documentFeedKinds } from "../cosmos/feedPages.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import { isFinalResult, isSuccessResult } from "../cosmos/statusTables.js";
 import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hedging/adaptiveThreshold.js";
-import { adaptiveThreshold, adaptiveThresholdDefaults, isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
+import { adaptiveThreshold, isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
 import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
-import { HedgeDecisions } from "../hedging/hedgeDecision.js";
 import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
 import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
 import { diagnosticsHeader, sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
@@ -26,9 +22,8 @@ import { LoadBudget, resolveLoadBudget } from "../hedging/loadBudget.js";
 import type { LoserDrainOptions } from "../hedging/loserDrain.js";
 import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
-import { HedgingMetricsRecorder } from "../hedging/metrics.js";
-import type { RaceArm, RaceOutcome, RaceStrategy } from "../hedging/race.js";
-import { decidedDurationMs, drainedDurationMs, succeeded, timedOut } from "../hedging/armFacts.js";
+import type { RaceStrategy } from "../hedging/race.js";
+import { RegionHealth } from "../hedging/regionHealth.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
 import { raceTargets } from "../hedging/targets.js";
@@ -264,13 +259,8 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   const { enabled, requestTimeout, adaptive, budget, routing } = validate(options);
   const drain = resolveLoserDrain(options.drainLosers);
   const regions = regionCacheOption(options.regions);
-  const windows = new LatencyWindows();
-  const decisions = adaptive !== undefined ? new HedgeDecisions(windows) : undefined;
-  const recorder = new HedgingMetricsRecorder();
-  const demotions = routing === "demotion" ? new DemotionTracker(regions) : undefined;
-  const thompson = routing === "thompson" ? new ThompsonRanking() : undefined;
-  /** Until when (on the `performance.now()` clock) each region, by normalized name, answers 429. */
-  const throttledUntil = new Map<string, number>();
+  const health = new RegionHealth(regions, { routing, adaptive, throttling: crossRegionHedgingDefaults });
+  const { windows, decisions } = health;
   const fixedThreshold = typeof options.threshold === "number" ? options.threshold : undefined;
   const pins = new FeedPins();
   const feed = { pins, regions };
@@ -321,138 +311,12 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   const writeHedgingAllowed = (topology: AccountTopology | undefined): boolean =>
     options.enableMultiWriteRegionHedge === true && topology?.multipleWriteLocations === true;
 
-  const throttledForMs = (region: string): number => {
-    const key = normalizeRegionName(region);
-    const until = throttledUntil.get(key);
-    if (until === undefined) return 0;
-    const left = until - performance.now();
-    if (left > 0) return left;
-    throttledUntil.delete(key);
-    return 0;
-  };
-
-  const noteThrottling = (request: PipelineRequest, response: PipelineResponse): void => {
-    if (response.status !== 429) return;
-    const region = regions.regionOf(request.url);
-    if (region === undefined) return;
-    const header = Number.parseFloat(response.headers.get(CosmosHeaders.retryAfterMs) ?? "");
-    const waitMs = Number.isFinite(header) && header >= 0 ? Math.min(header, crossRegionHedgingDefaults.maxRetryAfterMs) : crossRegionHedgingDefaults.throttleWithoutRetryAfterMs;
-    throttledUntil.set(normalizeRegionName(region.name), performance.now() + waitMs);
-  };
-
-  /** The healthy latency a demoted region must match to be restored: the best baseline, or the threshold without one. */
-  const restoreWithinMs = (latencyClass: LatencyClass | undefined, thresholdMs: number | undefined): number => {
-    const settings = adaptive ?? { quantile: 1 - adaptiveThresholdDefaults.maxExtraLoad, floor: adaptiveThresholdDefaults.floor, minSamples: adaptiveThresholdDefaults.minSamples };
-    let best: number | undefined;
-    if (latencyClass !== undefined) {
-      for (const region of regions.applicableRegions("read")) {
-        const baseline = windows.baseline(region.name, latencyClass, settings.quantile, settings.minSamples);
-        if (baseline !== undefined && (best === undefined || baseline < best)) best = baseline;
-      }
-    }
-    if (best !== undefined) return Math.max(settings.floor, best);
-    return thresholdMs ?? 0;
-  };
-
-  /** Learns from a finished race: metrics, latency windows, Thompson posteriors and demotion streaks. */
-  const learn = (header: DiagnosticsHeader, outcome: RaceOutcome): void => {
-    const primaryArm = outcome.arms[0];
-    recorder.record(outcome, header.primaryRegion);
-    const { thresholdMs } = header;
-    const latencyClass = latencyClassOf(header.operation);
-    if (latencyClass === undefined || primaryArm === undefined) return;
-    const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
-    const returned = returnedIndex === undefined ? undefined : outcome.arms[returnedIndex];
-    const winner = returned !== undefined && succeeded(returned.result) ? returned : undefined;
-    const winnerMs = winner === undefined ? undefined : decidedDurationMs(winner);
-    const callerAborted = outcome.kind === "aborted";
-    // A refused hedge leaves the arms still running unraced: their answers are no healthy baseline,
-    // and letting them in would raise the threshold of the very region that needs hedging.
-    const answerKind: "baseline" | "tail" = outcome.hedgeRefused ? "tail" : "baseline";
-    for (const arm of outcome.arms) {
-      const duration = decidedDurationMs(arm);
-      if (duration === undefined) continue;
-      const region = arm.region.name;
-      if (succeeded(arm.result)) {
-        windows.record(region, latencyClass, duration, answerKind);
-        decisions?.observe(region, latencyClass, duration, false);
-        thompson?.observe(region, latencyClass, duration);
-      } else if (timedOut(arm.result)) {
-        windows.record(region, latencyClass, duration, "censored");
-        decisions?.observe(region, latencyClass, duration, true);
-        thompson?.observeCensored(region, latencyClass, duration);
-      } else if (arm.aborted === true || arm.drain !== undefined) {
-        // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
-        const informative = callerAborted
-          ? thresholdMs !== undefined && duration >= thresholdMs
-          : winnerMs !== undefined && duration >= winnerMs;
-        if (informative) windows.record(region, latencyClass, duration, "censored");
-        // Any bound may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a drained arm tells more when its drain ends.
-        if (arm.aborted === true) decisions?.observe(region, latencyClass, duration, true);
-        if (informative || !callerAborted) thompson?.observeCensored(region, latencyClass, duration);
-      } else if (arm.result !== undefined) {
-        // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
-        thompson?.observeFailure(region, latencyClass);
-      }
-    }
-    if (demotions === undefined || outcome.kind !== "decided" || outcome.fallback) return;
-    if (outcome.returnedIndex > 0) {
-      if (winner !== undefined) demotions.observe({ primary: primaryArm.region.name, hedgeWinner: winner.region.name });
-      return;
-    }
-    const primaryMs = decidedDurationMs(primaryArm);
-    // A primary that won only because the budget kept its hedge home proves nothing about its speed.
-    if (succeeded(primaryArm.result) && primaryMs !== undefined && !outcome.hedgeRefused) {
-      demotions.observe({ primary: primaryArm.region.name, primaryWonInMs: primaryMs }, () => restoreWithinMs(latencyClass, thresholdMs));
-    }
-  };
-
-  /**
-   * A drained loser's whole latency, once its drain ends: a hedge that lost
-   * to the primary is otherwise known only as a bound, and its region's
-   * hedge latency is what the benefit rule needs. A drain cut at its limits
-   * still leaves a bound, longer than the one taken at the decision.
-   */
-  const learnDrained = (operation: OperationKind, arm: RaceArm): void => {
-    recorder.recordDrainEnd(arm);
-    const latencyClass = latencyClassOf(operation);
-    const duration = drainedDurationMs(arm);
-    if (decisions === undefined || latencyClass === undefined || duration === undefined) return;
-    if (succeeded(arm.drain?.result)) decisions.observe(arm.region.name, latencyClass, duration, false);
-    else if (arm.drain?.end !== "settled") decisions.observe(arm.region.name, latencyClass, duration, true);
-  };
-
-  const sink: DiagnosticsSink = {
-    logger,
-    onDiagnostics: options.onDiagnostics,
-    learner: { learn, learnDrained, learnSkipped: (region) => recorder.recordSkipped(region) },
-  };
-
-  const rank = (
-    addressed: RegionEndpoint,
-    candidates: readonly RegionEndpoint[],
-    latencyClass: LatencyClass | undefined,
-    controls: RequestHedgingControls,
-  ): RankedTargets => {
-    if (demotions !== undefined) return demotions.route(addressed, candidates);
-    if (thompson === undefined || latencyClass === undefined) return { targets: candidates };
-    const usualFirst = regions.applicableRegions("read", controls.excludedRegions)[0];
-    // A read the SDK sent anywhere but its usual first region is its own failover or retry: only the hedges are reordered.
-    if (!sameRegion(addressed, usualFirst)) {
-      return { targets: [addressed, ...thompson.order(candidates.slice(1), latencyClass)], reason: "thompson" };
-    }
-    return { targets: thompson.order(candidates, latencyClass), reason: "thompson" };
-  };
+  const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics, learner: health };
 
   async function sendDocumentRequest(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
     budget?.deposit();
     // A later page goes unhedged to the region that issued its token: a hedge or the ranking would send the token elsewhere.
     if (continuesFeed(request, operation)) return sendLaterPage("crossRegion", operation, feed, request, next, sink);
-    const observingNext: SendRequest = async (arm) => {
-      const response = await next(arm);
-      noteThrottling(arm, response);
-      return response;
-    };
     const topology = regions.topology;
     const addressed = regions.regionOf(request.url);
     const latencyClass = latencyClassOf(operation);
@@ -464,7 +328,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       ? (response: PipelineResponse, servedBy: RegionEndpoint): void => pins.pinNextPage(request, response, servedBy)
       : undefined;
     const skip = async (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> => {
-      const response = await sendSkipped(request, observingNext, skipHeader, reason, sink);
+      const response = await sendSkipped(request, next, skipHeader, reason, sink);
       // Skipped before any ranking: the request went where it was addressed.
       if (addressed !== undefined) pinNextPage?.(response, addressed);
       return response;
@@ -481,12 +345,12 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     if (addressed === undefined) return skip(withTiming, "unknownRegion");
     const candidates = raceTargets(regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions);
     if (candidates.length < 2) return skip(withTiming, "singleRegion");
-    const unthrottled = [addressed, ...candidates.slice(1).filter((region) => throttledForMs(region.name) === 0)];
+    const unthrottled = [addressed, ...candidates.slice(1).filter((region) => health.throttledForMs(region.name) === 0)];
     if (unthrottled.length < 2) return skip(withTiming, "regionThrottled");
-    const ranked = isWrite ? { targets: unthrottled } : rank(addressed, unthrottled, latencyClass, controls);
+    const ranked = isWrite ? { targets: unthrottled } : health.rank(addressed, unthrottled, latencyClass, controls.excludedRegions);
     // Ranking may move the addressed region among the hedges; a throttled one must not be hedged into there either.
     const [rankedFirst, ...rankedHedges] = ranked.targets;
-    const targets = rankedFirst === undefined ? unthrottled : [rankedFirst, ...rankedHedges.filter((region) => throttledForMs(region.name) === 0)];
+    const targets = rankedFirst === undefined ? unthrottled : [rankedFirst, ...rankedHedges.filter((region) => health.throttledForMs(region.name) === 0)];
     const primary = targets[0] ?? addressed;
     if (!sameRegion(primary, addressed)) {
       logger.verbose(`Sending a ${operation} to ${primary.name} instead of ${addressed.name} (${ranked.reason ?? "ranking"}).`);
@@ -533,7 +397,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       hedgesWithoutSessionToken: options.hedgesWithoutSessionToken === true && !isWrite,
       onReturned: pinNextPage,
     };
-    return sendHedged(request, observingNext, raceHeader, plan, sink);
+    return sendHedged(request, next, raceHeader, plan, sink);
   }
 
 
@@ -547,6 +411,6 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);
       return sendDocumentRequest(request, next, operation);
     },
-    metrics: () => recorder.snapshot(windows, regions, budget, throttledForMs, drain),
+    metrics: () => health.snapshot(budget, drain),
   };
 }
