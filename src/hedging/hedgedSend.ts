@@ -12,12 +12,12 @@ import { attachHedgeDiagnostics } from "./diagnostics.js";
 import { recordForCollectors } from "./diagnosticsCollector.js";
 import { describeArm, describeDrainedArm } from "./diagnosticsRecord.js";
 import type { LoserDrain } from "./loserDrain.js";
+import type { SkipPlan } from "./planner.js";
 import type { RaceArm, RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { logRace } from "./operatorLog.js";
 import { retarget } from "./cloneRequest.js";
 import { runRace } from "./race.js";
-import { requestControlsOf } from "./requestControls.js";
 import { feedPageTarget } from "./targets.js";
 import { startRaceTrace } from "./tracing.js";
 
@@ -91,19 +91,8 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
-/**
- * Sends the request unhedged and records why hedging was skipped.
- * @param noteResponse - tell the sink's learner of the response (a later page, sent where its token points, is not).
- */
-export async function sendSkipped(
-  request: PipelineRequest,
-  next: SendRequest,
-  header: DiagnosticsHeader,
-  skipReason: HedgeSkipReason,
-  sink: DiagnosticsSink,
-  noteResponse = true,
-): Promise<PipelineResponse> {
-  const diagnostics = (totalRequestCharge: number): HedgeDiagnostics => ({
+function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, totalRequestCharge: number): HedgeDiagnostics {
+  return {
     ...header,
     arms: [],
     hedgeFired: false,
@@ -112,18 +101,53 @@ export async function sendSkipped(
     terminalState: "skipped",
     totalRequestCharge,
     skipReason,
-  });
+  };
+}
+
+/**
+ * Sends a request unhedged and records why; with `pins`, pins the feed's
+ * next page to `servedBy`.
+ * @param noteResponse - tell the sink's learner of the response (a later page, sent where its token points, is not).
+ */
+async function sendUnhedged(
+  request: PipelineRequest,
+  next: SendRequest,
+  header: DiagnosticsHeader,
+  skipReason: HedgeSkipReason,
+  sink: DiagnosticsSink,
+  pins: FeedPins | undefined,
+  servedBy: RegionEndpoint | undefined,
+  noteResponse: boolean,
+): Promise<PipelineResponse> {
+  let response: PipelineResponse;
   try {
-    const response = await next(request);
-    if (noteResponse) sink.learner?.noteResponse(header.primaryRegion, response);
-    sink.learner?.learnSkipped(header.primaryRegion);
-    publish(sink, response, diagnostics(requestChargeOf(response) ?? 0));
-    return response;
+    response = await next(request);
   } catch (error) {
     sink.learner?.learnSkipped(header.primaryRegion);
-    publish(sink, error, diagnostics(0));
+    publish(sink, error, skippedRecord(header, skipReason, 0));
     throw error;
   }
+  if (noteResponse) sink.learner?.noteResponse(header.primaryRegion, response);
+  sink.learner?.learnSkipped(header.primaryRegion);
+  publish(sink, response, skippedRecord(header, skipReason, requestChargeOf(response) ?? 0));
+  if (pins !== undefined && servedBy !== undefined) pins.pinNextPage(request, response, servedBy);
+  return response;
+}
+
+/**
+ * Sends a request the planner did not hedge, where it was addressed, and
+ * records why. With `pins` (a feed's first page), the next page is pinned
+ * to `addressed`, the region that served this one.
+ */
+export function sendSkipped(
+  request: PipelineRequest,
+  next: SendRequest,
+  skip: SkipPlan,
+  sink: DiagnosticsSink,
+  pins?: FeedPins,
+  addressed?: RegionEndpoint,
+): Promise<PipelineResponse> {
+  return sendUnhedged(request, next, skip.header, skip.reason, sink, pins, addressed, true);
 }
 
 function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
@@ -140,8 +164,8 @@ export interface HedgePlan {
    * that a region lagging behind the session's writes can still answer.
    */
   readonly hedgesWithoutSessionToken?: boolean | undefined;
-  /** Told which region's response is returned, for example to pin the feed's next page there. */
-  readonly onReturned?: ((response: PipelineResponse, region: RegionEndpoint) => void) | undefined;
+  /** A feed's first page: the next page is pinned to the region whose response is returned. */
+  readonly pins?: FeedPins | undefined;
   /** Leaves losers to finish within these bounds; `undefined` aborts them. */
   readonly drain?: LoserDrain | undefined;
 }
@@ -240,7 +264,7 @@ export async function sendHedged(
     result.response.request = request;
   }
   const returnedRegion = plan.targets[outcome.returnedIndex];
-  if (result.response !== undefined && returnedRegion !== undefined) plan.onReturned?.(result.response, returnedRegion);
+  if (result.response !== undefined && returnedRegion !== undefined) plan.pins?.pinNextPage(request, result.response, returnedRegion);
   finish(result.response ?? result.error, diagnostics, result.response, result.response === undefined ? result.error : undefined);
   for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, outcome.startedAt, arm));
   if (result.response === undefined) throw result.error;
@@ -253,19 +277,17 @@ export async function sendHedged(
  * exclusions win over that), and pins the page after it to the region that
  * served this one. The diagnostics name the region the page went to.
  */
-export async function sendLaterPage(
+export function sendLaterPage(
   policy: HedgeDiagnostics["policy"],
   operation: HedgeDiagnostics["operation"],
   feed: { readonly pins: FeedPins; readonly regions: RegionCache },
   request: PipelineRequest,
   next: SendRequest,
   sink: DiagnosticsSink,
+  controls: RequestHedgingControls,
 ): Promise<PipelineResponse> {
-  const controls = requestControlsOf(request);
   const issuer = feedPageTarget(feed.pins, feed.regions, request, controls);
   if (issuer !== undefined) request.url = retarget(request.url, issuer);
   const region = issuer ?? feed.regions.regionOf(request.url);
-  const response = await sendSkipped(request, next, diagnosticsHeader(policy, operation, region, controls), "continuationPage", sink, false);
-  if (region !== undefined) feed.pins.pinNextPage(request, response, region);
-  return response;
+  return sendUnhedged(request, next, diagnosticsHeader(policy, operation, region, controls), "continuationPage", sink, feed.pins, region, false);
 }

@@ -1,32 +1,30 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import { FeedPins } from "../caches/feedPins.js";
-import { latencyClassOf } from "../caches/latencyWindows.js";
-import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, sameRegion } from "../caches/regionNames.js";
+import { describe } from "../caches/regionNames.js";
 import type { RegionRouting } from "../caches/regionRanking.js";
 import { continuesFeed, documentFeedKinds } from "../cosmos/feedPages.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
-import { isFinalResult, isSuccessResult } from "../cosmos/statusTables.js";
 import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hedging/adaptiveThreshold.js";
-import { adaptiveThreshold, isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
-import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
-import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
-import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
-import { diagnosticsHeader, sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
+import { isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
+import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
+import type { DiagnosticsSink } from "../hedging/hedgedSend.js";
+import { sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
 import type { HedgeLoadBudgetOptions } from "../hedging/loadBudget.js";
 import { LoadBudget, resolveLoadBudget } from "../hedging/loadBudget.js";
-import type { LoserDrainOptions } from "../hedging/loserDrain.js";
+import type { LoserDrain, LoserDrainOptions } from "../hedging/loserDrain.js";
 import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
-import type { RaceStrategy } from "../hedging/race.js";
+import { HedgePlanner } from "../hedging/planner.js";
+import { DocumentRaceStrategy } from "../hedging/raceStrategies.js";
 import { RegionHealth } from "../hedging/regionHealth.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
-import { raceTargets } from "../hedging/targets.js";
+import type { CrossRegionTimingSettings } from "../hedging/timing.js";
+import { CrossRegionTiming, crossRegionTimings } from "../hedging/timing.js";
 import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
@@ -157,27 +155,23 @@ export interface CrossRegionHedgingPolicy extends PipelinePolicy {
   metrics(): HedgingMetrics;
 }
 
-/** How long to wait before hedging, fixed or learned per request. */
-type Timing =
-  | {
-      readonly kind: "fixed";
-      readonly thresholdMs: number;
-      readonly thresholdStepMs: number;
-      readonly thresholdSource: "options" | "ppafDefault" | "request";
-    }
-  | { readonly kind: "adaptive"; readonly thresholdStepMs: number; readonly settings: AdaptiveThresholdSettings };
-
 const routings: readonly RegionRouting[] = ["preferred", "demotion", "thompson"];
 
-interface ValidatedOptions {
-  readonly enabled: boolean | "followAccount";
-  readonly requestTimeout: number;
+/** Every setting of a {@link crossRegionHedgingPolicy}, validated and with its defaults filled in. */
+interface CrossRegionSettings {
+  readonly regions: RegionCache;
+  readonly timing: CrossRegionTimingSettings;
   readonly adaptive: AdaptiveThresholdSettings | undefined;
   readonly budget: LoadBudget | undefined;
   readonly routing: RegionRouting;
+  readonly drain: LoserDrain | undefined;
+  readonly signer: RequestSigner | undefined;
+  readonly onDiagnostics: ((diagnostics: HedgeDiagnostics) => void) | undefined;
+  readonly hedgesWithoutSessionToken: boolean;
 }
 
-function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
+/** Validates the options, each error naming the option and the value, and returns every setting. */
+function validate(options: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
   optionsObject("crossRegionHedgingPolicy options", options, [
     "regions",
     "enabled",
@@ -213,10 +207,16 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
     // The SDK aborts the attempt at requestTimeout: a hedge due later could never go out.
     throw new RangeError(`threshold must be below requestTimeout (${requestTimeout} ms); got ${describe(threshold)}.`);
   }
-  const fixedDefault =
-    enabled === "followAccount"
-      ? Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2)
-      : explicitDefaultThreshold(requestTimeout);
+  // The explicit default threshold is brought below a short request timeout (to half of it), so that a hedge can still go out.
+  const explicit = {
+    thresholdMs: Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2),
+    thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
+  };
+  const ppaf = {
+    thresholdMs: Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2),
+    thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.ppafThresholdStep,
+  };
+  const fixedDefault = enabled === "followAccount" ? ppaf.thresholdMs : explicit.thresholdMs;
   const adaptive = threshold !== undefined && isAdaptiveThreshold(threshold) ? resolveAdaptiveThreshold(threshold, fixedDefault) : undefined;
   const budget =
     options.budget === false
@@ -226,12 +226,23 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
   if (!routings.includes(routing)) {
     throw new TypeError(`routing must be "preferred", "demotion" or "thompson"; got ${describe(routing)}.`);
   }
-  return { enabled, requestTimeout, adaptive, budget, routing };
-}
-
-/** The explicit default threshold, brought below a short request timeout (to half of it) so that a hedge can still go out. */
-function explicitDefaultThreshold(requestTimeout: number): number {
-  return Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2);
+  const drain = resolveLoserDrain(options.drainLosers);
+  const regions = regionCacheOption(options.regions);
+  return {
+    regions,
+    timing: {
+      enabled,
+      ...crossRegionTimings(adaptive, typeof threshold === "number" ? threshold : undefined, explicit, ppaf),
+      enableMultiWriteRegionHedge: options.enableMultiWriteRegionHedge === true,
+    },
+    adaptive,
+    budget,
+    routing,
+    drain,
+    signer: options.signer,
+    onDiagnostics: options.onDiagnostics,
+    hedgesWithoutSessionToken: options.hedgesWithoutSessionToken === true,
+  };
 }
 
 /**
@@ -256,160 +267,51 @@ function explicitDefaultThreshold(requestTimeout: number): number {
  * every arm.
  */
 export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOptions = {}): CrossRegionHedgingPolicy {
-  const { enabled, requestTimeout, adaptive, budget, routing } = validate(options);
-  const drain = resolveLoserDrain(options.drainLosers);
-  const regions = regionCacheOption(options.regions);
-  const health = new RegionHealth(regions, { routing, adaptive, throttling: crossRegionHedgingDefaults });
-  const { windows, decisions } = health;
-  const fixedThreshold = typeof options.threshold === "number" ? options.threshold : undefined;
+  const settings = validate(options);
+  const { regions, budget, drain, signer } = settings;
+  const health = new RegionHealth(regions, { routing: settings.routing, adaptive: settings.adaptive, throttling: crossRegionHedgingDefaults });
+  const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), logger, health);
   const pins = new FeedPins();
   const feed = { pins, regions };
+  const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };
 
-  /** The timing of hedging turned on explicitly, where the client's own mode leaves it off. */
-  const explicitTiming: Timing =
-    adaptive !== undefined
-      ? { kind: "adaptive", thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep, settings: adaptive }
-      : {
-          kind: "fixed",
-          thresholdMs: fixedThreshold ?? explicitDefaultThreshold(requestTimeout),
-          thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
-          thresholdSource: "options",
-        };
-
-  /** The timing of the policy's mode: explicit, following the account's PPAF state, or off. */
-  const modeTiming = (topology: AccountTopology | undefined): Timing | HedgeSkipReason => {
-    if (enabled === false) return "disabled";
-    const ppaf = enabled === "followAccount";
-    if (ppaf && !topology?.perPartitionFailover) return "disabled";
-    const thresholdStepMs =
-      options.thresholdStep ?? (ppaf ? crossRegionHedgingDefaults.ppafThresholdStep : crossRegionHedgingDefaults.thresholdStep);
-    if (adaptive !== undefined) return { kind: "adaptive", thresholdStepMs, settings: adaptive };
-    if (fixedThreshold !== undefined) return { kind: "fixed", thresholdMs: fixedThreshold, thresholdStepMs, thresholdSource: "options" };
-    return ppaf
-      ? {
-          kind: "fixed",
-          thresholdMs: Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2),
-          thresholdStepMs,
-          thresholdSource: "ppafDefault",
-        }
-      : { kind: "fixed", thresholdMs: explicitDefaultThreshold(requestTimeout), thresholdStepMs, thresholdSource: "options" };
-  };
-
-  const timingFor = (topology: AccountTopology | undefined, override: RequestHedgingControls["hedging"]): Timing | HedgeSkipReason => {
-    if (override === false) return "disabled";
-    if (topology?.crossRegionalHedgingDisabled) return "accountSwitch";
-    const timing = modeTiming(topology);
-    if (override === undefined) return timing;
-    // A request's own settings override the client's, as in .NET: on a client that does not hedge they turn
-    // hedging on for that request, with the explicit defaults for what they leave out.
-    const base = typeof timing === "string" ? explicitTiming : timing;
-    const thresholdStepMs = override.thresholdStep ?? base.thresholdStepMs;
-    if (override.threshold === undefined) return { ...base, thresholdStepMs };
-    return { kind: "fixed", thresholdMs: override.threshold, thresholdStepMs, thresholdSource: "request" };
-  };
-
-  const writeHedgingAllowed = (topology: AccountTopology | undefined): boolean =>
-    options.enableMultiWriteRegionHedge === true && topology?.multipleWriteLocations === true;
-
-  const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics, learner: health };
-
-  async function sendDocumentRequest(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
+  async function sendDocumentRequest(
+    request: PipelineRequest,
+    next: SendRequest,
+    operation: OperationKind,
+    controls: RequestHedgingControls,
+  ): Promise<PipelineResponse> {
     budget?.deposit();
     // A later page goes unhedged to the region that issued its token: a hedge or the ranking would send the token elsewhere.
-    if (continuesFeed(request, operation)) return sendLaterPage("crossRegion", operation, feed, request, next, sink);
-    const topology = regions.topology;
+    if (continuesFeed(request, operation)) return sendLaterPage("crossRegion", operation, feed, request, next, sink, controls);
     const addressed = regions.regionOf(request.url);
-    const latencyClass = latencyClassOf(operation);
-    const controls = requestControlsOf(request);
-    const header = diagnosticsHeader("crossRegion", operation, addressed, controls);
-    const timing = timingFor(topology, controls.hedging);
+    const plan = planner.plan(request, operation, addressed, controls);
     // A feed's first page pins the next one to the region that serves it; nothing else needs a pin.
-    const pinNextPage = documentFeedKinds.has(operation)
-      ? (response: PipelineResponse, servedBy: RegionEndpoint): void => pins.pinNextPage(request, response, servedBy)
-      : undefined;
-    const skip = async (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> => {
-      const response = await sendSkipped(request, next, skipHeader, reason, sink);
-      // Skipped before any ranking: the request went where it was addressed.
-      if (addressed !== undefined) pinNextPage?.(response, addressed);
-      return response;
-    };
-    if (typeof timing === "string") return skip(header, timing);
-    const withTiming: DiagnosticsHeader =
-      timing.kind === "fixed"
-        ? { ...header, thresholdMs: timing.thresholdMs, thresholdStepMs: timing.thresholdStepMs, thresholdSource: timing.thresholdSource }
-        : { ...header, thresholdStepMs: timing.thresholdStepMs, thresholdSource: "adaptive" };
+    const feedPins = documentFeedKinds.has(operation) ? pins : undefined;
+    if (plan.kind === "skip") return sendSkipped(request, next, plan, sink, feedPins, addressed);
     const isWrite = documentWriteKinds.has(operation);
-    if (isWrite && !writeHedgingAllowed(topology)) return skip(withTiming, "notEligible");
-    if (!isResendableBody(request)) return skip(withTiming, "streamBody");
-    if (controls.region !== undefined) return skip(withTiming, "pinnedRegion");
-    if (addressed === undefined) return skip(withTiming, "unknownRegion");
-    const candidates = raceTargets(regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions);
-    if (candidates.length < 2) return skip(withTiming, "singleRegion");
-    const unthrottled = [addressed, ...candidates.slice(1).filter((region) => health.throttledForMs(region.name) === 0)];
-    if (unthrottled.length < 2) return skip(withTiming, "regionThrottled");
-    const ranked = isWrite ? { targets: unthrottled } : health.rank(addressed, unthrottled, latencyClass, controls.excludedRegions);
-    // Ranking may move the addressed region among the hedges; a throttled one must not be hedged into there either.
-    const [rankedFirst, ...rankedHedges] = ranked.targets;
-    const targets = rankedFirst === undefined ? unthrottled : [rankedFirst, ...rankedHedges.filter((region) => health.throttledForMs(region.name) === 0)];
-    const primary = targets[0] ?? addressed;
-    if (!sameRegion(primary, addressed)) {
-      logger.verbose(`Sending a ${operation} to ${primary.name} instead of ${addressed.name} (${ranked.reason ?? "ranking"}).`);
-      request.url = retarget(request.url, primary);
-    }
-    const rankedPrimary = ranked.reason !== undefined && ranked.reason !== "probe" && !sameRegion(primary, addressed) ? primary.name : undefined;
-    const firstHedge = targets[1];
-    const estimate =
-      timing.kind === "adaptive"
-        ? ((latencyClass !== undefined && firstHedge !== undefined
-            ? decisions?.estimate(primary.name, firstHedge.name, latencyClass, timing.settings)
-            : undefined) ??
-          adaptiveThreshold(windows, timing.settings, latencyClass, {
-            regions: targets.map((region) => region.name),
-            ...(rankedPrimary !== undefined ? { rankedPrimary } : {}),
-          }))
-        : undefined;
-    const thresholdMs = estimate?.thresholdMs ?? (timing.kind === "fixed" ? timing.thresholdMs : 0);
-    const raceHeader: DiagnosticsHeader & Pick<HedgeDiagnostics, "thresholdRegion" | "ranking"> = {
-      ...withTiming,
-      primaryRegion: primary.name,
-      thresholdMs,
-      ...(estimate !== undefined ? { thresholdSource: estimate.source } : {}),
-      ...(estimate?.region !== undefined ? { thresholdRegion: estimate.region } : {}),
-      ...(ranked.reason !== undefined ? { ranking: { reason: ranked.reason, addressedRegion: addressed.name } } : {}),
-    };
-    const strategy: RaceStrategy = {
-      delayBefore: (index) => (index === 1 ? thresholdMs : timing.thresholdStepMs),
-      judge: (arm) => {
-        if (!isFinalResult(arm.result)) return "next";
-        // A hedge's final error (a lagging region's 404/0, a 401, a 409) must not beat a primary that may still succeed.
-        return arm.index === 0 || isSuccessResult(arm.result) ? "win" : "hold";
-      },
-      earlyLaunchReason: "transientResult",
-      ...(budget !== undefined ? { admit: () => budget.tryWithdraw(), release: () => budget.release() } : {}),
-    };
-    const plan = {
-      targets,
-      strategy,
-      signer: options.signer,
+    const race = {
+      targets: plan.targets,
+      strategy: new DocumentRaceStrategy(plan.header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget),
+      signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.
       drain: isWrite ? undefined : drain,
       // A write keeps its session token: it is the read-your-writes guarantee of the write itself.
-      hedgesWithoutSessionToken: options.hedgesWithoutSessionToken === true && !isWrite,
-      onReturned: pinNextPage,
+      hedgesWithoutSessionToken: settings.hedgesWithoutSessionToken && !isWrite,
+      pins: feedPins,
     };
-    return sendHedged(request, next, raceHeader, plan, sink);
+    return sendHedged(request, next, plan.header, race, sink);
   }
-
 
   return {
     name: crossRegionHedgingPolicyName,
     sendRequest(request, next) {
       // Reading the controls also strips their headers, so none reaches the wire even without excludedRegionsPolicy.
-      requestControlsOf(request);
+      const controls = requestControlsOf(request);
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);
-      return sendDocumentRequest(request, next, operation);
+      return sendDocumentRequest(request, next, operation, controls);
     },
     metrics: () => health.snapshot(budget, drain),
   };
