@@ -1,4 +1,3 @@
-import type { HedgeRankingReason } from "../hedging/diagnostics.js";
 import type { LatencyClass } from "./latencyWindows.js";
 import type { RegionCache, RegionEndpoint } from "./regionCache.js";
 import { normalizeRegionName } from "./regionNames.js";
@@ -13,6 +12,16 @@ import { normalizeRegionName } from "./regionNames.js";
  * per region for every read and orders the primary and the hedges by it.
  */
 export type RegionRouting = "preferred" | "demotion" | "thompson";
+
+/**
+ * Why the region ranking sent a read where it went: `demoted`, the region
+ * the request addressed is demoted and the read went first to the region
+ * that beat it; `probe`, the addressed region is demoted and this read is
+ * one of the probes that find out whether it serves well again;
+ * `thompson`, the order of the arms was sampled from the regions' latency
+ * posteriors.
+ */
+export type HedgeRankingReason = "demoted" | "probe" | "thompson";
 
 /** The constants of consecutive-win demotion. */
 export const demotionDefaults = {

@@ -36,7 +36,7 @@ export type DiagnosticsHeader = Pick<
 >;
 
 /** The diagnostics header of a request: its policy, its operation, the region it addresses and what routing did first. */
-export function diagnosticsHeader(
+function diagnosticsHeader(
   policy: HedgeDiagnostics["policy"],
   operation: HedgeDiagnostics["operation"],
   region: RegionEndpoint | undefined,

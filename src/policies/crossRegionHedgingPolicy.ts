@@ -2,7 +2,7 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import { FeedPins } from "../caches/feedPins.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe } from "../caches/regionNames.js";
+import { describe, optionKeys, optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../options.js";
 import type { RegionRouting } from "../caches/regionRanking.js";
 import { continuesFeed, documentFeedKinds } from "../cosmos/feedPages.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
@@ -25,7 +25,6 @@ import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
 import type { CrossRegionTimingSettings } from "../hedging/timing.js";
 import { CrossRegionTiming, crossRegionTimings } from "../hedging/timing.js";
-import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
 
@@ -149,6 +148,22 @@ export interface CrossRegionHedgingPolicyOptions {
   drainLosers?: boolean | LoserDrainOptions;
 }
 
+/** Every key of {@link CrossRegionHedgingPolicyOptions}, checked against the interface by the compiler. */
+const crossRegionHedgingOptionKeys = optionKeys<CrossRegionHedgingPolicyOptions>({
+  regions: true,
+  enabled: true,
+  threshold: true,
+  thresholdStep: true,
+  requestTimeout: true,
+  enableMultiWriteRegionHedge: true,
+  signer: true,
+  onDiagnostics: true,
+  budget: true,
+  routing: true,
+  hedgesWithoutSessionToken: true,
+  drainLosers: true,
+});
+
 /** A {@link crossRegionHedgingPolicy}: a pipeline policy that also reports what it has done. */
 export interface CrossRegionHedgingPolicy extends PipelinePolicy {
   /** A snapshot of the policy's counters, per-region latency percentiles, demotions and budget. */
@@ -172,20 +187,7 @@ interface CrossRegionSettings {
 
 /** Validates the options, each error naming the option and the value, and returns every setting. */
 function validate(options: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
-  optionsObject("crossRegionHedgingPolicy options", options, [
-    "regions",
-    "enabled",
-    "threshold",
-    "thresholdStep",
-    "requestTimeout",
-    "enableMultiWriteRegionHedge",
-    "signer",
-    "onDiagnostics",
-    "budget",
-    "routing",
-    "hedgesWithoutSessionToken",
-    "drainLosers",
-  ]);
+  optionsObject("crossRegionHedgingPolicy options", options, crossRegionHedgingOptionKeys);
   const { enabled = true } = options;
   if (enabled !== true && enabled !== false && enabled !== "followAccount") {
     throw new TypeError(`enabled must be true, false or "followAccount"; got ${describe(enabled)}.`);

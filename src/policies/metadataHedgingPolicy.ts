@@ -2,7 +2,7 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import { FeedPins } from "../caches/feedPins.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe } from "../caches/regionNames.js";
+import { describe, optionKeys, optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../options.js";
 import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../cosmos/environment.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
@@ -18,7 +18,6 @@ import { MetadataRaceStrategy } from "../hedging/raceStrategies.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
 import { MetadataTiming } from "../hedging/timing.js";
-import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
 
@@ -86,6 +85,18 @@ export interface MetadataHedgingPolicyOptions {
   drainLosers?: boolean | LoserDrainOptions;
 }
 
+/** Every key of {@link MetadataHedgingPolicyOptions}, checked against the interface by the compiler. */
+const metadataHedgingOptionKeys = optionKeys<MetadataHedgingPolicyOptions>({
+  regions: true,
+  enabled: true,
+  threshold: true,
+  requestTimeout: true,
+  maxConcurrentHedges: true,
+  signer: true,
+  onDiagnostics: true,
+  drainLosers: true,
+});
+
 /** The operations this policy hedges: the two metadata reads on every operation's critical path. */
 const hedgedKinds: ReadonlySet<OperationKind> = new Set<OperationKind>(["collectionRead", "partitionKeyRangeReadFeed"]);
 
@@ -103,16 +114,7 @@ interface MetadataSettings {
 
 /** Validates the options, each error naming the option and the value, and returns every setting. */
 function validate(options: MetadataHedgingPolicyOptions): MetadataSettings {
-  optionsObject("metadataHedgingPolicy options", options, [
-    "regions",
-    "enabled",
-    "threshold",
-    "requestTimeout",
-    "maxConcurrentHedges",
-    "signer",
-    "onDiagnostics",
-    "drainLosers",
-  ]);
+  optionsObject("metadataHedgingPolicy options", options, metadataHedgingOptionKeys);
   optionalBoolean("enabled", options.enabled);
   const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? metadataHedgingDefaults.requestTimeout);
   let thresholdMs: number;
