@@ -21,7 +21,10 @@ import { runRace } from "./race.js";
 import { feedPageTarget } from "./targets.js";
 import { startRaceTrace } from "./tracing.js";
 
-/** The part of a diagnostics record that a policy knows before it sends anything. */
+/**
+ * The part of a diagnostics record that a policy knows before it sends
+ * anything. Each request gets its own, which becomes its record when it ends.
+ */
 export type DiagnosticsHeader = Pick<
   HedgeDiagnostics,
   | "policy"
@@ -91,17 +94,46 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
+/** A header being completed into its request's record. */
+type RecordInProgress = DiagnosticsHeader & Partial<HedgeDiagnostics>;
+
+/**
+ * Completes a header into the record of a request that was not hedged. The
+ * header is made for one request and ends with it, so it becomes the record
+ * itself rather than being copied into one.
+ */
 function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, totalRequestCharge: number): HedgeDiagnostics {
-  return {
-    ...header,
-    arms: [],
-    hedgeFired: false,
-    hedgeWon: false,
-    ...(header.primaryRegion !== undefined ? { winningRegion: header.primaryRegion } : {}),
-    terminalState: "skipped",
-    totalRequestCharge,
-    skipReason,
-  };
+  const record: RecordInProgress = header;
+  record.arms = [];
+  record.hedgeFired = false;
+  record.hedgeWon = false;
+  if (header.primaryRegion !== undefined) record.winningRegion = header.primaryRegion;
+  record.terminalState = "skipped";
+  record.totalRequestCharge = totalRequestCharge;
+  record.skipReason = skipReason;
+  return record as HedgeDiagnostics;
+}
+
+/** Completes a header into the record of a race, in place as {@link skippedRecord} does. */
+function raceRecord(
+  header: DiagnosticsHeader,
+  arms: HedgeArmDiagnostics[],
+  hedgeRefused: boolean,
+  terminalState: HedgeDiagnostics["terminalState"],
+  returned: HedgeArmDiagnostics | undefined,
+): HedgeDiagnostics {
+  const record: RecordInProgress = header;
+  record.arms = arms;
+  record.hedgeFired = arms.length > 1;
+  record.totalRequestCharge = totalCharge(arms);
+  if (hedgeRefused) record.skipReason = "budgetExhausted";
+  record.hedgeWon = terminalState === "hedgeWon";
+  record.terminalState = terminalState;
+  if (returned !== undefined) {
+    record.winningRegion = returned.region;
+    if (returned.activityId !== undefined) record.winningActivityId = returned.activityId;
+  }
+  return record as HedgeDiagnostics;
 }
 
 /**
@@ -237,27 +269,13 @@ export async function sendHedged(
     logRace(sink, sink.logger, diagnostics);
     trace.end(diagnostics, response, error);
   };
-  const common = {
-    ...header,
-    arms,
-    hedgeFired: arms.length > 1,
-    totalRequestCharge: totalCharge(arms),
-    ...(outcome.hedgeRefused ? { skipReason: "budgetExhausted" as const } : {}),
-  };
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");
-    finish(error, { ...common, hedgeWon: false, terminalState: "aborted" }, undefined, error);
+    finish(error, raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined), undefined, error);
     throw error;
   }
-  const returned = arms[outcome.returnedIndex];
-  const hedgeWon = !outcome.fallback && outcome.returnedIndex > 0;
-  const diagnostics: HedgeDiagnostics = {
-    ...common,
-    hedgeWon,
-    terminalState: outcome.fallback ? "primaryOutcome" : hedgeWon ? "hedgeWon" : "primaryWon",
-    ...(returned !== undefined ? { winningRegion: returned.region } : {}),
-    ...(returned?.activityId !== undefined ? { winningActivityId: returned.activityId } : {}),
-  };
+  const terminalState = outcome.fallback ? "primaryOutcome" : outcome.returnedIndex > 0 ? "hedgeWon" : "primaryWon";
+  const diagnostics = raceRecord(header, arms, outcome.hedgeRefused, terminalState, arms[outcome.returnedIndex]);
   const { result } = outcome;
   if (result.response !== undefined) {
     // Upper policies expect the response of the request they sent, not of a clone.
