@@ -6,8 +6,23 @@ export function normalizeRegionName(name: string): string {
   return name.replace(/\s+/g, "").toLowerCase();
 }
 
+const keys = new WeakMap<object, string>();
+
+/**
+ * A region's normalized name (see {@link normalizeRegionName}), computed
+ * once per region object: the same few regions are compared on every request.
+ */
+export function regionKey(region: { readonly name: string }): string {
+  let key = keys.get(region);
+  if (key === undefined) {
+    key = normalizeRegionName(region.name);
+    keys.set(region, key);
+  }
+  return key;
+}
+
 /** Whether two regions are one (any case and spacing); the same object, the common case, is one at once. */
 export function sameRegion(a: { readonly name: string } | undefined, b: { readonly name: string } | undefined): boolean {
   if (a === undefined || b === undefined) return false;
-  return a === b || normalizeRegionName(a.name) === normalizeRegionName(b.name);
+  return a === b || regionKey(a) === regionKey(b);
 }

@@ -80,7 +80,7 @@ export class DemotionTracker {
    * for a probe: about one read in a hundred, and at least one a second.
    */
   route(addressed: RegionEndpoint, candidates: readonly RegionEndpoint[]): RankedTargets {
-    if (!this.regions.isDemoted(addressed)) return { targets: candidates };
+    if (this.regions.demotedRegions.length === 0 || !this.regions.isDemoted(addressed)) return { targets: candidates };
     const key = normalizeRegionName(addressed.name);
     const now = performance.now();
     let probe = this.probes.get(key);
@@ -113,6 +113,8 @@ export class DemotionTracker {
    * healthy latency it must match, asked for only then.
    */
   observe(verdict: RaceVerdict, restoreWithinMs: () => number = () => 0): void {
+    // The common case, a primary win with nothing to reset or restore, needs no name normalized.
+    if (verdict.hedgeWinner === undefined && this.streaks.size === 0 && this.regions.demotedRegions.length === 0) return;
     const key = normalizeRegionName(verdict.primary);
     if (verdict.hedgeWinner !== undefined) {
       const streak = (this.streaks.get(key) ?? 0) + 1;

@@ -69,6 +69,9 @@ export interface HedgingMetrics {
   regions: RegionHedgingMetrics[];
 }
 
+/** Spellings remembered at most: region names come from the account, but a bound keeps odd input from growing the map. */
+const maxSpellings = 256;
+
 interface RegionCounters {
   region: string;
   requests: number;
@@ -88,6 +91,8 @@ export class HedgingMetricsRecorder {
   private drainsCutShort = 0;
   private abortedLosers = 0;
   private readonly regions = new Map<string, RegionCounters>();
+  /** The same counters by the name as spelt, so that the few spellings a client sees are normalized once. */
+  private readonly bySpelling = new Map<string, RegionCounters>();
 
   /** Counts one request sent unhedged to `region` (when known). */
   recordSkipped(region: string | undefined): void {
@@ -178,12 +183,15 @@ export class HedgingMetricsRecorder {
   }
 
   private counters(region: string): RegionCounters {
+    const known = this.bySpelling.get(region);
+    if (known !== undefined) return known;
     const key = normalizeRegionName(region);
     let counters = this.regions.get(key);
     if (counters === undefined) {
       counters = { region, requests: 0, hedgesFired: 0, hedgesWon: 0, losingRequestCharge: 0 };
       this.regions.set(key, counters);
     }
+    if (this.bySpelling.size < maxSpellings) this.bySpelling.set(region, counters);
     return counters;
   }
 }

@@ -98,13 +98,17 @@ export class HedgePlanner {
     const { health } = this;
     if (health === undefined) return { kind: "race", targets: candidates, header, thresholdStepMs: timing.thresholdStepMs };
 
-    const unthrottled = [addressed, ...candidates.slice(1).filter((region) => health.throttledForMs(region.name) === 0)];
+    const throttling = health.anyThrottled();
+    const unthrottled = throttling ? [addressed, ...candidates.slice(1).filter((region) => health.throttledForMs(region.name) === 0)] : candidates;
     if (unthrottled.length < 2) return { kind: "skip", reason: "regionThrottled", header };
     const latencyClass = latencyClassOf(operation);
     const ranked: RankedTargets = isWrite ? { targets: unthrottled } : health.rank(addressed, unthrottled, latencyClass, controls.excludedRegions);
-    // Ranking may move the addressed region among the hedges; a throttled one must not be hedged into there either.
-    const [rankedFirst, ...rankedHedges] = ranked.targets;
-    const targets = rankedFirst === undefined ? unthrottled : [rankedFirst, ...rankedHedges.filter((region) => health.throttledForMs(region.name) === 0)];
+    let targets = ranked.targets;
+    if (throttling) {
+      // Ranking may move the addressed region among the hedges; a throttled one must not be hedged into there either.
+      const [rankedFirst, ...rankedHedges] = ranked.targets;
+      targets = rankedFirst === undefined ? unthrottled : [rankedFirst, ...rankedHedges.filter((region) => health.throttledForMs(region.name) === 0)];
+    }
     const primary = targets[0] ?? addressed;
     const moved = !sameRegion(primary, addressed);
     if (moved) {

@@ -78,9 +78,13 @@ export class RegionHealth implements RaceLearner {
     this.throttledUntil.set(normalizeRegionName(region), performance.now() + waitMs);
   };
 
+  /** Whether any region may be throttled now: when none is, nothing needs filtering. */
+  anyThrottled(): boolean {
+    return this.throttledUntil.size > 0;
+  }
+
   /** Milliseconds until a region may be hedged into again; 0 when it is not throttled. */
   throttledForMs(region: string): number {
-    if (this.throttledUntil.size === 0) return 0;
     const key = normalizeRegionName(region);
     const until = this.throttledUntil.get(key);
     if (until === undefined) return 0;
