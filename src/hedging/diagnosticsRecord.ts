@@ -1,6 +1,7 @@
 import { CosmosHeaders } from "../cosmos/headers.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
 import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
+import { armOutcome, decidedDurationMs, drainedDurationMs } from "./armFacts.js";
 import type { HedgeArmDiagnostics, HedgeArmError } from "./diagnostics.js";
 import type { RaceArm } from "./race.js";
 import { redactCredentials } from "./redact.js";
@@ -45,10 +46,10 @@ export function describeArm(arm: RaceArm, raceStart: number, returnedIndex: numb
     region: arm.region.name,
     reason: arm.reason,
     startOffsetMs: Math.round(arm.startedAt - raceStart),
-    outcome: arm.aborted ? "aborted" : arm.drain !== undefined ? "drained" : arm.index === returnedIndex ? "returned" : "lost",
+    outcome: armOutcome(arm, returnedIndex),
   };
-  const endedAt = arm.endedAt ?? arm.drain?.decidedAt;
-  if (endedAt !== undefined) record.durationMs = Math.round(endedAt - arm.startedAt);
+  const durationMs = decidedDurationMs(arm);
+  if (durationMs !== undefined) record.durationMs = durationMs;
   if (arm.result !== undefined) addResult(record, arm.result);
   return record;
 }
@@ -62,9 +63,9 @@ export function describeDrainedArm(arm: RaceArm, raceStart: number): HedgeArmDia
     outcome: "drained",
   };
   const drain = arm.drain;
-  if (drain === undefined) return record;
-  if (drain.end !== undefined) record.drainEnd = drain.end;
-  record.durationMs = Math.round((drain.endedAt ?? drain.decidedAt) - arm.startedAt);
-  if (drain.result !== undefined) addResult(record, drain.result);
+  if (drain?.end !== undefined) record.drainEnd = drain.end;
+  const durationMs = drainedDurationMs(arm);
+  if (durationMs !== undefined) record.durationMs = durationMs;
+  if (drain?.result !== undefined) addResult(record, drain.result);
   return record;
 }
