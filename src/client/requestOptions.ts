@@ -1,11 +1,8 @@
 import { normalizeRegionName } from "../caches/regionNames.js";
 import { describe, optionKeys, positiveMilliseconds, regionName, regionNameList } from "../options.js";
 import type { RequestHedgingControls, RequestHedgingSetting } from "../hedging/requestControls.js";
-import {
-  hedgingOffHeaderValue,
-  requestControlHeaders,
-  runWithRequestControls,
-} from "../hedging/requestControls.js";
+import { runWithRequestControls } from "../hedging/requestControls.js";
+import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
 import { headerJson } from "../cosmos/sdkRequestPlugin.js";
 
 /** Hedging choices for one request, or for every request of a block of code. */

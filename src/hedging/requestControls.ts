@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
 import { logger } from "../log.js";
 import { isRegionName, isTimerMilliseconds, regionNameLimits } from "../options.js";
 
@@ -42,26 +43,8 @@ export interface RequestHedgingControls {
   readonly sdkOptionsKnown?: boolean;
 }
 
-/**
- * The request headers that carry per-request controls from `@azure/cosmos`'s
- * `initialHeaders` to the policies. The first policy of this package to see
- * a request removes them, so they never leave the process.
- * `excludedRegions` and `region` are JSON (a string array, a string) with
- * every non-ASCII character escaped; `hedging` is `off` or a JSON object
- * `{"threshold":…,"thresholdStep":…}`.
- */
-export const requestControlHeaders = {
-  excludedRegions: "x-cosmos-hedging-excluded-regions",
-  region: "x-cosmos-hedging-region",
-  hedging: "x-cosmos-hedging",
-  /** Written by the `@azure/cosmos` request plugin: the SDK request's `excludedLocations`, a JSON array (possibly empty). */
-  sdkExcludedRegions: "x-cosmos-hedging-sdk-excluded-regions",
-} as const;
-
 const controlHeaderNames: readonly string[] = Object.values(requestControlHeaders);
 
-/** The value of the {@link requestControlHeaders}.hedging header that turns hedging off. */
-export const hedgingOffHeaderValue = "off";
 
 const noControls: RequestHedgingControls = Object.freeze({});
 const controlsByRequest = new WeakMap<PipelineRequest, RequestHedgingControls>();
