@@ -368,7 +368,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
           if (arm.aborted) return;
         }
         arm.sent = true;
-        const response = await send(arm.request, { index: arm.index, region: arm.region, reason: arm.reason });
+        const response = await send(arm.request, arm);
         onResponse?.(arm.region.name, response);
         result = { response };
       } catch (error) {
