@@ -12,7 +12,7 @@ export default {
   checkers: ["typescript"],
   tsconfigFile: "test/mutation/tsconfig.json",
   coverageAnalysis: "perTest",
-  mutate: ["src/hedging/**/*.ts", "src/policies/**/*.ts", "src/caches/**/*.ts", "src/cosmos/**/*.ts"],
+  mutate: ["src/hedging/**/*.ts", "src/policies/**/*.ts", "src/caches/**/*.ts", "src/cosmos/**/*.ts", "src/options.ts"],
   incremental: true,
   incrementalFile: "test/mutation/incremental.json",
   // The machine is shared and has two cores.

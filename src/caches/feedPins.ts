@@ -1,6 +1,6 @@
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { collectionLinkOf, nextPageTokenOf, pageTokenOf } from "../cosmos/feedPages.js";
-import { positiveMilliseconds, wholeNumber } from "../hedging/validation.js";
+import { positiveMilliseconds, wholeNumber } from "../options.js";
 import type { RegionEndpoint } from "./regionCache.js";
 
 /** The bounds of a {@link FeedPins} cache when none are given. */

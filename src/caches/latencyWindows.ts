@@ -1,6 +1,6 @@
 import { DDSketch } from "@datadog/sketches-js";
 import type { OperationKind } from "../cosmos/operationKind.js";
-import { positiveMilliseconds, wholeNumber } from "../hedging/validation.js";
+import { positiveMilliseconds, wholeNumber } from "../options.js";
 
 /**
  * The operation classes whose latencies are kept apart: a point read and a

@@ -1,8 +1,9 @@
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { classifyOperation } from "../cosmos/operationKind.js";
-import { RateLimitedLog, topologyChangeLines } from "../hedging/operatorLog.js";
-import { logger } from "../log.js";
-import { assertRegionList, describe, normalizeRegionName } from "./regionNames.js";
+import { RateLimitedLog, logger } from "../log.js";
+import { topologyChangeLines } from "./topologyLog.js";
+import { normalizeRegionName } from "./regionNames.js";
+import { describe, isRegionName, regionNameLimits, regionNameList } from "../options.js";
 
 /** One region of the account: its name and its regional endpoint. */
 export interface RegionEndpoint {
@@ -85,17 +86,6 @@ export interface RegionDemotion {
   readonly inFavourOf: string;
 }
 
-/** The longest region name accepted; Azure's are under 30 characters. */
-const maxRegionNameLength = 128;
-
-function hasControlCharacter(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return true;
-  }
-  return false;
-}
-
 /** The most locations a database-account response may list before it is treated as malformed. */
 const maxLocations = 256;
 
@@ -131,8 +121,8 @@ function parseLocations(where: string, value: unknown, Failure: new (message: st
       throw new Failure(`${where}[${index}].name must be a non-empty string; got ${describe(name)}`);
     }
     // Region names end up in log lines and diagnostics: a line break in one could forge a log line.
-    if (name.length > maxRegionNameLength || hasControlCharacter(name)) {
-      throw new Failure(`${where}[${index}].name must be at most ${maxRegionNameLength} printable characters`);
+    if (!isRegionName(name)) {
+      throw new Failure(`${where}[${index}].name must be at most ${regionNameLimits.maxRegionNameLength} printable characters`);
     }
     const endpoint = parseEndpoint(
       `${where}[${index}].endpoint`,
@@ -272,7 +262,7 @@ export class RegionCache {
     }
     if (options.topology !== undefined) this.setTopology(options.topology);
     if (options.preferredRegions !== undefined) {
-      this.preferred = assertRegionList("preferredRegions", options.preferredRegions);
+      this.preferred = regionNameList("preferredRegions", options.preferredRegions);
       this.initialPreferred = this.preferred;
     }
     if (options.excludedRegions !== undefined) this.setExcludedRegions(options.excludedRegions);
@@ -334,7 +324,7 @@ export class RegionCache {
    * yet) is kept and simply does not affect the order.
    */
   demoteRegion(region: string, inFavourOf: string): void {
-    const [demoted, winner] = assertRegionList("demoteRegion arguments", [region, inFavourOf]) as [string, string];
+    const [demoted, winner] = regionNameList("demoteRegion arguments", [region, inFavourOf]) as [string, string];
     const key = normalizeRegionName(demoted);
     if (key === normalizeRegionName(winner)) {
       throw new RangeError(`Cannot demote region ${describe(demoted)} in favour of itself.`);
@@ -349,7 +339,7 @@ export class RegionCache {
    * @returns whether the region was demoted.
    */
   restoreRegion(region: string): boolean {
-    const [name] = assertRegionList("restoreRegion argument", [region]) as [string];
+    const [name] = regionNameList("restoreRegion argument", [region]) as [string];
     const key = normalizeRegionName(name);
     const remaining = this.demotions.filter((entry) => normalizeRegionName(entry.region) !== key);
     const restored = remaining.length !== this.demotions.length;
@@ -372,14 +362,14 @@ export class RegionCache {
 
   /** Sets the preferred-region order; takes effect on the next request. */
   setPreferredRegions(regions: readonly string[]): void {
-    this.preferred = assertRegionList("preferredRegions", regions);
+    this.preferred = regionNameList("preferredRegions", regions);
     this.orders = {};
     this.preferredChanged = !sameRegionOrder(this.preferred, this.initialPreferred);
   }
 
   /** Sets the client-level excluded regions; takes effect on the next request. */
   setExcludedRegions(regions: readonly string[]): void {
-    const names = assertRegionList("excludedRegions", regions);
+    const names = regionNameList("excludedRegions", regions);
     this.excludedNames = names;
     this.excluded = new Set(names.map(normalizeRegionName));
   }

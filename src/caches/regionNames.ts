@@ -16,29 +16,23 @@ export function normalizeRegionName(name: string): string {
 const normalizedNames = new Map<string, string>();
 const maxNormalizedNames = 512;
 
+const keys = new WeakMap<object, string>();
+
+/**
+ * A region's normalized name (see {@link normalizeRegionName}), computed
+ * once per region object: the same few regions are compared on every request.
+ */
+export function regionKey(region: { readonly name: string }): string {
+  let key = keys.get(region);
+  if (key === undefined) {
+    key = normalizeRegionName(region.name);
+    keys.set(region, key);
+  }
+  return key;
+}
+
 /** Whether two regions are one (any case and spacing); the same object, the common case, is one at once. */
 export function sameRegion(a: { readonly name: string } | undefined, b: { readonly name: string } | undefined): boolean {
   if (a === undefined || b === undefined) return false;
-  return a === b || normalizeRegionName(a.name) === normalizeRegionName(b.name);
-}
-
-/** Validates a user-supplied list of region names; the error names the option. */
-export function assertRegionList(option: string, value: unknown): readonly string[] {
-  if (!Array.isArray(value)) {
-    throw new TypeError(`${option} must be an array of region names; got ${describe(value)}.`);
-  }
-  value.forEach((entry, index) => {
-    if (typeof entry !== "string" || entry.trim() === "") {
-      throw new TypeError(`${option}[${index}] must be a non-empty region name; got ${describe(entry)}.`);
-    }
-  });
-  return [...(value as string[])];
-}
-
-/** A short, safe rendering of a bad value for an error message. */
-export function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
-  if (typeof value === "number" || typeof value === "boolean" || value == null) return String(value);
-  if (Array.isArray(value)) return `an array of ${value.length}`;
-  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+  return a === b || regionKey(a) === regionKey(b);
 }

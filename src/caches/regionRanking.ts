@@ -1,4 +1,3 @@
-import type { HedgeRankingReason } from "../hedging/diagnostics.js";
 import type { LatencyClass } from "./latencyWindows.js";
 import type { RegionCache, RegionEndpoint } from "./regionCache.js";
 import { normalizeRegionName } from "./regionNames.js";
@@ -13,6 +12,16 @@ import { normalizeRegionName } from "./regionNames.js";
  * per region for every read and orders the primary and the hedges by it.
  */
 export type RegionRouting = "preferred" | "demotion" | "thompson";
+
+/**
+ * Why the region ranking sent a read where it went: `demoted`, the region
+ * the request addressed is demoted and the read went first to the region
+ * that beat it; `probe`, the addressed region is demoted and this read is
+ * one of the probes that find out whether it serves well again;
+ * `thompson`, the order of the arms was sampled from the regions' latency
+ * posteriors.
+ */
+export type HedgeRankingReason = "demoted" | "probe" | "thompson";
 
 /** The constants of consecutive-win demotion. */
 export const demotionDefaults = {
@@ -71,7 +80,7 @@ export class DemotionTracker {
    * for a probe: about one read in a hundred, and at least one a second.
    */
   route(addressed: RegionEndpoint, candidates: readonly RegionEndpoint[]): RankedTargets {
-    if (!this.regions.isDemoted(addressed)) return { targets: candidates };
+    if (this.regions.demotedRegions.length === 0 || !this.regions.isDemoted(addressed)) return { targets: candidates };
     const key = normalizeRegionName(addressed.name);
     const now = performance.now();
     let probe = this.probes.get(key);
@@ -104,6 +113,8 @@ export class DemotionTracker {
    * healthy latency it must match, asked for only then.
    */
   observe(verdict: RaceVerdict, restoreWithinMs: () => number = () => 0): void {
+    // The common case, a primary win with nothing to reset or restore, needs no name normalized.
+    if (verdict.hedgeWinner === undefined && this.streaks.size === 0 && this.regions.demotedRegions.length === 0) return;
     const key = normalizeRegionName(verdict.primary);
     if (verdict.hedgeWinner !== undefined) {
       const streak = (this.streaks.get(key) ?? 0) + 1;

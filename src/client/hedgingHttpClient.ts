@@ -2,11 +2,10 @@ import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-p
 import type { HttpClient, Pipeline, PipelineRequest } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../caches/regionCache.js";
 import type { RegionCacheOptions } from "../caches/regionCache.js";
-import { assertRegionList, describe } from "../caches/regionNames.js";
+import { describe, optionKeys, optionalFunction, optionsObject, regionNameList } from "../options.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
-import { optionalFunction, optionsObject } from "../hedging/validation.js";
 import type { CrossRegionHedgingPolicyOptions } from "../policies/crossRegionHedgingPolicy.js";
 import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.js";
 import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPolicy.js";
@@ -91,6 +90,40 @@ export interface HedgingHttpClient extends HttpClient {
   metrics(): HedgingMetrics;
 }
 
+/** Every key of {@link CrossRegionHedgingOptions}, checked against the type by the compiler. */
+const crossRegionOptionKeys = optionKeys<CrossRegionHedgingOptions>({
+  threshold: true,
+  thresholdStep: true,
+  enableMultiWriteRegionHedge: true,
+  budget: true,
+  routing: true,
+  hedgesWithoutSessionToken: true,
+  drainLosers: true,
+});
+
+/** Every key of {@link MetadataHedgingOptions}, checked against the type by the compiler. */
+const metadataOptionKeys = optionKeys<MetadataHedgingOptions>({ threshold: true, maxConcurrentHedges: true, drainLosers: true });
+
+const hedgingOptionKeyRecord = {
+  crossRegion: true,
+  metadata: true,
+  preferredRegions: true,
+  excludedRegions: true,
+  onDiagnostics: true,
+} as const satisfies Record<keyof HedgingOptions, true>;
+
+/** Every key of {@link HedgingOptions} (what {@link withHedging} takes), checked against the interface by the compiler. */
+export const hedgingOptionKeys = optionKeys<HedgingOptions>(hedgingOptionKeyRecord);
+
+/** Every key of {@link HedgingHttpClientOptions}: those of {@link HedgingOptions} and the client's own. */
+const hedgingHttpClientOptionKeys = optionKeys<HedgingHttpClientOptions>({
+  ...hedgingOptionKeyRecord,
+  httpClient: true,
+  signer: true,
+  requestTimeout: true,
+  accountEndpoint: true,
+});
+
 function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegionHedgingPolicyOptions {
   // Creating a hedging client is the opt-in: unset means on, with the explicit defaults.
   if (setting === undefined) return { enabled: true };
@@ -98,15 +131,7 @@ function crossRegionOptions(setting: HedgingOptions["crossRegion"]): CrossRegion
   if (setting === null || typeof setting !== "object") {
     throw new TypeError(`crossRegion must be a boolean, "followAccount" or an options object; got ${describe(setting)}.`);
   }
-  optionsObject("crossRegion", setting, [
-    "threshold",
-    "thresholdStep",
-    "enableMultiWriteRegionHedge",
-    "budget",
-    "routing",
-    "hedgesWithoutSessionToken",
-    "drainLosers",
-  ]);
+  optionsObject("crossRegion", setting, crossRegionOptionKeys);
   return { ...setting, enabled: true };
 }
 
@@ -118,7 +143,7 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
   if (setting === null || typeof setting !== "object") {
     throw new TypeError(`metadata must be a boolean, "followAccount" or an options object; got ${describe(setting)}.`);
   }
-  optionsObject("metadata", setting, ["threshold", "maxConcurrentHedges", "drainLosers"]);
+  optionsObject("metadata", setting, metadataOptionKeys);
   return { ...setting, enabled: true };
 }
 
@@ -162,17 +187,7 @@ export function isHedgingHttpClient(client: unknown): boolean {
  * that does not is sent unhedged.
  */
 export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPluginInstalled: boolean): HedgingHttpClient {
-  optionsObject("createHedgingHttpClient options", options, [
-    "crossRegion",
-    "metadata",
-    "preferredRegions",
-    "excludedRegions",
-    "onDiagnostics",
-    "httpClient",
-    "signer",
-    "requestTimeout",
-    "accountEndpoint",
-  ]);
+  optionsObject("createHedgingHttpClient options", options, hedgingHttpClientOptionKeys);
   optionalFunction("onDiagnostics", options.onDiagnostics);
   if (options.httpClient !== undefined && typeof options.httpClient?.sendRequest !== "function") {
     throw new TypeError(`httpClient must have a sendRequest function; got ${describe(options.httpClient)}.`);
@@ -182,8 +197,8 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
     throw new TypeError("httpClient is already a hedging client (withHedging or createHedgingHttpClient applied twice?); pass its own transport, or use it as it is.");
   }
   const regions = new RegionCache({
-    ...(options.preferredRegions !== undefined ? { preferredRegions: assertRegionList("preferredRegions", options.preferredRegions) } : {}),
-    ...(options.excludedRegions !== undefined ? { excludedRegions: assertRegionList("excludedRegions", options.excludedRegions) } : {}),
+    ...(options.preferredRegions !== undefined ? { preferredRegions: regionNameList("preferredRegions", options.preferredRegions) } : {}),
+    ...(options.excludedRegions !== undefined ? { excludedRegions: regionNameList("excludedRegions", options.excludedRegions) } : {}),
     ...(options.accountEndpoint !== undefined ? { accountEndpoint: options.accountEndpoint } : {}),
   } satisfies RegionCacheOptions);
   const shared = {

@@ -1,12 +1,8 @@
-import { describe, normalizeRegionName } from "../caches/regionNames.js";
+import { normalizeRegionName } from "../caches/regionNames.js";
+import { describe, optionKeys, positiveMilliseconds, regionName, regionNameList } from "../options.js";
 import type { RequestHedgingControls, RequestHedgingSetting } from "../hedging/requestControls.js";
-import {
-  hedgingOffHeaderValue,
-  requestControlHeaders,
-  requestControlLimits,
-  runWithRequestControls,
-} from "../hedging/requestControls.js";
-import { positiveMilliseconds } from "../hedging/validation.js";
+import { runWithRequestControls } from "../hedging/requestControls.js";
+import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
 import { headerJson } from "../cosmos/sdkRequestPlugin.js";
 
 /** Hedging choices for one request, or for every request of a block of code. */
@@ -45,35 +41,13 @@ export interface HedgingRequestOptionsResult {
   initialHeaders: Record<string, string>;
 }
 
-const optionNames: ReadonlySet<string> = new Set(["excludedRegions", "region", "hedging"]);
-const hedgingFieldNames: ReadonlySet<string> = new Set(["threshold", "thresholdStep"]);
+const optionNames: ReadonlySet<string> = new Set(optionKeys<RequestHedgingOptions>({ excludedRegions: true, region: true, hedging: true }));
+const hedgingFieldNames: ReadonlySet<string> = new Set(
+  optionKeys<Exclude<RequestHedgingOptions["hedging"], false | undefined>>({ threshold: true, thresholdStep: true }),
+);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
-function regionName(option: string, value: unknown): string {
-  if (typeof value !== "string" || value.trim() === "") {
-    throw new TypeError(`${option} must be a non-empty region name; got ${describe(value)}.`);
-  }
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(value)) {
-    throw new TypeError(`${option} must not contain CR, LF or another control character; got ${describe(value)}.`);
-  }
-  if (value.length > requestControlLimits.maxRegionNameLength) {
-    throw new TypeError(`${option} is longer than ${requestControlLimits.maxRegionNameLength} characters; got ${describe(value)}.`);
-  }
-  return value;
-}
-
-function excludedRegionList(value: unknown): readonly string[] {
-  if (!Array.isArray(value)) {
-    throw new TypeError(`excludedRegions must be an array of region names; got ${describe(value)}.`);
-  }
-  if (value.length > requestControlLimits.maxRegions) {
-    throw new TypeError(`excludedRegions lists ${value.length} regions, more than ${requestControlLimits.maxRegions}.`);
-  }
-  return Object.freeze(value.map((entry: unknown, index) => regionName(`excludedRegions[${index}]`, entry)));
 }
 
 function hedgingSetting(value: unknown): RequestHedgingSetting {
@@ -102,7 +76,7 @@ function validateOptions(options: unknown): RequestHedgingControls {
       throw new TypeError(`Unknown request hedging option ${describe(key)}; expected excludedRegions, region or hedging.`);
     }
   }
-  const excludedRegions = options["excludedRegions"] === undefined ? undefined : excludedRegionList(options["excludedRegions"]);
+  const excludedRegions = options["excludedRegions"] === undefined ? undefined : regionNameList("excludedRegions", options["excludedRegions"]);
   const region = options["region"] === undefined ? undefined : regionName("region", options["region"]);
   const hedging = options["hedging"] === undefined ? undefined : hedgingSetting(options["hedging"]);
   if (region !== undefined && excludedRegions?.some((name) => normalizeRegionName(name) === normalizeRegionName(region))) {

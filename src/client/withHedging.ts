@@ -1,9 +1,8 @@
 import type { HttpClient } from "@azure/core-rest-pipeline";
-import { describe } from "../caches/regionNames.js";
+import { describe, optionsObject } from "../options.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
-import { optionsObject } from "../hedging/validation.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
-import { buildHedgingHttpClient } from "./hedgingHttpClient.js";
+import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
 import { sdkRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
 
 function isMasterKey(key: string): boolean {
@@ -57,7 +56,7 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   if (cosmosClientOptions === null || typeof cosmosClientOptions !== "object") {
     throw new TypeError(`cosmosClientOptions must be an object; got ${describe(cosmosClientOptions)}.`);
   }
-  optionsObject("hedgingOptions", hedgingOptions, ["crossRegion", "metadata", "preferredRegions", "excludedRegions", "onDiagnostics"]);
+  optionsObject("hedgingOptions", hedgingOptions, hedgingOptionKeys);
   const { connectionPolicy, key, httpClient, endpoint } = cosmosClientOptions;
   // The cache starts from the order the SDK routes by; a different hedging order is a change the SDK does not know of.
   const sdkOrder = connectionPolicy?.preferredLocations;

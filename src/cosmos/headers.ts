@@ -22,3 +22,22 @@ export const CosmosHeaders = {
 
 /** The response header in which the hedging policies return their diagnostics as JSON. */
 export const hedgeDiagnosticsHeaderName = "x-cosmos-hedging-diagnostics";
+
+/**
+ * The request headers that carry per-request controls from `@azure/cosmos`'s
+ * `initialHeaders` to the policies. The first policy of this package to see
+ * a request removes them, so they never leave the process.
+ * `excludedRegions` and `region` are JSON (a string array, a string) with
+ * every non-ASCII character escaped; `hedging` is `off` or a JSON object
+ * `{"threshold":…,"thresholdStep":…}`.
+ */
+export const requestControlHeaders = {
+  excludedRegions: "x-cosmos-hedging-excluded-regions",
+  region: "x-cosmos-hedging-region",
+  hedging: "x-cosmos-hedging",
+  /** Written by the `@azure/cosmos` request plugin: the SDK request's `excludedLocations`, a JSON array (possibly empty). */
+  sdkExcludedRegions: "x-cosmos-hedging-sdk-excluded-regions",
+} as const;
+
+/** The value of the {@link requestControlHeaders}.hedging header that turns hedging off. */
+export const hedgingOffHeaderValue = "off";

@@ -1,5 +1,5 @@
 import { logger } from "../log.js";
-import { requestControlHeaders } from "../hedging/requestControls.js";
+import { requestControlHeaders } from "./headers.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 interface CosmosRequestContext {

@@ -1,6 +1,5 @@
 import type { LatencyClass, LatencyWindows } from "../caches/latencyWindows.js";
-import { describe } from "../caches/regionNames.js";
-import { optionsObject, positiveMilliseconds, wholeNumber } from "./validation.js";
+import { describe, optionKeys, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
 
 /**
  * The adaptive threshold's knobs (`threshold: { mode: "adaptive", ... }`;
@@ -28,6 +27,9 @@ export interface AdaptiveThresholdOptions {
   /** How many baseline latencies (answers in a fair race) a region's window needs before its percentile is trusted. Default 20. */
   minSamples?: number;
 }
+
+/** Every key of {@link AdaptiveThresholdOptions}, checked against the interface by the compiler. */
+const adaptiveThresholdOptionKeys = optionKeys<AdaptiveThresholdOptions>({ mode: true, maxExtraLoad: true, floor: true, ceiling: true, minSamples: true });
 
 /** The defaults of the adaptive threshold. */
 export const adaptiveThresholdDefaults = {
@@ -68,7 +70,7 @@ export function isAdaptiveThreshold(value: unknown): value is "adaptive" | Adapt
  */
 export function resolveAdaptiveThreshold(value: "adaptive" | AdaptiveThresholdOptions, fixedDefault: number): AdaptiveThresholdSettings {
   const options: Partial<AdaptiveThresholdOptions> =
-    value === "adaptive" ? {} : optionsObject("threshold", value, ["mode", "maxExtraLoad", "floor", "ceiling", "minSamples"]);
+    value === "adaptive" ? {} : optionsObject("threshold", value, adaptiveThresholdOptionKeys);
   const maxExtraLoad = shareBelowOne("threshold.maxExtraLoad", options.maxExtraLoad ?? adaptiveThresholdDefaults.maxExtraLoad);
   const ceiling = positiveMilliseconds("threshold.ceiling", options.ceiling ?? fixedDefault);
   const floor =

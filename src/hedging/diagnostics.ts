@@ -1,7 +1,10 @@
 import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
 import { hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
+import type { HedgeRankingReason } from "../caches/regionRanking.js";
 import type { RequestRouting } from "./requestControls.js";
+
+export type { HedgeRankingReason } from "../caches/regionRanking.js";
 
 /** Which policy produced a {@link HedgeDiagnostics} record. */
 export type HedgePolicyKind = "crossRegion" | "metadata";
@@ -56,16 +59,6 @@ export type HedgeSkipReason =
   | "pinnedRegion"
   | "continuationPage"
   | "regionThrottled";
-
-/**
- * Why the region ranking sent a read where it went: `demoted`, the region
- * the request addressed is demoted and the read went first to the region
- * that beat it; `probe`, the addressed region is demoted and this read is
- * one of the probes that find out whether it serves well again;
- * `thompson`, the order of the arms was sampled from the regions' latency
- * posteriors.
- */
-export type HedgeRankingReason = "demoted" | "probe" | "thompson";
 
 /** What the region ranking did with a read. */
 export interface HedgeRanking {

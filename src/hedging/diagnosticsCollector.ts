@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { describe } from "../caches/regionNames.js";
+import { describe } from "../options.js";
 import type { HedgeDiagnostics } from "./diagnostics.js";
 
 /** What {@link collectHedgeDiagnostics} resolves to. */

@@ -1,4 +1,4 @@
-import { wholeNumber } from "./validation.js";
+import { wholeNumber } from "../options.js";
 
 /**
  * A per-client cap on the hedges in flight at once. A policy takes a slot

@@ -6,20 +6,25 @@ import type { RegionCache, RegionEndpoint } from "../caches/regionCache.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
+import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
 import { recordForCollectors } from "./diagnosticsCollector.js";
+import { describeArm, describeDrainedArm } from "./diagnosticsRecord.js";
 import type { LoserDrain } from "./loserDrain.js";
-import type { DrainedArm, RaceOutcome, RaceStrategy } from "./race.js";
+import type { SkipPlan } from "./planner.js";
+import type { RaceArm, RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { logRace } from "./operatorLog.js";
 import { retarget } from "./cloneRequest.js";
 import { runRace } from "./race.js";
-import { requestControlsOf } from "./requestControls.js";
 import { feedPageTarget } from "./targets.js";
 import { startRaceTrace } from "./tracing.js";
 
-/** The part of a diagnostics record that a policy knows before it sends anything. */
+/**
+ * The part of a diagnostics record that a policy knows before it sends
+ * anything. Each request gets its own, which becomes its record when it ends.
+ */
 export type DiagnosticsHeader = Pick<
   HedgeDiagnostics,
   | "policy"
@@ -34,7 +39,7 @@ export type DiagnosticsHeader = Pick<
 >;
 
 /** The diagnostics header of a request: its policy, its operation, the region it addresses and what routing did first. */
-export function diagnosticsHeader(
+function diagnosticsHeader(
   policy: HedgeDiagnostics["policy"],
   operation: HedgeDiagnostics["operation"],
   region: RegionEndpoint | undefined,
@@ -48,12 +53,26 @@ export function diagnosticsHeader(
   };
 }
 
-/** Where a policy's diagnostics go besides the response: its callback, guarded. */
+/**
+ * What learns from the raw outcome of each request (region health): never
+ * from the public record, which is redacted and rounded for people.
+ */
+export interface RaceLearner {
+  /** Told of each response a region gave, as it arrives; a property, safe to hand on unbound. */
+  readonly noteResponse: (region: string | undefined, response: PipelineResponse) => void;
+  /** A request sent unhedged, once it has ended; `region` is the one it went to, when known. */
+  learnSkipped(region: string | undefined): void;
+  /** A race once it is decided or aborted, with what was planned for it. */
+  learn(header: DiagnosticsHeader, outcome: RaceOutcome): void;
+  /** A drained loser once its drain has ended. */
+  learnDrained(operation: OperationKind, arm: RaceArm): void;
+}
+
+/** Where a policy's diagnostics go besides the response: its callback, guarded, and its learner. */
 export interface DiagnosticsSink {
   readonly logger: AzureLogger;
   readonly onDiagnostics?: ((diagnostics: HedgeDiagnostics) => void) | undefined;
-  /** Called when a drained loser's drain ends, after its record was completed in `diagnostics`. */
-  readonly onDrainEnd?: ((diagnostics: HedgeDiagnostics, arm: HedgeArmDiagnostics) => void) | undefined;
+  readonly learner?: RaceLearner | undefined;
 }
 
 function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics): void {
@@ -75,32 +94,92 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
-/** Sends the request unhedged and records why hedging was skipped. */
-export async function sendSkipped(
+/** A header being completed into its request's record. */
+type RecordInProgress = DiagnosticsHeader & Partial<HedgeDiagnostics>;
+
+/**
+ * Completes a header into the record of a request that was not hedged. The
+ * header is made for one request and ends with it, so it becomes the record
+ * itself rather than being copied into one.
+ */
+function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, totalRequestCharge: number): HedgeDiagnostics {
+  const record: RecordInProgress = header;
+  record.arms = [];
+  record.hedgeFired = false;
+  record.hedgeWon = false;
+  if (header.primaryRegion !== undefined) record.winningRegion = header.primaryRegion;
+  record.terminalState = "skipped";
+  record.totalRequestCharge = totalRequestCharge;
+  record.skipReason = skipReason;
+  return record as HedgeDiagnostics;
+}
+
+/** Completes a header into the record of a race, in place as {@link skippedRecord} does. */
+function raceRecord(
+  header: DiagnosticsHeader,
+  arms: HedgeArmDiagnostics[],
+  hedgeRefused: boolean,
+  terminalState: HedgeDiagnostics["terminalState"],
+  returned: HedgeArmDiagnostics | undefined,
+): HedgeDiagnostics {
+  const record: RecordInProgress = header;
+  record.arms = arms;
+  record.hedgeFired = arms.length > 1;
+  record.totalRequestCharge = totalCharge(arms);
+  if (hedgeRefused) record.skipReason = "budgetExhausted";
+  record.hedgeWon = terminalState === "hedgeWon";
+  record.terminalState = terminalState;
+  if (returned !== undefined) {
+    record.winningRegion = returned.region;
+    if (returned.activityId !== undefined) record.winningActivityId = returned.activityId;
+  }
+  return record as HedgeDiagnostics;
+}
+
+/**
+ * Sends a request unhedged and records why; with `pins`, pins the feed's
+ * next page to `servedBy`.
+ * @param noteResponse - tell the sink's learner of the response (a later page, sent where its token points, is not).
+ */
+async function sendUnhedged(
   request: PipelineRequest,
   next: SendRequest,
   header: DiagnosticsHeader,
   skipReason: HedgeSkipReason,
   sink: DiagnosticsSink,
+  pins: FeedPins | undefined,
+  servedBy: RegionEndpoint | undefined,
+  noteResponse: boolean,
 ): Promise<PipelineResponse> {
-  const diagnostics = (totalRequestCharge: number): HedgeDiagnostics => ({
-    ...header,
-    arms: [],
-    hedgeFired: false,
-    hedgeWon: false,
-    ...(header.primaryRegion !== undefined ? { winningRegion: header.primaryRegion } : {}),
-    terminalState: "skipped",
-    totalRequestCharge,
-    skipReason,
-  });
+  let response: PipelineResponse;
   try {
-    const response = await next(request);
-    publish(sink, response, diagnostics(requestChargeOf(response) ?? 0));
-    return response;
+    response = await next(request);
   } catch (error) {
-    publish(sink, error, diagnostics(0));
+    sink.learner?.learnSkipped(header.primaryRegion);
+    publish(sink, error, skippedRecord(header, skipReason, 0));
     throw error;
   }
+  if (noteResponse) sink.learner?.noteResponse(header.primaryRegion, response);
+  sink.learner?.learnSkipped(header.primaryRegion);
+  publish(sink, response, skippedRecord(header, skipReason, requestChargeOf(response) ?? 0));
+  if (pins !== undefined && servedBy !== undefined) pins.pinNextPage(request, response, servedBy);
+  return response;
+}
+
+/**
+ * Sends a request the planner did not hedge, where it was addressed, and
+ * records why. With `pins` (a feed's first page), the next page is pinned
+ * to `addressed`, the region that served this one.
+ */
+export function sendSkipped(
+  request: PipelineRequest,
+  next: SendRequest,
+  skip: SkipPlan,
+  sink: DiagnosticsSink,
+  pins?: FeedPins,
+  addressed?: RegionEndpoint,
+): Promise<PipelineResponse> {
+  return sendUnhedged(request, next, skip.header, skip.reason, sink, pins, addressed, true);
 }
 
 function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
@@ -117,8 +196,8 @@ export interface HedgePlan {
    * that a region lagging behind the session's writes can still answer.
    */
   readonly hedgesWithoutSessionToken?: boolean | undefined;
-  /** Told which region's response is returned, for example to pin the feed's next page there. */
-  readonly onReturned?: ((response: PipelineResponse, region: RegionEndpoint) => void) | undefined;
+  /** A feed's first page: the next page is pinned to the region whose response is returned. */
+  readonly pins?: FeedPins | undefined;
   /** Leaves losers to finish within these bounds; `undefined` aborts them. */
   readonly drain?: LoserDrain | undefined;
 }
@@ -128,16 +207,17 @@ export interface HedgePlan {
  * final status, charge and duration replace what was known at the decision,
  * and its charge joins the total. The response header keeps the snapshot.
  */
-function completeDrain(sink: DiagnosticsSink, diagnostics: HedgeDiagnostics, { index, arm }: DrainedArm): void {
-  const published = diagnostics.arms[index];
+function completeDrain(sink: DiagnosticsSink, diagnostics: HedgeDiagnostics, raceStart: number, arm: RaceArm): void {
+  const published = diagnostics.arms[arm.index];
   if (published === undefined) return;
-  Object.assign(published, arm);
-  diagnostics.totalRequestCharge += arm.requestCharge ?? 0;
-  if (sink.onDrainEnd === undefined) return;
+  const final = describeDrainedArm(arm, raceStart);
+  Object.assign(published, final);
+  diagnostics.totalRequestCharge += final.requestCharge ?? 0;
+  if (sink.learner === undefined) return;
   try {
-    sink.onDrainEnd(diagnostics, published);
+    sink.learner.learnDrained(diagnostics.operation, arm);
   } catch (error) {
-    sink.logger.warning(`onDrainEnd threw and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+    sink.logger.warning(`Learning from a drained arm failed and was ignored: ${error instanceof Error ? error.name : typeof error}`);
   }
 }
 
@@ -172,49 +252,39 @@ export async function sendHedged(
         return signer?.(arm);
       },
       drain: plan.drain,
+      onResponse: sink.learner?.noteResponse,
     });
   } catch (error) {
     trace.end(undefined, undefined, error);
     throw error;
   }
+  const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
+  const arms = outcome.arms.map((arm) => describeArm(arm, outcome.startedAt, returnedIndex));
   if (dropSessionToken) {
-    for (const arm of outcome.arms.slice(1)) arm.sessionTokenOmitted = true;
+    for (let index = 1; index < arms.length; index++) (arms[index] as HedgeArmDiagnostics).sessionTokenOmitted = true;
   }
+  sink.learner?.learn(header, outcome);
   const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
     publish(sink, target, diagnostics);
     logRace(sink, sink.logger, diagnostics);
     trace.end(diagnostics, response, error);
   };
-  const common = {
-    ...header,
-    arms: outcome.arms,
-    hedgeFired: outcome.arms.length > 1,
-    totalRequestCharge: totalCharge(outcome.arms),
-    ...(outcome.hedgeRefused ? { skipReason: "budgetExhausted" as const } : {}),
-  };
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");
-    finish(error, { ...common, hedgeWon: false, terminalState: "aborted" }, undefined, error);
+    finish(error, raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined), undefined, error);
     throw error;
   }
-  const returned = outcome.arms[outcome.returnedIndex];
-  const hedgeWon = !outcome.fallback && outcome.returnedIndex > 0;
-  const diagnostics: HedgeDiagnostics = {
-    ...common,
-    hedgeWon,
-    terminalState: outcome.fallback ? "primaryOutcome" : hedgeWon ? "hedgeWon" : "primaryWon",
-    ...(returned !== undefined ? { winningRegion: returned.region } : {}),
-    ...(returned?.activityId !== undefined ? { winningActivityId: returned.activityId } : {}),
-  };
+  const terminalState = outcome.fallback ? "primaryOutcome" : outcome.returnedIndex > 0 ? "hedgeWon" : "primaryWon";
+  const diagnostics = raceRecord(header, arms, outcome.hedgeRefused, terminalState, arms[outcome.returnedIndex]);
   const { result } = outcome;
   if (result.response !== undefined) {
     // Upper policies expect the response of the request they sent, not of a clone.
     result.response.request = request;
   }
   const returnedRegion = plan.targets[outcome.returnedIndex];
-  if (result.response !== undefined && returnedRegion !== undefined) plan.onReturned?.(result.response, returnedRegion);
+  if (result.response !== undefined && returnedRegion !== undefined) plan.pins?.pinNextPage(request, result.response, returnedRegion);
   finish(result.response ?? result.error, diagnostics, result.response, result.response === undefined ? result.error : undefined);
-  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, arm));
+  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, outcome.startedAt, arm));
   if (result.response === undefined) throw result.error;
   return result.response;
 }
@@ -225,19 +295,17 @@ export async function sendHedged(
  * exclusions win over that), and pins the page after it to the region that
  * served this one. The diagnostics name the region the page went to.
  */
-export async function sendLaterPage(
+export function sendLaterPage(
   policy: HedgeDiagnostics["policy"],
   operation: HedgeDiagnostics["operation"],
   feed: { readonly pins: FeedPins; readonly regions: RegionCache },
   request: PipelineRequest,
   next: SendRequest,
   sink: DiagnosticsSink,
+  controls: RequestHedgingControls,
 ): Promise<PipelineResponse> {
-  const controls = requestControlsOf(request);
   const issuer = feedPageTarget(feed.pins, feed.regions, request, controls);
   if (issuer !== undefined) request.url = retarget(request.url, issuer);
   const region = issuer ?? feed.regions.regionOf(request.url);
-  const response = await sendSkipped(request, next, diagnosticsHeader(policy, operation, region, controls), "continuationPage", sink);
-  if (region !== undefined) feed.pins.pinNextPage(request, response, region);
-  return response;
+  return sendUnhedged(request, next, diagnosticsHeader(policy, operation, region, controls), "continuationPage", sink, feed.pins, region, false);
 }

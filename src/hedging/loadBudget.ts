@@ -1,6 +1,5 @@
-import { describe } from "../caches/regionNames.js";
+import { describe, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
 import { HedgeBudget } from "./hedgeBudget.js";
-import { optionsObject, positiveMilliseconds, wholeNumber } from "./validation.js";
 
 /** Options of the data-plane hedge budget (`budget` of the `crossRegionHedgingPolicy`). */
 export interface HedgeLoadBudgetOptions {

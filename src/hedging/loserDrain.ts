@@ -1,6 +1,5 @@
-import { describe } from "../caches/regionNames.js";
+import { describe, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
 import { HedgeBudget } from "./hedgeBudget.js";
-import { optionsObject, positiveMilliseconds, wholeNumber } from "./validation.js";
 
 /**
  * Bounds on the losers of a decided race that are left to finish in the

@@ -2,9 +2,11 @@ import type { LatencyClass, LatencySummary, LatencyWindows } from "../caches/lat
 import { latencyClasses } from "../caches/latencyWindows.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { normalizeRegionName } from "../caches/regionNames.js";
-import type { HedgeArmDiagnostics, HedgeDiagnostics } from "./diagnostics.js";
+import { requestChargeOf } from "../cosmos/statusTables.js";
+import { armOutcome } from "./armFacts.js";
 import type { LoadBudget } from "./loadBudget.js";
 import type { LoserDrain } from "./loserDrain.js";
+import type { RaceArm, RaceOutcome } from "./race.js";
 
 /** What one region did for a `crossRegionHedgingPolicy`. Counters run from the policy's creation; latencies cover the last 20 to 30 seconds. */
 export interface RegionHedgingMetrics {
@@ -67,6 +69,9 @@ export interface HedgingMetrics {
   regions: RegionHedgingMetrics[];
 }
 
+/** Spellings remembered at most: region names come from the account, but a bound keeps odd input from growing the map. */
+const maxSpellings = 256;
+
 interface RegionCounters {
   region: string;
   requests: number;
@@ -75,7 +80,7 @@ interface RegionCounters {
   losingRequestCharge: number;
 }
 
-/** The counters behind {@link HedgingMetrics}, fed with every diagnostics record of a policy. */
+/** The counters behind {@link HedgingMetrics}, fed with the raw outcome of every request of a policy. */
 export class HedgingMetricsRecorder {
   private requests = 0;
   private hedgesFired = 0;
@@ -86,36 +91,51 @@ export class HedgingMetricsRecorder {
   private drainsCutShort = 0;
   private abortedLosers = 0;
   private readonly regions = new Map<string, RegionCounters>();
+  /** The same counters by the name as spelt, so that the few spellings a client sees are normalized once. */
+  private readonly bySpelling = new Map<string, RegionCounters>();
 
-  /** Counts one request. */
-  record(diagnostics: HedgeDiagnostics): void {
+  /** Counts one request sent unhedged to `region` (when known). */
+  recordSkipped(region: string | undefined): void {
     this.requests += 1;
-    if (diagnostics.skipReason === "budgetExhausted") this.budgetExhausted += 1;
-    if (diagnostics.hedgeWon) this.hedgesWon += 1;
-    const primary = diagnostics.arms[0]?.region ?? diagnostics.primaryRegion;
-    if (primary !== undefined) this.counters(primary).requests += 1;
-    diagnostics.arms.forEach((arm, index) => {
-      const counters = this.counters(arm.region);
-      if (index > 0) {
+    if (region !== undefined) this.counters(region).requests += 1;
+  }
+
+  /** Counts one raced request; `primaryRegion` stands for its primary when no arm was launched (the caller had aborted already). */
+  record(outcome: RaceOutcome, primaryRegion: string | undefined): void {
+    this.requests += 1;
+    if (outcome.arms.length === 0 && primaryRegion !== undefined) this.counters(primaryRegion).requests += 1;
+    if (outcome.hedgeRefused) this.budgetExhausted += 1;
+    const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
+    const hedgeWon = outcome.kind === "decided" && !outcome.fallback && outcome.returnedIndex > 0;
+    if (hedgeWon) this.hedgesWon += 1;
+    const callerAborted = outcome.kind === "aborted";
+    for (const arm of outcome.arms) {
+      const counters = this.counters(arm.region.name);
+      if (arm.index === 0) counters.requests += 1;
+      const outcomeOfArm = armOutcome(arm, returnedIndex);
+      if (arm.index > 0) {
         this.hedgesFired += 1;
         counters.hedgesFired += 1;
-        if (arm.outcome === "returned" && diagnostics.hedgeWon) counters.hedgesWon += 1;
+        if (outcomeOfArm === "returned" && hedgeWon) counters.hedgesWon += 1;
       }
-      if (arm.outcome !== "returned" && arm.requestCharge !== undefined) {
-        this.losingRequestCharge += arm.requestCharge;
-        counters.losingRequestCharge += arm.requestCharge;
+      const charge = outcomeOfArm === "returned" || arm.result?.response === undefined ? undefined : requestChargeOf(arm.result.response);
+      if (charge !== undefined) {
+        this.losingRequestCharge += charge;
+        counters.losingRequestCharge += charge;
       }
-      if (arm.outcome === "drained") this.drainedLosers += 1;
-      else if (arm.outcome === "aborted" && diagnostics.terminalState !== "aborted") this.abortedLosers += 1;
-    });
+      if (outcomeOfArm === "drained") this.drainedLosers += 1;
+      else if (outcomeOfArm === "aborted" && !callerAborted) this.abortedLosers += 1;
+    }
   }
 
   /** Counts a drained loser when its drain ends: its charge, and whether it was cut short. */
-  recordDrainEnd(arm: HedgeArmDiagnostics): void {
-    if (arm.drainEnd !== "settled") this.drainsCutShort += 1;
-    if (arm.requestCharge === undefined) return;
-    this.losingRequestCharge += arm.requestCharge;
-    this.counters(arm.region).losingRequestCharge += arm.requestCharge;
+  recordDrainEnd(arm: RaceArm): void {
+    if (arm.drain?.end !== "settled") this.drainsCutShort += 1;
+    const response = arm.drain?.result?.response;
+    const charge = response === undefined ? undefined : requestChargeOf(response);
+    if (charge === undefined) return;
+    this.losingRequestCharge += charge;
+    this.counters(arm.region.name).losingRequestCharge += charge;
   }
 
   /** The snapshot: these counters with the latency windows, the demotions and throttling of the regions, the budget and the drains. */
@@ -163,12 +183,15 @@ export class HedgingMetricsRecorder {
   }
 
   private counters(region: string): RegionCounters {
+    const known = this.bySpelling.get(region);
+    if (known !== undefined) return known;
     const key = normalizeRegionName(region);
     let counters = this.regions.get(key);
     if (counters === undefined) {
       counters = { region, requests: 0, hedgesFired: 0, hedgesWon: 0, losingRequestCharge: 0 };
       this.regions.set(key, counters);
     }
+    if (this.bySpelling.size < maxSpellings) this.bySpelling.set(region, counters);
     return counters;
   }
 }

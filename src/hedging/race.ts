@@ -1,12 +1,9 @@
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../caches/regionCache.js";
-import { CosmosHeaders } from "../cosmos/headers.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
-import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
 import { cloneRequestFor } from "./cloneRequest.js";
-import type { HedgeArmDiagnostics, HedgeArmError, HedgeArmReason, HedgeDrainEnd } from "./diagnostics.js";
+import type { HedgeArmReason, HedgeDrainEnd } from "./diagnostics.js";
 import type { LoserDrain } from "./loserDrain.js";
-import { redactCredentials } from "./redact.js";
 
 /**
  * What a strategy makes of a settled arm: it wins; the next arm launches
@@ -62,39 +59,75 @@ export interface RaceInput {
   readonly prepare?: ((request: PipelineRequest, index: number) => void | Promise<void>) | undefined;
   /** Leaves the losers of a decided race to finish within these bounds; `undefined` aborts them. */
   readonly drain?: LoserDrain | undefined;
+  /** Told of every arm's response as it arrives, a drained loser's included, with the arm's region. */
+  readonly onResponse?: ((region: string, response: PipelineResponse) => void) | undefined;
 }
 
-/** A drained loser once its drain has ended: its index and its final record. */
-export interface DrainedArm {
+/**
+ * A drained loser's run after the decision. Its result lands here rather
+ * than on the arm, so that the arm reads as it stood when the race was
+ * decided, whenever it is read.
+ */
+export interface ArmDrain {
+  /** When the race was decided (`performance.now()`). */
+  readonly decidedAt: number;
+  /** How the drain ended; unset while it runs. */
+  readonly end?: HedgeDrainEnd | undefined;
+  /** When the arm settled or was cut off. */
+  readonly endedAt?: number | undefined;
+  /** What the arm got, once its response (or error) came. */
+  readonly result?: ArmResult | undefined;
+}
+
+/**
+ * One arm as the race ran it: raw facts, not yet described. Diagnostics,
+ * learning and metrics are each derived from these.
+ */
+export interface RaceArm {
+  /** 0 for the primary, 1.. for the hedges in launch order. */
   readonly index: number;
-  readonly arm: HedgeArmDiagnostics;
+  readonly region: RegionEndpoint;
+  readonly reason: HedgeArmReason;
+  /** When the arm was launched (`performance.now()`). */
+  readonly startedAt: number;
+  /** When the arm settled or was aborted; unset while it runs, and for a drained arm (see {@link RaceArm.drain}). */
+  readonly endedAt?: number | undefined;
+  /** What the arm got before the race was decided. */
+  readonly result?: ArmResult | undefined;
+  /** Aborted when the race was decided or the caller aborted. */
+  readonly aborted?: boolean | undefined;
+  /** Set when the arm was left to drain after the decision. */
+  readonly drain?: ArmDrain | undefined;
 }
 
 /** How a race ended. */
 export type RaceOutcome =
   | {
       readonly kind: "decided";
+      /** When the race started (`performance.now()`), the origin of the arms' offsets. */
+      readonly startedAt: number;
       /** What the caller gets. */
       readonly result: ArmResult;
       /** The arm whose result is returned. */
       readonly returnedIndex: number;
       /** `true` when no arm won and the primary's outcome is returned by default. */
       readonly fallback: boolean;
-      readonly arms: HedgeArmDiagnostics[];
+      readonly arms: readonly RaceArm[];
       /** `true` when the strategy refused a hedge. */
       readonly hedgeRefused: boolean;
-      /** One per `drained` arm: settles (never rejects) when its drain ends. */
-      readonly drains: readonly Promise<DrainedArm>[];
+      /** One per drained arm: settles (never rejects) with that arm when its drain ends. */
+      readonly drains: readonly Promise<RaceArm>[];
     }
-  | { readonly kind: "aborted"; readonly arms: HedgeArmDiagnostics[]; readonly hedgeRefused: boolean };
+  | { readonly kind: "aborted"; readonly startedAt: number; readonly arms: readonly RaceArm[]; readonly hedgeRefused: boolean };
 
 /** A loser running on after its race was decided. */
 interface Drain {
-  /** When the race was decided: the arm's duration in the record published then. */
   readonly decidedAt: number;
   readonly timer: ReturnType<typeof setTimeout>;
-  readonly done: (arm: DrainedArm) => void;
+  readonly done: (arm: RaceArm) => void;
   end?: HedgeDrainEnd;
+  endedAt?: number;
+  result?: ArmResult;
 }
 
 interface ArmState {
@@ -111,45 +144,6 @@ interface ArmState {
   result?: ArmResult;
   aborted?: boolean;
   drain?: Drain;
-}
-
-function describeError(error: unknown): HedgeArmError {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return {
-      name: error.name,
-      ...(typeof code === "string" ? { code } : {}),
-      message: redactCredentials(error.message).slice(0, 300),
-    };
-  }
-  return { name: typeof error, message: redactCredentials(String(error)).slice(0, 300) };
-}
-
-function describeArm(arm: ArmState, raceStart: number, returnedIndex: number | undefined): HedgeArmDiagnostics {
-  const record: HedgeArmDiagnostics = {
-    region: arm.region.name,
-    reason: arm.reason,
-    startOffsetMs: Math.round(arm.startedAt - raceStart),
-    outcome: arm.aborted ? "aborted" : arm.drain !== undefined ? "drained" : arm.index === returnedIndex ? "returned" : "lost",
-  };
-  if (arm.drain?.end !== undefined) record.drainEnd = arm.drain.end;
-  const endedAt = arm.endedAt ?? arm.drain?.decidedAt;
-  if (endedAt !== undefined) record.durationMs = Math.round(endedAt - arm.startedAt);
-  const result = arm.result;
-  if (result === undefined) return record;
-  if (result.response === undefined) {
-    record.error = describeError(result.error);
-    return record;
-  }
-  const { response } = result;
-  record.status = response.status;
-  const subStatus = subStatusOf(response);
-  if (subStatus !== 0) record.subStatus = subStatus;
-  const activityId = response.headers.get(CosmosHeaders.activityId);
-  if (activityId !== undefined) record.activityId = activityId;
-  const charge = requestChargeOf(response);
-  if (charge !== undefined) record.requestCharge = charge;
-  return record;
 }
 
 /**
@@ -215,7 +209,7 @@ function discardStreamBody(response: PipelineResponse | undefined, maxBytes: num
  * the race and its drains have ended no timer or listener of them remains.
  */
 export function runRace(input: RaceInput): Promise<RaceOutcome> {
-  const { request, targets, send, strategy, prepare, drain } = input;
+  const { request, targets, send, strategy, prepare, drain, onResponse } = input;
   const callerSignal = request.abortSignal;
   const raceStart = performance.now();
   const arms: ArmState[] = [];
@@ -227,9 +221,6 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
   let draining = 0;
 
   return new Promise<RaceOutcome>((resolve, reject) => {
-    const describeAll = (returnedIndex?: number): HedgeArmDiagnostics[] =>
-      arms.map((arm) => describeArm(arm, raceStart, returnedIndex));
-
     const stopListening = (): void => {
       callerSignal?.removeEventListener("abort", onCallerAbort);
     };
@@ -249,19 +240,19 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
       drain?.end();
       draining -= 1;
       if (draining === 0) stopListening();
-      active.done({ index: arm.index, arm: describeArm(arm, raceStart, undefined) });
+      active.done(arm);
     };
 
     /** Aborts a drained loser that reached a bound; it ends now, whether or not its transport ever settles. */
     const cutDrain = (arm: ArmState, how: HedgeDrainEnd): void => {
       if (arm.drain === undefined || arm.drain.end !== undefined) return;
-      arm.endedAt ??= performance.now();
+      arm.drain.endedAt ??= performance.now();
       arm.controller.abort();
       endDrain(arm, how);
     };
 
-    const startDrain = (arm: ArmState, settings: LoserDrain["settings"], decidedAt: number): Promise<DrainedArm> =>
-      new Promise<DrainedArm>((done) => {
+    const startDrain = (arm: ArmState, settings: LoserDrain["settings"], decidedAt: number): Promise<RaceArm> =>
+      new Promise<RaceArm>((done) => {
         draining += 1;
         const timer = setTimeout(() => cutDrain(arm, "timeLimit"), settings.maxDrainMs);
         // The loser's own request keeps the process alive while it runs; its bound alone must not.
@@ -274,10 +265,10 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
       });
 
     /** A drained loser's own settlement: its response came; its body is read (within the byte bound) before the drain ends. */
-    const settleDrain = (arm: ArmState, result: ArmResult): void => {
-      if (arm.drain?.end !== undefined) return;
-      arm.result = result;
-      arm.endedAt = performance.now();
+    const settleDrain = (arm: ArmState, active: Drain, result: ArmResult): void => {
+      if (active.end !== undefined) return;
+      active.result = result;
+      active.endedAt = performance.now();
       const maxBytes = drain?.settings.maxDrainBytes ?? 0;
       void discardStreamBody(result.response, maxBytes).then((complete) => {
         if (complete) endDrain(arm, "settled");
@@ -286,12 +277,12 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
     };
 
     /** Ends the race: no more hedges; losers drain or are aborted. @returns the drains started. */
-    const end = (returnedIndex: number | undefined): Promise<DrainedArm>[] => {
+    const end = (returnedIndex: number | undefined): Promise<RaceArm>[] => {
       decided = true;
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
       const now = performance.now();
-      const drains: Promise<DrainedArm>[] = [];
+      const drains: Promise<RaceArm>[] = [];
       for (const arm of arms) {
         if (arm.result !== undefined) {
           if (arm.index !== returnedIndex) void discardStreamBody(arm.result.response, drain?.settings.maxDrainBytes ?? 0);
@@ -313,7 +304,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
       const result = arms[returnedIndex]?.result;
       if (result === undefined) throw new Error("A race was decided on an arm without a result.");
       const drains = end(returnedIndex);
-      resolve({ kind: "decided", result, returnedIndex, fallback, arms: describeAll(returnedIndex), hedgeRefused, drains });
+      resolve({ kind: "decided", startedAt: raceStart, result, returnedIndex, fallback, arms, hedgeRefused, drains });
     };
 
     function onCallerAbort(): void {
@@ -322,7 +313,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
         return;
       }
       end(undefined);
-      resolve({ kind: "aborted", arms: describeAll(), hedgeRefused });
+      resolve({ kind: "aborted", startedAt: raceStart, arms, hedgeRefused });
     }
 
     const canLaunchMore = (): boolean => !hedgeRefused && arms.length < targets.length;
@@ -339,7 +330,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
 
     const settle = (arm: ArmState, result: ArmResult): void => {
       if (arm.drain !== undefined) {
-        settleDrain(arm, result);
+        settleDrain(arm, arm.drain, result);
         return;
       }
       if (decided || arm.aborted) return;
@@ -377,7 +368,9 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
           if (arm.aborted) return;
         }
         arm.sent = true;
-        result = { response: await send(arm.request, { index: arm.index, region: arm.region, reason: arm.reason }) };
+        const response = await send(arm.request, arm);
+        onResponse?.(arm.region.name, response);
+        result = { response };
       } catch (error) {
         result = { error };
       }
@@ -413,7 +406,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
 
     if (callerSignal?.aborted) {
       decided = true;
-      resolve({ kind: "aborted", arms: [], hedgeRefused });
+      resolve({ kind: "aborted", startedAt: raceStart, arms, hedgeRefused });
       return;
     }
     callerSignal?.addEventListener("abort", onCallerAbort);

@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
 import { logger } from "../log.js";
-import { isTimerMilliseconds } from "./validation.js";
+import { isRegionName, isTimerMilliseconds, regionNameLimits } from "../options.js";
 
 /** Per-request hedging settings: `false` turns hedging off, an object overrides the policy's timing. */
 export type RequestHedgingSetting = false | { readonly threshold?: number; readonly thresholdStep?: number };
@@ -42,34 +43,8 @@ export interface RequestHedgingControls {
   readonly sdkOptionsKnown?: boolean;
 }
 
-/**
- * The request headers that carry per-request controls from `@azure/cosmos`'s
- * `initialHeaders` to the policies. The first policy of this package to see
- * a request removes them, so they never leave the process.
- * `excludedRegions` and `region` are JSON (a string array, a string) with
- * every non-ASCII character escaped; `hedging` is `off` or a JSON object
- * `{"threshold":…,"thresholdStep":…}`.
- */
-export const requestControlHeaders = {
-  excludedRegions: "x-cosmos-hedging-excluded-regions",
-  region: "x-cosmos-hedging-region",
-  hedging: "x-cosmos-hedging",
-  /** Written by the `@azure/cosmos` request plugin: the SDK request's `excludedLocations`, a JSON array (possibly empty). */
-  sdkExcludedRegions: "x-cosmos-hedging-sdk-excluded-regions",
-} as const;
-
 const controlHeaderNames: readonly string[] = Object.values(requestControlHeaders);
 
-/** The value of the {@link requestControlHeaders}.hedging header that turns hedging off. */
-export const hedgingOffHeaderValue = "off";
-
-/** Bounds on control values: anything beyond them is certainly not a list of real regions. */
-export const requestControlLimits = {
-  /** The most regions a request may exclude. */
-  maxRegions: 256,
-  /** The longest region name; real ones are a few dozen characters. */
-  maxRegionNameLength: 128,
-} as const;
 
 const noControls: RequestHedgingControls = Object.freeze({});
 const sdkOptionsOnly: RequestHedgingControls = Object.freeze({ sdkOptionsKnown: true });
@@ -80,17 +55,6 @@ const scope = new AsyncLocalStorage<RequestHedgingControls>();
 // its original under this symbol (core-client's own link), so the copy
 // inherits the original's controls.
 const originalRequestSymbol = Symbol.for("@azure/core-client original request");
-
-/** Whether a string is usable as a region name: not blank, not absurdly long, no control characters. */
-function isPlausibleRegionName(value: unknown): value is string {
-  return (
-    typeof value === "string" &&
-    value.trim() !== "" &&
-    value.length <= requestControlLimits.maxRegionNameLength &&
-    // eslint-disable-next-line no-control-regex
-    !/[\u0000-\u001f\u007f]/.test(value)
-  );
-}
 
 class GarbageHeader extends Error {}
 
@@ -109,16 +73,16 @@ function parseExcludedRegions(text: string): readonly string[] {
   if (text === "[]") return noRegions;
   const value = parseJson(text);
   if (!Array.isArray(value)) throw new GarbageHeader("it is not a JSON array");
-  if (value.length > requestControlLimits.maxRegions) {
-    throw new GarbageHeader(`it lists more than ${requestControlLimits.maxRegions} regions`);
+  if (value.length > regionNameLimits.maxRegions) {
+    throw new GarbageHeader(`it lists more than ${regionNameLimits.maxRegions} regions`);
   }
-  if (!value.every(isPlausibleRegionName)) throw new GarbageHeader("an entry is not a region name");
+  if (!value.every(isRegionName)) throw new GarbageHeader("an entry is not a region name");
   return Object.freeze([...value]);
 }
 
 function parseRegion(text: string): string {
   const value = parseJson(text);
-  if (!isPlausibleRegionName(value)) throw new GarbageHeader("it is not a JSON string naming a region");
+  if (!isRegionName(value)) throw new GarbageHeader("it is not a JSON string naming a region");
   return value;
 }
 

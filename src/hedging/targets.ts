@@ -2,7 +2,7 @@ import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import type { FeedPins } from "../caches/feedPins.js";
 import type { RegionAccess, RegionCache, RegionEndpoint } from "../caches/regionCache.js";
 import type { RequestHedgingControls } from "./requestControls.js";
-import { normalizeRegionName } from "../caches/regionNames.js";
+import { regionKey } from "../caches/regionNames.js";
 
 /**
  * Whether a request may be re-pointed at a region: only to an endpoint of
@@ -11,8 +11,18 @@ import { normalizeRegionName } from "../caches/regionNames.js";
  * keep the caller's connection agent, which serves one scheme only.
  */
 export function sameScheme(requestUrl: string, region: RegionEndpoint): boolean {
-  const scheme = requestUrl.slice(0, requestUrl.indexOf(":") + 1).toLowerCase();
-  return scheme !== "" && region.endpoint.toLowerCase().startsWith(scheme);
+  return hasScheme(region, schemeOf(requestUrl));
+}
+
+/** The scheme of a URL with its colon, in lower case; empty without one. */
+function schemeOf(url: string): string {
+  return url.slice(0, url.indexOf(":") + 1).toLowerCase();
+}
+
+function hasScheme(region: RegionEndpoint, scheme: string): boolean {
+  if (scheme === "") return false;
+  // Endpoints the account reports are already in lower case; only another spelling needs a lowered copy.
+  return region.endpoint.startsWith(scheme) || region.endpoint.slice(0, scheme.length).toLowerCase() === scheme;
 }
 
 /**
@@ -26,11 +36,13 @@ export function raceTargets(
   requestUrl: string,
   extraExcluded?: readonly string[],
 ): RegionEndpoint[] {
-  const primaryName = normalizeRegionName(primary.name);
-  const hedges = regions
-    .applicableRegions(access, extraExcluded)
-    .filter((region) => normalizeRegionName(region.name) !== primaryName && sameScheme(requestUrl, region));
-  return [primary, ...hedges];
+  const primaryKey = regionKey(primary);
+  const scheme = schemeOf(requestUrl);
+  const targets = [primary];
+  for (const region of regions.applicableRegions(access, extraExcluded)) {
+    if (region !== primary && regionKey(region) !== primaryKey && hasScheme(region, scheme)) targets.push(region);
+  }
+  return targets;
 }
 
 /**
@@ -48,8 +60,8 @@ export function feedPageTarget(
   if (controls.region !== undefined) return undefined;
   const issuer = pins.issuerOf(request);
   if (issuer === undefined) return undefined;
-  const wanted = normalizeRegionName(issuer.name);
+  const wanted = regionKey(issuer);
   return regions
     .applicableRegions("read", controls.excludedRegions)
-    .find((region) => normalizeRegionName(region.name) === wanted && sameScheme(request.url, region));
+    .find((region) => regionKey(region) === wanted && sameScheme(request.url, region));
 }

@@ -1,37 +1,30 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
-import type { LatencyClass } from "../caches/latencyWindows.js";
 import { FeedPins } from "../caches/feedPins.js";
-import { LatencyWindows, latencyClassOf } from "../caches/latencyWindows.js";
-import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, normalizeRegionName, sameRegion } from "../caches/regionNames.js";
-import type { RankedTargets, RegionRouting } from "../caches/regionRanking.js";
-import { DemotionTracker, ThompsonRanking } from "../caches/regionRanking.js";
-import { CosmosHeaders } from "../cosmos/headers.js";
+import { describe, optionKeys, optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../options.js";
+import type { RegionRouting } from "../caches/regionRanking.js";
 import { continuesFeed, documentFeedKinds } from "../cosmos/feedPages.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
-import { isFinalResult, isSuccessResult } from "../cosmos/statusTables.js";
 import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hedging/adaptiveThreshold.js";
-import { adaptiveThreshold, adaptiveThresholdDefaults, isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
-import { isResendableBody, retarget } from "../hedging/cloneRequest.js";
-import { HedgeDecisions } from "../hedging/hedgeDecision.js";
-import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
-import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
-import { diagnosticsHeader, sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
+import { isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
+import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
+import type { DiagnosticsSink } from "../hedging/hedgedSend.js";
+import { sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
 import type { HedgeLoadBudgetOptions } from "../hedging/loadBudget.js";
 import { LoadBudget, resolveLoadBudget } from "../hedging/loadBudget.js";
-import type { LoserDrainOptions } from "../hedging/loserDrain.js";
+import type { LoserDrain, LoserDrainOptions } from "../hedging/loserDrain.js";
 import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
-import { HedgingMetricsRecorder } from "../hedging/metrics.js";
-import type { RaceStrategy } from "../hedging/race.js";
+import { HedgePlanner } from "../hedging/planner.js";
+import { DocumentRaceStrategy } from "../hedging/raceStrategies.js";
+import { RegionHealth } from "../hedging/regionHealth.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
-import { raceTargets } from "../hedging/targets.js";
-import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
+import type { CrossRegionTimingSettings } from "../hedging/timing.js";
+import { CrossRegionTiming, crossRegionTimings } from "../hedging/timing.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
 
@@ -155,48 +148,46 @@ export interface CrossRegionHedgingPolicyOptions {
   drainLosers?: boolean | LoserDrainOptions;
 }
 
+/** Every key of {@link CrossRegionHedgingPolicyOptions}, checked against the interface by the compiler. */
+const crossRegionHedgingOptionKeys = optionKeys<CrossRegionHedgingPolicyOptions>({
+  regions: true,
+  enabled: true,
+  threshold: true,
+  thresholdStep: true,
+  requestTimeout: true,
+  enableMultiWriteRegionHedge: true,
+  signer: true,
+  onDiagnostics: true,
+  budget: true,
+  routing: true,
+  hedgesWithoutSessionToken: true,
+  drainLosers: true,
+});
+
 /** A {@link crossRegionHedgingPolicy}: a pipeline policy that also reports what it has done. */
 export interface CrossRegionHedgingPolicy extends PipelinePolicy {
   /** A snapshot of the policy's counters, per-region latency percentiles, demotions and budget. */
   metrics(): HedgingMetrics;
 }
 
-/** How long to wait before hedging, fixed or learned per request. */
-type Timing =
-  | {
-      readonly kind: "fixed";
-      readonly thresholdMs: number;
-      readonly thresholdStepMs: number;
-      readonly thresholdSource: "options" | "ppafDefault" | "request";
-    }
-  | { readonly kind: "adaptive"; readonly thresholdStepMs: number; readonly settings: AdaptiveThresholdSettings };
-
 const routings: readonly RegionRouting[] = ["preferred", "demotion", "thompson"];
-const timeoutErrorCodes: ReadonlySet<string> = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "ECONNABORTED"]);
 
-interface ValidatedOptions {
-  readonly enabled: boolean | "followAccount";
-  readonly requestTimeout: number;
+/** Every setting of a {@link crossRegionHedgingPolicy}, validated and with its defaults filled in. */
+interface CrossRegionSettings {
+  readonly regions: RegionCache;
+  readonly timing: CrossRegionTimingSettings;
   readonly adaptive: AdaptiveThresholdSettings | undefined;
   readonly budget: LoadBudget | undefined;
   readonly routing: RegionRouting;
+  readonly drain: LoserDrain | undefined;
+  readonly signer: RequestSigner | undefined;
+  readonly onDiagnostics: ((diagnostics: HedgeDiagnostics) => void) | undefined;
+  readonly hedgesWithoutSessionToken: boolean;
 }
 
-function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
-  optionsObject("crossRegionHedgingPolicy options", options, [
-    "regions",
-    "enabled",
-    "threshold",
-    "thresholdStep",
-    "requestTimeout",
-    "enableMultiWriteRegionHedge",
-    "signer",
-    "onDiagnostics",
-    "budget",
-    "routing",
-    "hedgesWithoutSessionToken",
-    "drainLosers",
-  ]);
+/** Validates the options, each error naming the option and the value, and returns every setting. */
+function validate(options: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
+  optionsObject("crossRegionHedgingPolicy options", options, crossRegionHedgingOptionKeys);
   const { enabled = true } = options;
   if (enabled !== true && enabled !== false && enabled !== "followAccount") {
     throw new TypeError(`enabled must be true, false or "followAccount"; got ${describe(enabled)}.`);
@@ -218,10 +209,16 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
     // The SDK aborts the attempt at requestTimeout: a hedge due later could never go out.
     throw new RangeError(`threshold must be below requestTimeout (${requestTimeout} ms); got ${describe(threshold)}.`);
   }
-  const fixedDefault =
-    enabled === "followAccount"
-      ? Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2)
-      : explicitDefaultThreshold(requestTimeout);
+  // The explicit default threshold is brought below a short request timeout (to half of it), so that a hedge can still go out.
+  const explicit = {
+    thresholdMs: Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2),
+    thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
+  };
+  const ppaf = {
+    thresholdMs: Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2),
+    thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.ppafThresholdStep,
+  };
+  const fixedDefault = enabled === "followAccount" ? ppaf.thresholdMs : explicit.thresholdMs;
   const adaptive = threshold !== undefined && isAdaptiveThreshold(threshold) ? resolveAdaptiveThreshold(threshold, fixedDefault) : undefined;
   const budget =
     options.budget === false
@@ -231,29 +228,24 @@ function validate(options: CrossRegionHedgingPolicyOptions): ValidatedOptions {
   if (!routings.includes(routing)) {
     throw new TypeError(`routing must be "preferred", "demotion" or "thompson"; got ${describe(routing)}.`);
   }
-  return { enabled, requestTimeout, adaptive, budget, routing };
+  const drain = resolveLoserDrain(options.drainLosers);
+  const regions = regionCacheOption(options.regions);
+  return {
+    regions,
+    timing: {
+      enabled,
+      ...crossRegionTimings(adaptive, typeof threshold === "number" ? threshold : undefined, explicit, ppaf),
+      enableMultiWriteRegionHedge: options.enableMultiWriteRegionHedge === true,
+    },
+    adaptive,
+    budget,
+    routing,
+    drain,
+    signer: options.signer,
+    onDiagnostics: options.onDiagnostics,
+    hedgesWithoutSessionToken: options.hedgesWithoutSessionToken === true,
+  };
 }
-
-/** The explicit default threshold, brought below a short request timeout (to half of it) so that a hedge can still go out. */
-function explicitDefaultThreshold(requestTimeout: number): number {
-  return Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2);
-}
-
-/**
- * A successful answer (2xx, 304): the only kind that may teach the ranking.
- * A region that answers fast with errors (a lagging replica's 404, a 401)
- * must never look better for it.
- */
-function succeeded(arm: HedgeArmDiagnostics): boolean {
-  return arm.status !== undefined && arm.status < 400;
-}
-
-function timedOut(arm: HedgeArmDiagnostics): boolean {
-  if (arm.status === 408) return true;
-  const error = arm.error;
-  return error !== undefined && (error.name === "TimeoutError" || (error.code !== undefined && timeoutErrorCodes.has(error.code)));
-}
-
 
 /**
  * Hedges Cosmos DB document reads across regions: when the region the SDK
@@ -277,297 +269,52 @@ function timedOut(arm: HedgeArmDiagnostics): boolean {
  * every arm.
  */
 export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOptions = {}): CrossRegionHedgingPolicy {
-  const { enabled, requestTimeout, adaptive, budget, routing } = validate(options);
-  const drain = resolveLoserDrain(options.drainLosers);
-  const regions = regionCacheOption(options.regions);
-  const windows = new LatencyWindows();
-  const decisions = adaptive !== undefined ? new HedgeDecisions(windows) : undefined;
-  const recorder = new HedgingMetricsRecorder();
-  const demotions = routing === "demotion" ? new DemotionTracker(regions) : undefined;
-  const thompson = routing === "thompson" ? new ThompsonRanking() : undefined;
-  /** Until when (on the `performance.now()` clock) each region, by normalized name, answers 429. */
-  const throttledUntil = new Map<string, number>();
-  const fixedThreshold = typeof options.threshold === "number" ? options.threshold : undefined;
+  const settings = validate(options);
+  const { regions, budget, drain, signer } = settings;
+  const health = new RegionHealth(regions, { routing: settings.routing, adaptive: settings.adaptive, throttling: crossRegionHedgingDefaults });
+  const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), logger, health);
   const pins = new FeedPins();
   const feed = { pins, regions };
+  const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };
 
-  /** The timing of hedging turned on explicitly, where the client's own mode leaves it off. */
-  const explicitTiming: Timing =
-    adaptive !== undefined
-      ? { kind: "adaptive", thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep, settings: adaptive }
-      : {
-          kind: "fixed",
-          thresholdMs: fixedThreshold ?? explicitDefaultThreshold(requestTimeout),
-          thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
-          thresholdSource: "options",
-        };
-
-  /** The timing of the policy's mode: explicit, following the account's PPAF state, or off. */
-  const modeTiming = (topology: AccountTopology | undefined): Timing | HedgeSkipReason => {
-    if (enabled === false) return "disabled";
-    const ppaf = enabled === "followAccount";
-    if (ppaf && !topology?.perPartitionFailover) return "disabled";
-    const thresholdStepMs =
-      options.thresholdStep ?? (ppaf ? crossRegionHedgingDefaults.ppafThresholdStep : crossRegionHedgingDefaults.thresholdStep);
-    if (adaptive !== undefined) return { kind: "adaptive", thresholdStepMs, settings: adaptive };
-    if (fixedThreshold !== undefined) return { kind: "fixed", thresholdMs: fixedThreshold, thresholdStepMs, thresholdSource: "options" };
-    return ppaf
-      ? {
-          kind: "fixed",
-          thresholdMs: Math.min(crossRegionHedgingDefaults.ppafThresholdCeiling, requestTimeout / 2),
-          thresholdStepMs,
-          thresholdSource: "ppafDefault",
-        }
-      : { kind: "fixed", thresholdMs: explicitDefaultThreshold(requestTimeout), thresholdStepMs, thresholdSource: "options" };
-  };
-
-  const timingFor = (topology: AccountTopology | undefined, override: RequestHedgingControls["hedging"]): Timing | HedgeSkipReason => {
-    if (override === false) return "disabled";
-    if (topology?.crossRegionalHedgingDisabled) return "accountSwitch";
-    const timing = modeTiming(topology);
-    if (override === undefined) return timing;
-    // A request's own settings override the client's, as in .NET: on a client that does not hedge they turn
-    // hedging on for that request, with the explicit defaults for what they leave out.
-    const base = typeof timing === "string" ? explicitTiming : timing;
-    const thresholdStepMs = override.thresholdStep ?? base.thresholdStepMs;
-    if (override.threshold === undefined) return { ...base, thresholdStepMs };
-    return { kind: "fixed", thresholdMs: override.threshold, thresholdStepMs, thresholdSource: "request" };
-  };
-
-  const writeHedgingAllowed = (topology: AccountTopology | undefined): boolean =>
-    options.enableMultiWriteRegionHedge === true && topology?.multipleWriteLocations === true;
-
-  const throttledForMs = (region: string): number => {
-    const key = normalizeRegionName(region);
-    const until = throttledUntil.get(key);
-    if (until === undefined) return 0;
-    const left = until - performance.now();
-    if (left > 0) return left;
-    throttledUntil.delete(key);
-    return 0;
-  };
-
-  const noteThrottling = (request: PipelineRequest, response: PipelineResponse): void => {
-    if (response.status !== 429) return;
-    const region = regions.regionOf(request.url);
-    if (region === undefined) return;
-    const header = Number.parseFloat(response.headers.get(CosmosHeaders.retryAfterMs) ?? "");
-    const waitMs = Number.isFinite(header) && header >= 0 ? Math.min(header, crossRegionHedgingDefaults.maxRetryAfterMs) : crossRegionHedgingDefaults.throttleWithoutRetryAfterMs;
-    throttledUntil.set(normalizeRegionName(region.name), performance.now() + waitMs);
-  };
-
-  /** The healthy latency a demoted region must match to be restored: the best baseline, or the threshold without one. */
-  const restoreWithinMs = (latencyClass: LatencyClass | undefined, thresholdMs: number | undefined): number => {
-    const settings = adaptive ?? { quantile: 1 - adaptiveThresholdDefaults.maxExtraLoad, floor: adaptiveThresholdDefaults.floor, minSamples: adaptiveThresholdDefaults.minSamples };
-    let best: number | undefined;
-    if (latencyClass !== undefined) {
-      for (const region of regions.applicableRegions("read")) {
-        const baseline = windows.baseline(region.name, latencyClass, settings.quantile, settings.minSamples);
-        if (baseline !== undefined && (best === undefined || baseline < best)) best = baseline;
-      }
-    }
-    if (best !== undefined) return Math.max(settings.floor, best);
-    return thresholdMs ?? 0;
-  };
-
-  /** Learns from a finished request: metrics, latency windows, Thompson posteriors and demotion streaks. */
-  const learn = (diagnostics: HedgeDiagnostics): void => {
-    recorder.record(diagnostics);
-    const latencyClass = latencyClassOf(diagnostics.operation);
-    const { thresholdMs } = diagnostics;
-    const primaryArm = diagnostics.arms[0];
-    if (latencyClass === undefined || primaryArm === undefined) return;
-    const winner = diagnostics.arms.find((arm) => arm.outcome === "returned" && succeeded(arm));
-    const callerAborted = diagnostics.terminalState === "aborted";
-    // A refused hedge leaves the arms still running unraced: their answers are no healthy baseline,
-    // and letting them in would raise the threshold of the very region that needs hedging.
-    const answerKind: "baseline" | "tail" = diagnostics.skipReason === "budgetExhausted" ? "tail" : "baseline";
-    for (const arm of diagnostics.arms) {
-      const duration = arm.durationMs;
-      if (duration === undefined) continue;
-      if (succeeded(arm)) {
-        windows.record(arm.region, latencyClass, duration, answerKind);
-        decisions?.observe(arm.region, latencyClass, duration, false);
-        thompson?.observe(arm.region, latencyClass, duration);
-      } else if (timedOut(arm)) {
-        windows.record(arm.region, latencyClass, duration, "censored");
-        decisions?.observe(arm.region, latencyClass, duration, true);
-        thompson?.observeCensored(arm.region, latencyClass, duration);
-      } else if (arm.outcome === "aborted" || arm.outcome === "drained") {
-        // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
-        const informative = callerAborted
-          ? thresholdMs !== undefined && duration >= thresholdMs
-          : winner?.durationMs !== undefined && duration >= winner.durationMs;
-        if (informative) windows.record(arm.region, latencyClass, duration, "censored");
-        // Any bound may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a drained arm tells more when its drain ends.
-        if (arm.outcome === "aborted") decisions?.observe(arm.region, latencyClass, duration, true);
-        if (informative || !callerAborted) thompson?.observeCensored(arm.region, latencyClass, duration);
-      } else if (arm.status !== undefined || arm.error !== undefined) {
-        // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
-        thompson?.observeFailure(arm.region, latencyClass);
-      }
-    }
-    if (demotions === undefined) return;
-    if (diagnostics.terminalState === "hedgeWon" && winner !== undefined) {
-      demotions.observe({ primary: primaryArm.region, hedgeWinner: winner.region });
-    } else if (
-      diagnostics.terminalState === "primaryWon" &&
-      succeeded(primaryArm) &&
-      primaryArm.durationMs !== undefined &&
-      // A primary that won only because the budget kept its hedge home proves nothing about its speed.
-      diagnostics.skipReason !== "budgetExhausted"
-    ) {
-      demotions.observe({ primary: primaryArm.region, primaryWonInMs: primaryArm.durationMs }, () =>
-        restoreWithinMs(latencyClass, thresholdMs),
-      );
-    }
-  };
-
-  /**
-   * A drained loser's whole latency, once its drain ends: a hedge that lost
-   * to the primary is otherwise known only as a bound, and its region's
-   * hedge latency is what the benefit rule needs. A drain cut at its limits
-   * still leaves a bound, longer than the one taken at the decision.
-   */
-  const learnDrained = (diagnostics: HedgeDiagnostics, arm: HedgeArmDiagnostics): void => {
-    const latencyClass = latencyClassOf(diagnostics.operation);
-    if (decisions === undefined || latencyClass === undefined || arm.durationMs === undefined) return;
-    if (succeeded(arm)) decisions.observe(arm.region, latencyClass, arm.durationMs, false);
-    else if (arm.drainEnd !== "settled") decisions.observe(arm.region, latencyClass, arm.durationMs, true);
-  };
-
-  // One sink for every request: what learning needs (latency class, threshold) is in the diagnostics record itself.
-  const sink: DiagnosticsSink = {
-    logger,
-    onDiagnostics: (diagnostics) => {
-      learn(diagnostics);
-      return options.onDiagnostics?.(diagnostics);
-    },
-    onDrainEnd: (diagnostics, arm) => {
-      recorder.recordDrainEnd(arm);
-      learnDrained(diagnostics, arm);
-    },
-  };
-
-  const rank = (
-    addressed: RegionEndpoint,
-    candidates: readonly RegionEndpoint[],
-    latencyClass: LatencyClass | undefined,
+  async function sendDocumentRequest(
+    request: PipelineRequest,
+    next: SendRequest,
+    operation: OperationKind,
     controls: RequestHedgingControls,
-  ): RankedTargets => {
-    if (demotions !== undefined) return demotions.route(addressed, candidates);
-    if (thompson === undefined || latencyClass === undefined) return { targets: candidates };
-    const usualFirst = regions.applicableRegions("read", controls.excludedRegions)[0];
-    // A read the SDK sent anywhere but its usual first region is its own failover or retry: only the hedges are reordered.
-    if (!sameRegion(addressed, usualFirst)) {
-      return { targets: [addressed, ...thompson.order(candidates.slice(1), latencyClass)], reason: "thompson" };
-    }
-    return { targets: thompson.order(candidates, latencyClass), reason: "thompson" };
-  };
-
-  async function sendDocumentRequest(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
+  ): Promise<PipelineResponse> {
     budget?.deposit();
     // A later page goes unhedged to the region that issued its token: a hedge or the ranking would send the token elsewhere.
-    if (continuesFeed(request, operation)) return sendLaterPage("crossRegion", operation, feed, request, next, sink);
-    const observingNext: SendRequest = async (arm) => {
-      const response = await next(arm);
-      noteThrottling(arm, response);
-      return response;
-    };
-    const topology = regions.topology;
+    if (continuesFeed(request, operation)) return sendLaterPage("crossRegion", operation, feed, request, next, sink, controls);
     const addressed = regions.regionOf(request.url);
-    const latencyClass = latencyClassOf(operation);
-    const controls = requestControlsOf(request);
-    const header = diagnosticsHeader("crossRegion", operation, addressed, controls);
-    const timing = timingFor(topology, controls.hedging);
+    const plan = planner.plan(request, operation, addressed, controls);
     // A feed's first page pins the next one to the region that serves it; nothing else needs a pin.
-    const pinNextPage = documentFeedKinds.has(operation)
-      ? (response: PipelineResponse, servedBy: RegionEndpoint): void => pins.pinNextPage(request, response, servedBy)
-      : undefined;
-    const skip = async (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> => {
-      const response = await sendSkipped(request, observingNext, skipHeader, reason, sink);
-      // Skipped before any ranking: the request went where it was addressed.
-      if (addressed !== undefined) pinNextPage?.(response, addressed);
-      return response;
-    };
-    if (typeof timing === "string") return skip(header, timing);
-    const withTiming: DiagnosticsHeader =
-      timing.kind === "fixed"
-        ? { ...header, thresholdMs: timing.thresholdMs, thresholdStepMs: timing.thresholdStepMs, thresholdSource: timing.thresholdSource }
-        : { ...header, thresholdStepMs: timing.thresholdStepMs, thresholdSource: "adaptive" };
+    const feedPins = documentFeedKinds.has(operation) ? pins : undefined;
+    if (plan.kind === "skip") return sendSkipped(request, next, plan, sink, feedPins, addressed);
     const isWrite = documentWriteKinds.has(operation);
-    if (isWrite && !writeHedgingAllowed(topology)) return skip(withTiming, "notEligible");
-    if (!isResendableBody(request)) return skip(withTiming, "streamBody");
-    if (controls.region !== undefined) return skip(withTiming, "pinnedRegion");
-    if (addressed === undefined) return skip(withTiming, "unknownRegion");
-    const candidates = raceTargets(regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions);
-    if (candidates.length < 2) return skip(withTiming, "singleRegion");
-    const unthrottled = [addressed, ...candidates.slice(1).filter((region) => throttledForMs(region.name) === 0)];
-    if (unthrottled.length < 2) return skip(withTiming, "regionThrottled");
-    const ranked = isWrite ? { targets: unthrottled } : rank(addressed, unthrottled, latencyClass, controls);
-    // Ranking may move the addressed region among the hedges; a throttled one must not be hedged into there either.
-    const [rankedFirst, ...rankedHedges] = ranked.targets;
-    const targets = rankedFirst === undefined ? unthrottled : [rankedFirst, ...rankedHedges.filter((region) => throttledForMs(region.name) === 0)];
-    const primary = targets[0] ?? addressed;
-    if (!sameRegion(primary, addressed)) {
-      logger.verbose(`Sending a ${operation} to ${primary.name} instead of ${addressed.name} (${ranked.reason ?? "ranking"}).`);
-      request.url = retarget(request.url, primary);
-    }
-    const rankedPrimary = ranked.reason !== undefined && ranked.reason !== "probe" && !sameRegion(primary, addressed) ? primary.name : undefined;
-    const firstHedge = targets[1];
-    const estimate =
-      timing.kind === "adaptive"
-        ? ((latencyClass !== undefined && firstHedge !== undefined
-            ? decisions?.estimate(primary.name, firstHedge.name, latencyClass, timing.settings)
-            : undefined) ??
-          adaptiveThreshold(windows, timing.settings, latencyClass, {
-            regions: targets.map((region) => region.name),
-            ...(rankedPrimary !== undefined ? { rankedPrimary } : {}),
-          }))
-        : undefined;
-    const thresholdMs = estimate?.thresholdMs ?? (timing.kind === "fixed" ? timing.thresholdMs : 0);
-    const raceHeader: DiagnosticsHeader & Pick<HedgeDiagnostics, "thresholdRegion" | "ranking"> = {
-      ...withTiming,
-      primaryRegion: primary.name,
-      thresholdMs,
-      ...(estimate !== undefined ? { thresholdSource: estimate.source } : {}),
-      ...(estimate?.region !== undefined ? { thresholdRegion: estimate.region } : {}),
-      ...(ranked.reason !== undefined ? { ranking: { reason: ranked.reason, addressedRegion: addressed.name } } : {}),
-    };
-    const strategy: RaceStrategy = {
-      delayBefore: (index) => (index === 1 ? thresholdMs : timing.thresholdStepMs),
-      judge: (arm) => {
-        if (!isFinalResult(arm.result)) return "next";
-        // A hedge's final error (a lagging region's 404/0, a 401, a 409) must not beat a primary that may still succeed.
-        return arm.index === 0 || isSuccessResult(arm.result) ? "win" : "hold";
-      },
-      earlyLaunchReason: "transientResult",
-      ...(budget !== undefined ? { admit: () => budget.tryWithdraw(), release: () => budget.release() } : {}),
-    };
-    const plan = {
-      targets,
-      strategy,
-      signer: options.signer,
+    const race = {
+      targets: plan.targets,
+      strategy: new DocumentRaceStrategy(plan.header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget),
+      signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.
       drain: isWrite ? undefined : drain,
       // A write keeps its session token: it is the read-your-writes guarantee of the write itself.
-      hedgesWithoutSessionToken: options.hedgesWithoutSessionToken === true && !isWrite,
-      onReturned: pinNextPage,
+      hedgesWithoutSessionToken: settings.hedgesWithoutSessionToken && !isWrite,
+      pins: feedPins,
     };
-    return sendHedged(request, observingNext, raceHeader, plan, sink);
+    return sendHedged(request, next, plan.header, race, sink);
   }
-
 
   return {
     name: crossRegionHedgingPolicyName,
     sendRequest(request, next) {
       // Reading the controls also strips their headers, so none reaches the wire even without excludedRegionsPolicy.
-      requestControlsOf(request);
+      const controls = requestControlsOf(request);
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);
-      return sendDocumentRequest(request, next, operation);
+      return sendDocumentRequest(request, next, operation, controls);
     },
-    metrics: () => recorder.snapshot(windows, regions, budget, throttledForMs, drain),
+    metrics: () => health.snapshot(budget, drain),
   };
 }

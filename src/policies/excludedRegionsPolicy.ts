@@ -2,7 +2,8 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import type { RegionAccess, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, sameRegion } from "../caches/regionNames.js";
+import { sameRegion } from "../caches/regionNames.js";
+import { describe, optionKeys, optionsObject } from "../options.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import { continuesFeed } from "../cosmos/feedPages.js";
@@ -10,7 +11,6 @@ import { retarget } from "../hedging/cloneRequest.js";
 import { sameScheme } from "../hedging/targets.js";
 import type { RequestHedgingControls, RequestRouting } from "../hedging/requestControls.js";
 import { requestControlsOf, setRequestControls } from "../hedging/requestControls.js";
-import { optionsObject } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
 
@@ -30,6 +30,9 @@ export interface ExcludedRegionsPolicyOptions {
    */
   regions?: RegionCache;
 }
+
+/** Every key of {@link ExcludedRegionsPolicyOptions}, checked against the interface by the compiler. */
+const excludedRegionsOptionKeys = optionKeys<ExcludedRegionsPolicyOptions>({ regions: true });
 
 /** Where a request goes, and what to record about it. */
 interface Route {
@@ -80,7 +83,7 @@ function regionList(regions: readonly RegionEndpoint[]): string {
  * Every request loses its control headers here, so none reach the service.
  */
 export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}): PipelinePolicy {
-  optionsObject("excludedRegionsPolicy options", options, ["regions"]);
+  optionsObject("excludedRegionsPolicy options", options, excludedRegionsOptionKeys);
   const regions = regionCacheOption(options.regions);
 
   const pinnedRoute = (

@@ -5,12 +5,12 @@ import { RestError, createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { assertRegionList, describe, normalizeRegionName } from "../caches/regionNames.js";
+import { normalizeRegionName } from "../caches/regionNames.js";
+import { describe, optionalBoolean, regionNameList } from "../options.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation } from "../cosmos/operationKind.js";
 import { seededRandom } from "../hedging/seededRandom.js";
-import { optionalBoolean } from "../hedging/validation.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
 
@@ -274,7 +274,7 @@ function validateRegion(where: string, value: unknown): string | string[] {
     if (value.trim() === "") throw new TypeError(`${where} must be a non-empty region name; got ${describe(value)}.`);
     return value;
   }
-  const names = assertRegionList(where, value);
+  const names = regionNameList(where, value);
   if (names.length === 0) throw new RangeError(`${where} must name at least one region; leave it out to match every region.`);
   return [...names];
 }

@@ -1,26 +1,23 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import { FeedPins } from "../caches/feedPins.js";
-import type { AccountTopology, RegionEndpoint } from "../caches/regionCache.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe } from "../caches/regionNames.js";
+import { describe, optionKeys, optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../options.js";
 import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../cosmos/environment.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation } from "../cosmos/operationKind.js";
-import { classifyMetadataResult } from "../cosmos/statusTables.js";
-import { isResendableBody } from "../hedging/cloneRequest.js";
-import type { HedgeDiagnostics, HedgeSkipReason } from "../hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
 import { HedgeBudget } from "../hedging/hedgeBudget.js";
-import type { LoserDrainOptions } from "../hedging/loserDrain.js";
+import type { DiagnosticsSink } from "../hedging/hedgedSend.js";
+import { sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
+import type { LoserDrain, LoserDrainOptions } from "../hedging/loserDrain.js";
 import { resolveLoserDrain } from "../hedging/loserDrain.js";
-import type { DiagnosticsHeader, DiagnosticsSink } from "../hedging/hedgedSend.js";
-import { diagnosticsHeader, sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
-import type { RaceStrategy } from "../hedging/race.js";
+import { HedgePlanner } from "../hedging/planner.js";
+import { MetadataRaceStrategy } from "../hedging/raceStrategies.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
-import { raceTargets } from "../hedging/targets.js";
-import { optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../hedging/validation.js";
+import { MetadataTiming } from "../hedging/timing.js";
 import { policyLogger } from "../log.js";
 import { sendObservingAccount } from "./accountObservation.js";
 
@@ -88,25 +85,36 @@ export interface MetadataHedgingPolicyOptions {
   drainLosers?: boolean | LoserDrainOptions;
 }
 
-interface ResolvedThreshold {
-  readonly thresholdMs: number;
-  readonly thresholdSource: "options" | "request";
-}
+/** Every key of {@link MetadataHedgingPolicyOptions}, checked against the interface by the compiler. */
+const metadataHedgingOptionKeys = optionKeys<MetadataHedgingPolicyOptions>({
+  regions: true,
+  enabled: true,
+  threshold: true,
+  requestTimeout: true,
+  maxConcurrentHedges: true,
+  signer: true,
+  onDiagnostics: true,
+  drainLosers: true,
+});
 
 /** The operations this policy hedges: the two metadata reads on every operation's critical path. */
 const hedgedKinds: ReadonlySet<OperationKind> = new Set<OperationKind>(["collectionRead", "partitionKeyRangeReadFeed"]);
 
-function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number; requestTimeout: number; maxConcurrentHedges: number } {
-  optionsObject("metadataHedgingPolicy options", options, [
-    "regions",
-    "enabled",
-    "threshold",
-    "requestTimeout",
-    "maxConcurrentHedges",
-    "signer",
-    "onDiagnostics",
-    "drainLosers",
-  ]);
+/** Every setting of a {@link metadataHedgingPolicy}, validated and with its defaults filled in. */
+interface MetadataSettings {
+  readonly regions: RegionCache;
+  readonly enabled: boolean | undefined;
+  readonly thresholdMs: number;
+  readonly requestTimeout: number;
+  readonly budget: HedgeBudget;
+  readonly signer: RequestSigner | undefined;
+  readonly onDiagnostics: ((diagnostics: HedgeDiagnostics) => void) | undefined;
+  readonly drain: LoserDrain | undefined;
+}
+
+/** Validates the options, each error naming the option and the value, and returns every setting. */
+function validate(options: MetadataHedgingPolicyOptions): MetadataSettings {
+  optionsObject("metadataHedgingPolicy options", options, metadataHedgingOptionKeys);
   optionalBoolean("enabled", options.enabled);
   const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? metadataHedgingDefaults.requestTimeout);
   let thresholdMs: number;
@@ -120,7 +128,22 @@ function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number;
   }
   optionalFunction("signer", options.signer);
   optionalFunction("onDiagnostics", options.onDiagnostics);
-  return { thresholdMs, requestTimeout, maxConcurrentHedges: options.maxConcurrentHedges ?? metadataHedgingDefaults.maxConcurrentHedges };
+  const maxConcurrentHedges = options.maxConcurrentHedges ?? metadataHedgingDefaults.maxConcurrentHedges;
+  // Read now, so that a bad value is warned about when the client is created, not at its first metadata read.
+  readBooleanSwitch(metadataHedgingEnvironmentVariable);
+  const regions = regionCacheOption(options.regions);
+  const budget = new HedgeBudget(maxConcurrentHedges, "maxConcurrentHedges");
+  const drain = resolveLoserDrain(options.drainLosers);
+  return {
+    regions,
+    enabled: options.enabled,
+    thresholdMs,
+    requestTimeout,
+    budget,
+    signer: options.signer,
+    onDiagnostics: options.onDiagnostics,
+    drain,
+  };
 }
 
 /**
@@ -139,80 +162,39 @@ function validate(options: MetadataHedgingPolicyOptions): { thresholdMs: number;
  * the continuation chain stays in one region; exclusions bind every page.
  */
 export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {
-  const { thresholdMs, requestTimeout, maxConcurrentHedges } = validate(options);
-  // Read now, so that a bad value is warned about when the client is created, not at its first metadata read.
-  readBooleanSwitch(metadataHedgingEnvironmentVariable);
-  const regions = regionCacheOption(options.regions);
-  const budget = new HedgeBudget(maxConcurrentHedges, "maxConcurrentHedges");
+  const settings = validate(options);
+  const { regions, budget, drain, signer } = settings;
+  const planner = new HedgePlanner(regions, new MetadataTiming(settings.enabled, settings.thresholdMs, settings.requestTimeout), logger);
   const pins = new FeedPins();
   const feed = { pins, regions };
-  const drain = resolveLoserDrain(options.drainLosers);
-  const sink: DiagnosticsSink = { logger, onDiagnostics: options.onDiagnostics };
+  const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics };
 
-  const thresholdFor = (
-    topology: AccountTopology | undefined,
-    override: RequestHedgingControls["hedging"],
-  ): ResolvedThreshold | HedgeSkipReason => {
-    // Read on every request, so that operators can switch hedging off without a restart.
-    const environment = readBooleanSwitch(metadataHedgingEnvironmentVariable);
-    if (environment === false || override === false) return "disabled";
-    if (topology?.crossRegionalHedgingDisabled) return "accountSwitch";
-    // A request's own settings override the client's (they may turn hedging on); the threshold never reaches past the attempt's timeout.
-    const enabled = environment ?? (override !== undefined || (options.enabled ?? topology?.perPartitionFailover === true));
-    if (!enabled) return "disabled";
-    const requested = override === undefined ? undefined : override.threshold;
-    if (requested !== undefined && requested < requestTimeout) return { thresholdMs: requested, thresholdSource: "request" };
-    return { thresholdMs, thresholdSource: "options" };
-  };
-
-  const strategyFor = (threshold: number): RaceStrategy => ({
-    delayBefore: () => threshold,
-    judge: (arm) => {
-      const outcome = classifyMetadataResult(arm.result);
-      if (arm.index === 0) return outcome === "regionalFailure" ? "next" : "win";
-      return outcome === "success" ? "win" : "wait";
-    },
-    earlyLaunchReason: "regionalFailure",
-    admit: () => budget.tryAcquire(),
-    release: () => budget.release(),
-  });
-
-  async function sendMetadataRead(request: PipelineRequest, next: SendRequest, operation: OperationKind): Promise<PipelineResponse> {
-    const primary = regions.regionOf(request.url);
-    const controls = requestControlsOf(request);
-    const header = diagnosticsHeader("metadata", operation, primary, controls);
-    const skip = async (skipHeader: DiagnosticsHeader, reason: HedgeSkipReason): Promise<PipelineResponse> => {
-      const response = await sendSkipped(request, next, skipHeader, reason, sink);
-      if (primary !== undefined) pinFirstPage(response, primary);
-      return response;
-    };
-    const pinFirstPage = (response: PipelineResponse, servedBy: RegionEndpoint): void => {
-      if (operation === "partitionKeyRangeReadFeed") pins.pinNextPage(request, response, servedBy);
-    };
-    const threshold = thresholdFor(regions.topology, controls.hedging);
-    if (typeof threshold === "string") return skip(header, threshold);
-    const withThreshold: DiagnosticsHeader = { ...header, ...threshold };
-    if (!isResendableBody(request)) return skip(withThreshold, "streamBody");
-    if (controls.region !== undefined) return skip(withThreshold, "pinnedRegion");
-    if (primary === undefined) return skip(withThreshold, "unknownRegion");
-    // One hedge at most: the primary and the first other applicable region.
-    const targets = raceTargets(regions, primary, "read", request.url, controls.excludedRegions).slice(0, 2);
-    if (targets.length < 2) return skip(withThreshold, "singleRegion");
-    const plan = { targets, strategy: strategyFor(threshold.thresholdMs), signer: options.signer, drain, onReturned: pinFirstPage };
-    return sendHedged(request, next, withThreshold, plan, sink);
+  async function sendMetadataRead(
+    request: PipelineRequest,
+    next: SendRequest,
+    operation: OperationKind,
+    controls: RequestHedgingControls,
+  ): Promise<PipelineResponse> {
+    const addressed = regions.regionOf(request.url);
+    const plan = planner.plan(request, operation, addressed, controls);
+    // The first page of a PartitionKeyRange feed pins the next one to the region that serves it.
+    const feedPins = operation === "partitionKeyRangeReadFeed" ? pins : undefined;
+    if (plan.kind === "skip") return sendSkipped(request, next, plan, sink, feedPins, addressed);
+    const race = { targets: plan.targets, strategy: new MetadataRaceStrategy(plan.header.thresholdMs ?? 0, budget), signer, drain, pins: feedPins };
+    return sendHedged(request, next, plan.header, race, sink);
   }
 
   return {
     name: metadataHedgingPolicyName,
     sendRequest(request, next) {
       // Reading the controls also strips their headers, so none reaches the wire even without excludedRegionsPolicy.
-      requestControlsOf(request);
+      const controls = requestControlsOf(request);
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       // Pins are honoured whether or not hedging is on now: a feed whose first page a hedge served needs its later pages there.
-      if (operation === "partitionKeyRangeReadFeedContinuation") return sendLaterPage("metadata", operation, feed, request, next, sink);
+      if (operation === "partitionKeyRangeReadFeedContinuation") return sendLaterPage("metadata", operation, feed, request, next, sink, controls);
       if (!hedgedKinds.has(operation)) return next(request);
-      return sendMetadataRead(request, next, operation);
+      return sendMetadataRead(request, next, operation, controls);
     },
   };
 }

@@ -3,7 +3,7 @@ import type { PipelineResponse } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../../src/caches/regionCache.js";
 import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../../src/cosmos/environment.js";
-import { operatorLogLimits } from "../../src/hedging/operatorLog.js";
+import { operatorLogLimits } from "../../src/log.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
 import { metadataHedgingPolicy } from "../../src/policies/metadataHedgingPolicy.js";
 import { createEmptyPipeline } from "@azure/core-rest-pipeline";

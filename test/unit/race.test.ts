@@ -7,6 +7,8 @@ import { RegionCache } from "../../src/caches/regionCache.js";
 import type { RegionEndpoint } from "../../src/caches/regionCache.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { describeArm } from "../../src/hedging/diagnosticsRecord.js";
+import type { HedgeArmDiagnostics } from "../../src/hedging/diagnostics.js";
 import { runRace } from "../../src/hedging/race.js";
 import type { RaceOutcome, RaceStrategy, Verdict } from "../../src/hedging/race.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
@@ -16,6 +18,11 @@ import type { ScriptStep } from "../support/fakeTransport.js";
 import { eastUs, northEurope, observe, pointRead, ukSouth, westUs } from "../support/hedgingFixtures.js";
 import { LeakCheck, checkEachTest, useFakeClock } from "../support/leakCheck.js";
 import { useRaceHarness } from "../support/raceHarness.js";
+
+/** The public records of a race's arms, as the edge describes them. */
+function describedArms(outcome: RaceOutcome): HedgeArmDiagnostics[] {
+  return outcome.arms.map((arm) => describeArm(arm, outcome.startedAt, outcome.kind === "decided" ? outcome.returnedIndex : undefined));
+}
 
 const threshold = 100;
 const thresholdStep = 50;
@@ -530,7 +537,7 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
     assert.equal(state.value.returnedIndex, 0);
     assert.equal(state.value.fallback, true);
     assert.deepEqual(
-      state.value.arms.map((arm) => arm.reason),
+      describedArms(state.value).map((arm) => arm.reason),
       ["primary", "regionalFailure", "regionalFailure"],
     );
   });
@@ -554,7 +561,7 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
     const state = outcome.state();
     assert.ok(state.done && "value" in state && state.value.kind === "decided");
     assert.deepEqual(
-      state.value.arms.map((arm) => [arm.reason, arm.error?.message, arm.outcome]),
+      describedArms(state.value).map((arm) => [arm.reason, arm.error?.message, arm.outcome]),
       [
         ["primary", "signing failed", "lost"],
         ["regionalFailure", undefined, "returned"],

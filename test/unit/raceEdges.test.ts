@@ -1,8 +1,15 @@
 import assert from "node:assert/strict";
+import { describeArm } from "../../src/hedging/diagnosticsRecord.js";
+import type { HedgeArmDiagnostics } from "../../src/hedging/diagnostics.js";
 import { runRace } from "../../src/hedging/race.js";
 import type { RaceOutcome, RaceStrategy, Verdict } from "../../src/hedging/race.js";
 import { eastUs, northEurope, observe, pointRead, westUs } from "../support/hedgingFixtures.js";
 import { useRaceHarness } from "../support/raceHarness.js";
+
+/** The public records of a race's arms, as the edge describes them. */
+function describedArms(outcome: RaceOutcome): HedgeArmDiagnostics[] {
+  return outcome.arms.map((arm) => describeArm(arm, outcome.startedAt, outcome.kind === "decided" ? outcome.returnedIndex : undefined));
+}
 
 /** The race engine where a strategy refuses, waits or throws, and where an arm's error is long. */
 describe("race engine at its edges", () => {
@@ -68,7 +75,7 @@ describe("race engine at its edges", () => {
     await harness.clock.tickAsync(20);
     const state = outcome.state();
     assert.ok(state.done && "value" in state);
-    const errors = state.value.arms.map((arm) => arm.error);
+    const errors = describedArms(state.value).map((arm) => arm.error);
     assert.deepEqual(
       errors.map((error) => [error?.name, error?.message.length]),
       [
@@ -89,7 +96,7 @@ describe("race engine at its edges", () => {
     const state = outcome.state();
     assert.ok(state.done && "value" in state);
     assert.deepEqual(
-      state.value.arms.map((arm) => [arm.region, arm.startOffsetMs, arm.durationMs]),
+      describedArms(state.value).map((arm) => [arm.region, arm.startOffsetMs, arm.durationMs]),
       [
         ["East US", 0, 130],
         ["West US", 100, 30],

@@ -4,8 +4,8 @@ import type { LogCapture } from "../support/logCapture.js";
 import { setImmediate as nextMacrotask } from "node:timers/promises";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { cloneRequestFor } from "../../src/hedging/cloneRequest.js";
+import { requestControlHeaders } from "../../src/cosmos/headers.js";
 import {
-  requestControlHeaders,
   requestControlsOf,
   runWithRequestControls,
   setRequestControls,

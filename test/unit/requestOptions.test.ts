@@ -3,7 +3,8 @@ import { setImmediate as nextMacrotask } from "node:timers/promises";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import type { RequestHedgingOptions } from "../../src/client/requestOptions.js";
 import { hedgingRequestOptions, withRequestHedgingOptions } from "../../src/client/requestOptions.js";
-import { requestControlHeaders, requestControlsOf } from "../../src/hedging/requestControls.js";
+import { requestControlHeaders } from "../../src/cosmos/headers.js";
+import { requestControlsOf } from "../../src/hedging/requestControls.js";
 import { pointRead, requestTo, westUs } from "../support/hedgingFixtures.js";
 
 /** A request carrying `initialHeaders` as `@azure/cosmos` would send them. */

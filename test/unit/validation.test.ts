@@ -5,7 +5,7 @@ import {
   optionsObject,
   positiveMilliseconds,
   wholeNumber,
-} from "../../src/hedging/validation.js";
+} from "../../src/options.js";
 
 function throwsNaming(work: () => unknown, type: typeof TypeError | typeof RangeError, option: string, shown: string): void {
   assert.throws(work, (error: unknown) => {
