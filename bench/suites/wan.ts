@@ -107,6 +107,8 @@ export interface WanRow {
   readonly openers: ConnectionOpeners;
   /** The most drains in flight seen at the end of a measured read. */
   readonly peakDrains?: number;
+  /** When the measured reads' first hedges were launched, from the start of their race: what a hedged read waits before its hedge runs. */
+  readonly hedgeLaunch?: { readonly p50: number; readonly p90: number; readonly count: number };
   /** Reads whose answer came from a West US hedge, and of those, how many on a connection opened for it. */
   readonly westHedgeWins: number;
   readonly westHedgeWinsOnNewConnection: number;
@@ -157,6 +159,18 @@ function noticingNewConnections(freshActivityIds: Set<string>, counting: () => b
       return response;
     },
   };
+}
+
+function hedgeLaunchOf(records: readonly HedgeDiagnostics[]): Pick<WanRow, "hedgeLaunch"> {
+  const launches = new LatencyRecorder();
+  let count = 0;
+  for (const record of records) {
+    const hedge = record.arms.find((arm) => arm.reason !== "primary");
+    if (hedge === undefined) continue;
+    launches.record(hedge.startOffsetMs);
+    count += 1;
+  }
+  return count === 0 ? {} : { hedgeLaunch: { p50: launches.valueAt(50), p90: launches.valueAt(90), count } };
 }
 
 function openersOf(freshActivityIds: ReadonlySet<string>, records: readonly HedgeDiagnostics[]): ConnectionOpeners {
@@ -267,6 +281,7 @@ async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
       warmupConnectionsByRegion,
       openByRegion,
       openers: openersOf(freshActivityIds, records),
+      ...hedgeLaunchOf(records),
       westHedgeWins,
       westHedgeWinsOnNewConnection,
       ...(after !== undefined && before !== undefined
@@ -344,6 +359,7 @@ export function wanConnectionTable(rows: readonly WanRow[]): string {
       "measured ones opened by: primaries / stragglers drained / hedges won / hedges drained / other",
       "connections open at the end, East / West US / North Europe",
       "drains in flight at most",
+      "hedges launched after, p50 / p90 ms (hedged reads)",
     ],
     rows.map((row) => [
       row.mode,
@@ -352,6 +368,7 @@ export function wanConnectionTable(rows: readonly WanRow[]): string {
       [row.openers.primaries, row.openers.drainedPrimaries, row.openers.hedgesWon, row.openers.hedgesDrained, row.openers.other].join(" / "),
       byRegion(row.openByRegion),
       row.peakDrains === undefined ? "" : String(row.peakDrains),
+      row.hedgeLaunch === undefined ? "" : `${ms(row.hedgeLaunch.p50)} / ${ms(row.hedgeLaunch.p90)} (${row.hedgeLaunch.count})`,
     ]),
   );
 }
