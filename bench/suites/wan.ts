@@ -61,6 +61,8 @@ export interface WanMode {
   readonly hedging?: HedgingOptions;
   /** The fronts' keep-alive timeout (see `WanOptions.keepAliveTimeoutMs`); unset, idle connections never expire. */
   readonly keepAliveTimeoutMs?: number;
+  /** How the agent picks an idle socket; unset, Node's default (`"lifo"`). */
+  readonly scheduling?: "fifo" | "lifo";
 }
 
 const preferredOrder = [eastUs, westUs, northEurope];
@@ -75,6 +77,14 @@ export const wanModes: readonly WanMode[] = [
   // A server that closes a connection idle for 5 s (Node's default): sockets the pool grew for drains may expire and be opened again.
   { name: "fixed 100 / 50 ms, losers drained, server keep-alive 5 s", preferred: preferredOrder, hedging: { crossRegion: { threshold: 100, thresholdStep: 50 } }, keepAliveTimeoutMs: 5000 },
   { name: "adaptive, losers drained, server keep-alive 5 s", preferred: preferredOrder, hedging: { crossRegion: { threshold: "adaptive" } }, keepAliveTimeoutMs: 5000 },
+  // "fifo" keeps every pooled socket in turn, so none idles long enough to expire; "lifo" lets the ones a pool no longer needs expire.
+  {
+    name: "adaptive, losers drained, server keep-alive 5 s, agent fifo",
+    preferred: preferredOrder,
+    hedging: { crossRegion: { threshold: "adaptive" } },
+    keepAliveTimeoutMs: 5000,
+    scheduling: "fifo",
+  },
   { name: "oracle (plain, West US preferred)", preferred: [westUs, eastUs, northEurope] },
 ];
 
@@ -203,7 +213,7 @@ async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
   const emulator = await startEmulator({ seed: settings.seed, recordRequests: false });
   let client: CosmosClient | undefined;
   const wan = await startWan(emulator, { rttMs: { ...settings.rttMs }, ...(mode.keepAliveTimeoutMs !== undefined ? { keepAliveTimeoutMs: mode.keepAliveTimeoutMs } : {}) });
-  const agent = new https.Agent({ keepAlive: true, ca: wan.ca });
+  const agent = new https.Agent({ keepAlive: true, ca: wan.ca, ...(mode.scheduling !== undefined ? { scheduling: mode.scheduling } : {}) });
   try {
     // Seeded over plain loopback HTTP: the WAN is for the reads under test.
     const seeder = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false } });
