@@ -89,7 +89,7 @@ export class WanRegion {
     this.counts = zeroCounters();
   }
 
-  /** TCP connections to the region open now: the size of a client's pool for it, idle and busy sockets together. */
+  /** TCP connections to the region open now, of every client together: the size of their pools for it, idle and busy sockets alike. Not reset by {@link WanRegion.resetCounters}. */
   get openConnections(): number {
     return this.open;
   }
