@@ -18,7 +18,7 @@ export interface LoserDrainOptions {
    * arrived when the race was decided is bounded by time only.
    */
   maxDrainBytes?: number;
-  /** Losers of this policy draining at once; a loser that finds them all taken is aborted. A whole number of at least 1. Default 64. */
+  /** Losers of this policy draining at once; a loser that finds them all taken is aborted. A whole number of at least 1. Default 128. */
   maxConcurrentDrains?: number;
 }
 
@@ -35,12 +35,16 @@ export const loserDrainDefaults = {
   maxDrainBytes: 1_048_576,
   /**
    * Drains at once per policy. Each holds a socket and a timer, no body.
-   * Stragglers are what losers usually are, so drains outlive requests: 10
-   * reads in flight with one in ten a second late keep about 20 drains
-   * running. Past this many, a region is slow for most reads, and aborting
-   * its losers costs little next to what it already costs.
+   * Stragglers are what losers usually are, so drains outlive requests: the
+   * drains in flight are the losers per second times how long each runs on,
+   * whatever the reads in flight. In the WAN benchmark, 10 reads in flight
+   * (500 to 700 reads a second) with one in ten a second late keep 40 to 64
+   * running, and 64 was reached; past the bound each loser is aborted, which
+   * costs a connection, so the bound sits at twice that. Far past it, a
+   * region is slow for most reads, and aborting its losers costs little next
+   * to what it already costs.
    */
-  maxConcurrentDrains: 64,
+  maxConcurrentDrains: 128,
 } as const;
 
 /** {@link LoserDrainOptions} with every default filled in. */

@@ -137,7 +137,7 @@ export interface CrossRegionHedgingPolicyOptions {
   /**
    * What happens to the reads still running when their race is decided.
    * `true` (the default) leaves each to finish in the background, within
-   * the bounds of {@link LoserDrainOptions} (5 s, 1 MiB, 64 at once), so
+   * the bounds of {@link LoserDrainOptions} (5 s, 1 MiB, 128 at once), so
    * that its connection and TLS session go back to the pool; nothing of it
    * reaches the caller, and its request charge is counted when it arrives.
    * `false` aborts them at once, which saves their bandwidth and costs a

@@ -32,6 +32,13 @@ export interface WanOptions {
   rttMs?: Record<string, number>;
   /** The highest TLS version the HTTPS fronts accept. Default `"TLSv1.3"`. */
   maxTlsVersion?: "TLSv1.2" | "TLSv1.3";
+  /**
+   * Milliseconds a front keeps an idle connection open before closing it,
+   * as a real server's keep-alive timeout does (Node's own default is 5000).
+   * Default 600000: long enough that no connection of a test or benchmark
+   * expires unless it asks for it.
+   */
+  keepAliveTimeoutMs?: number;
 }
 
 function assertRtt(name: string, rttMs: number): void {
@@ -46,6 +53,7 @@ function zeroCounters(): WanCounters {
 export class WanRegion {
   private rtt: number;
   private counts = zeroCounters();
+  private open = 0;
 
   /** @internal Use {@link startWan}. */
   constructor(
@@ -81,9 +89,20 @@ export class WanRegion {
     this.counts = zeroCounters();
   }
 
+  /** TCP connections to the region open now, of every client together: the size of their pools for it, idle and busy sockets alike. Not reset by {@link WanRegion.resetCounters}. */
+  get openConnections(): number {
+    return this.open;
+  }
+
   /** @internal */
   countConnection(): void {
     this.counts.tcpConnections += 1;
+    this.open += 1;
+  }
+
+  /** @internal */
+  countClosed(): void {
+    this.open -= 1;
   }
 
   /** @internal */
@@ -294,6 +313,8 @@ function forward(region: EmulatorRegion, agent: http.Agent, endpoints: ReadonlyM
  */
 export async function startWan(emulator: Emulator, options: WanOptions = {}): Promise<Wan> {
   const rtts = options.rttMs ?? {};
+  const keepAliveTimeout = options.keepAliveTimeoutMs ?? 10 * 60_000;
+  if (!(keepAliveTimeout > 0 && Number.isFinite(keepAliveTimeout))) throw new RangeError(`keepAliveTimeoutMs must be a finite number > 0; got ${keepAliveTimeout}`);
   for (const [name, rtt] of Object.entries(rtts)) {
     emulator.region(name);
     assertRtt(name, rtt);
@@ -305,9 +326,9 @@ export async function startWan(emulator: Emulator, options: WanOptions = {}): Pr
   const wan = new Wan(cert, parts);
   try {
     for (const region of emulator.regions) {
-      // Idle keep-alive connections are closed by Wan.close(), not by a timer racing a client's reuse.
+      // By default idle keep-alive connections are closed by Wan.close(), not by a timer racing a client's reuse.
       const front = https.createServer(
-        { key, cert, maxVersion: options.maxTlsVersion ?? "TLSv1.3", keepAliveTimeout: 10 * 60_000 },
+        { key, cert, maxVersion: options.maxTlsVersion ?? "TLSv1.3", keepAliveTimeout },
         (req, res) => forward(region, agent, endpoints, req, res),
       );
       parts.fronts.push(front);
@@ -356,6 +377,7 @@ function connect(region: WanRegion, client: net.Socket, frontPort: number, parts
     client.destroy();
     server.destroy();
     closed += 1;
+    if (closed === 1) region.countClosed();
     if (closed < 2) return;
     parts.sockets.delete(client);
     parts.sockets.delete(server);

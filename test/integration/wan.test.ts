@@ -64,13 +64,13 @@ describe("over the WAN mode of the emulator (https, round trips charged per TCP 
     close(): void;
   }
 
-  async function hedgingClient(drainLosers: boolean | LoserDrainOptions): Promise<HedgingSetup> {
+  async function hedgingClient(drainLosers: boolean | LoserDrainOptions, tuning: { routing?: "preferred"; threshold?: number } = {}): Promise<HedgingSetup> {
     const agent = new https.Agent({ keepAlive: true, ca: wan.ca });
     const diagnostics: HedgeDiagnostics[] = [];
     const client = new CosmosClient(
       withHedging(
         { endpoint: wan.endpoint, key: emulator.key, agent, connectionPolicy: { preferredLocations, enableBackgroundEndpointRefreshing: false } },
-        { crossRegion: { threshold, budget: false, drainLosers }, onDiagnostics: (record) => diagnostics.push(record) },
+        { crossRegion: { threshold, budget: false, drainLosers, ...tuning }, onDiagnostics: (record) => diagnostics.push(record) },
       ),
     );
     const container = client.database("db").container("items");
@@ -199,6 +199,80 @@ describe("over the WAN mode of the emulator (https, round trips charged per TCP 
       assert.equal(counters.tcpConnections, 1);
     } finally {
       setup.close();
+    }
+  });
+
+  /**
+   * Four reads whose East US primaries straggle for `stragglerMs` and lose to West US, then, while those
+   * losers still run, four reads that East US answers at once.
+   * @returns the connections and handshakes the round cost East US.
+   */
+  async function stragglerRound(setup: HedgingSetup, stragglerMs: number): Promise<WanCounters> {
+    wan.resetCounters();
+    emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: stragglerMs, count: 4 });
+    setup.diagnostics.length = 0;
+    const read = (): Promise<unknown> => setup.container.item("1", "a").read();
+    await Promise.all([read(), read(), read(), read()]);
+    const stragglers = setup.diagnostics.filter((entry) => entry.operation === "pointRead");
+    assert.deepEqual(stragglers.map((entry) => entry.winningRegion), ["West US", "West US", "West US", "West US"]);
+    setup.diagnostics.length = 0;
+    await Promise.all([read(), read(), read(), read()]);
+    // East US answered them: the pool the round cost is East US's.
+    assert.deepEqual(setup.diagnostics.map((entry) => entry.winningRegion), ["East US", "East US", "East US", "East US"]);
+    await waitFor("the East US losers' end", () => stragglers.every((entry) => entry.arms[0]?.outcome !== "drained" || entry.arms[0]?.drainEnd !== undefined));
+    return wan.region("East US").counters;
+  }
+
+  it("draining grows a straggling region's pool once: the same load again opens no connection, where aborting opens one per loser every time", async function () {
+    // The reads after the stragglers run while the losers do, and East US answers them before the threshold even on
+    // a new connection, however loaded the machine; routing: "preferred" keeps East US the primary after its losses.
+    const stragglerMs = 2500;
+    const tuning = { routing: "preferred", threshold: 400 } as const;
+    this.timeout(30_000);
+    const drained = await hedgingClient(true, tuning);
+    try {
+      const first = await stragglerRound(drained, stragglerMs);
+      assert.ok(first.tcpConnections >= 4, `the first round opened ${first.tcpConnections} East US connections`);
+      assert.ok(wan.region("East US").openConnections >= 8);
+      const second = await stragglerRound(drained, stragglerMs);
+      assert.deepEqual(second, { tcpConnections: 0, fullHandshakes: 0, resumedHandshakes: 0 });
+    } finally {
+      drained.close();
+    }
+    const aborted = await hedgingClient(false, tuning);
+    try {
+      await stragglerRound(aborted, stragglerMs);
+      const second = await stragglerRound(aborted, stragglerMs);
+      assert.equal(second.tcpConnections, 4);
+      assert.equal(second.fullHandshakes + second.resumedHandshakes, 4);
+    } finally {
+      aborted.close();
+    }
+  });
+
+  it("a front with keepAliveTimeoutMs closes a connection left idle for longer, and the next request opens a new one", async function () {
+    const ownWan = await startWan(emulator, { rttMs, keepAliveTimeoutMs: 200 });
+    const agent = new https.Agent({ keepAlive: true, ca: ownWan.ca });
+    const west = ownWan.region("West US");
+    const request = (): Promise<void> =>
+      new Promise((resolve, reject) => {
+        https
+          .get(new URL("/", west.endpoint), { agent }, (res) => {
+            res.resume();
+            res.on("end", () => resolve());
+          })
+          .on("error", reject);
+      });
+    try {
+      await request();
+      assert.equal(west.openConnections, 1);
+      await waitFor("the front closing the idle connection", () => west.openConnections === 0);
+      await request();
+      assert.equal(west.counters.tcpConnections, 2);
+      await assert.rejects(startWan(emulator, { keepAliveTimeoutMs: 0 }), /keepAliveTimeoutMs must be a finite number > 0; got 0/);
+    } finally {
+      agent.destroy();
+      await ownWan.close();
     }
   });
 

@@ -408,7 +408,7 @@ describe("losers of a decided race (drainLosers)", () => {
     }
   });
 
-  it("the defaults: 5 s, 1 MiB, 64 drains at once", () => {
-    assert.deepEqual({ ...loserDrainDefaults }, { maxDrainMs: 5000, maxDrainBytes: 1 << 20, maxConcurrentDrains: 64 });
+  it("the defaults: 5 s, 1 MiB, 128 drains at once", () => {
+    assert.deepEqual({ ...loserDrainDefaults }, { maxDrainMs: 5000, maxDrainBytes: 1 << 20, maxConcurrentDrains: 128 });
   });
 });
