@@ -4,22 +4,26 @@ import { HedgeBudget } from "./hedgeBudget.js";
 /** Options of the data-plane hedge budget (`budget` of the `crossRegionHedgingPolicy`). */
 export interface HedgeLoadBudgetOptions {
   /**
-   * The share of extra requests hedges may add over the window, above 0 and
-   * at most 1: each request deposits this much, each hedge withdraws 1.
-   * Default 0.15, or the adaptive threshold's `maxExtraLoad` when that is
-   * larger.
+   * The share of extra requests hedges may add, above 0 and at most 1: each
+   * request deposits this much, each hedge withdraws 1. It binds over a
+   * minute: hedges in any 60 seconds add at most this share of those
+   * seconds' requests (or the floor, see `minHedgesPerSecond`). Over any
+   * 10 seconds hedges may spend this share plus 10 seconds of the floor, so
+   * that a burst of slow requests is hedged. Default 0.15, or the adaptive
+   * threshold's `maxExtraLoad` when that is larger.
    */
   maxExtraLoad?: number;
   /**
-   * The floor of the budget: over the 10-second window, hedges may spend
-   * `maxExtraLoad` of the requests or this many hedges per second, whichever
-   * is more. The floor is not added to the share, so a busy client never
-   * hedges more than its share; it lets a quiet client, whose few requests
-   * deposit little, still hedge. The trade-off: below
+   * The floor of the budget, in hedges per second, so that a quiet client,
+   * whose few requests deposit little, still hedges. Over any 10 seconds it
+   * is added to the share: hedges may spend `maxExtraLoad` of those
+   * requests plus 10 × this, room for a burst. Over any 60 seconds it is a
+   * minimum, not an addition: hedges spend at most `maxExtraLoad` of those
+   * requests or 60 × this, whichever is more. The trade-off: a busy client
+   * may exceed its share within 10 seconds but not over a minute, and below
    * `minHedgesPerSecond / maxExtraLoad` requests a second (6.7 with the
-   * defaults) the floor decides, and hedges may then exceed the share (at
-   * 0.5 requests a second, every request may be hedged); above that rate the
-   * share alone decides. 0 or more; default 1.
+   * defaults) the floor decides, so a client sending one request every two
+   * seconds may hedge every one. 0 or more; default 1.
    */
   minHedgesPerSecond?: number;
   /** The most hedges in flight at once; a whole number of at least 1. Default 100. */
@@ -33,27 +37,38 @@ export const loadBudgetDefaults = {
    * threshold's 5 %, which is what hedging costs while every region is
    * healthy: the budget is the ceiling for when one is not, and a region
    * whose reads straggle one time in ten needs one hedge in ten to cover
-   * them. Every region slow at once costs at most this much.
+   * them. Every region slow at once costs at most this much over a minute.
    */
   maxExtraLoad: 0.15,
-  /** Hedges per second allowed whatever the traffic: the floor of the window's budget, not an addition to the share. */
+  /** Hedges per second allowed whatever the traffic: added to the share over the short window, its minimum over the long one. */
   minHedgesPerSecond: 1,
   /** Hedges in flight at once. */
   maxHedgesInFlight: 100,
-  /** Milliseconds over which deposits and withdrawals count. */
+  /** Milliseconds of the short window, which leaves room for bursts: the share plus the floor. */
   windowMs: 10_000,
+  /** Milliseconds of the long window, over which the share (or the floor, when more) binds. */
+  longWindowMs: 60_000,
 } as const;
 
-/** Slots per window: deposits and withdrawals leave the window a tenth of it at a time. */
-const slotsPerWindow = 10;
+/** Deposits and withdrawals are counted per second: a window moves on a second at a time. */
+const bucketMs = 1000;
+
+/**
+ * What a balance may fall short of a whole hedge by and still cover it: a
+ * share times a count that makes a whole number of hedges on paper can land
+ * a hair below it in floating point.
+ */
+const roundingSlack = 1e-9;
 
 /** {@link HedgeLoadBudgetOptions} with every default filled in. */
 export interface LoadBudgetSettings {
   readonly maxExtraLoad: number;
   readonly minHedgesPerSecond: number;
   readonly maxHedgesInFlight: number;
-  /** Milliseconds over which deposits and withdrawals count. */
+  /** Milliseconds of the short window: the share plus the floor. */
   readonly windowMs: number;
+  /** Milliseconds of the long window: the share or the floor, whichever is more. */
+  readonly longWindowMs: number;
 }
 
 /**
@@ -74,62 +89,96 @@ export function resolveLoadBudget(options: HedgeLoadBudgetOptions, thresholdShar
     throw new RangeError(`budget.minHedgesPerSecond must be a finite number of at least 0; got ${describe(minHedgesPerSecond)}.`);
   }
   const maxHedgesInFlight = wholeNumber("budget.maxHedgesInFlight", options.maxHedgesInFlight ?? loadBudgetDefaults.maxHedgesInFlight, 1);
-  return { maxExtraLoad, minHedgesPerSecond, maxHedgesInFlight, windowMs: loadBudgetDefaults.windowMs };
+  return {
+    maxExtraLoad,
+    minHedgesPerSecond,
+    maxHedgesInFlight,
+    windowMs: loadBudgetDefaults.windowMs,
+    longWindowMs: loadBudgetDefaults.longWindowMs,
+  };
 }
 
-interface Slot {
-  epoch: number;
-  deposits: number;
-  withdrawals: number;
+/** `value` modulo `length`, never negative. */
+function modulo(value: number, length: number): number {
+  return ((value % length) + length) % length;
+}
+
+/** A window's length in one-second buckets. */
+function bucketsOf(option: string, windowMs: number): number {
+  positiveMilliseconds(option, windowMs);
+  if (windowMs % bucketMs !== 0) throw new RangeError(`${option} must be a whole number of seconds; got ${windowMs}.`);
+  return windowMs / bucketMs;
 }
 
 /**
  * A deposit/withdraw budget that bounds the extra load hedging adds, in the
- * manner of Finagle's retry budget: over a sliding window, every request
- * deposits `maxExtraLoad` and every hedge withdraws 1; a hedge is allowed
- * while what the window holds covers it. What the window holds is never
- * less than a floor of `minHedgesPerSecond` per second of the window, so a
- * quiet client can still hedge; the floor is a minimum, not an addition,
- * because added to the share it would let a busy client exceed the share by
- * the floor (at 30 requests a second, the default floor alone is 3.3 % more
- * requests). A separate cap bounds the hedges in flight, so a burst of slow
- * requests cannot spend the whole balance at once. Whatever the threshold,
- * hedges in any window therefore add at most `maxExtraLoad` of that
- * window's requests, or the floor when that is more.
+ * manner of Finagle's retry budget: every request deposits `maxExtraLoad`
+ * and every hedge withdraws 1, and a hedge goes only when two windows both
+ * cover it. Over the short window (10 s) the floor of `minHedgesPerSecond`
+ * is added to the share, Finagle's shape, so that a burst of slow requests
+ * (stragglers that arrive together) is hedged rather than refused. Over the
+ * long window (60 s) the floor is only a minimum: what the burst borrowed
+ * comes out of the same minute's share, so a busy client whose every
+ * request is slow adds at most `maxExtraLoad` of a minute's requests, while
+ * a quiet client still hedges about `minHedgesPerSecond`. A separate cap
+ * bounds the hedges in flight.
  *
- * The window is a ring of slots rotated lazily when the budget is used; no
- * timer runs.
+ * Requests and hedges are counted in a ring of one-second buckets as long
+ * as the long window, with running sums for each window, so that a request
+ * or a hedge costs O(1) and allocates nothing (each second is moved past
+ * once, however many requests it holds); the ring moves on lazily when the
+ * budget is used, and no timer runs.
  */
 export class LoadBudget {
-  private readonly slots: Slot[];
-  private readonly slotMs: number;
+  private readonly deposits: Uint32Array;
+  private readonly withdrawals: Uint32Array;
+  private readonly shortBuckets: number;
+  private readonly shortFloor: number;
+  private readonly longFloor: number;
   private readonly inFlight: HedgeBudget;
+  /** The second the newest bucket counts. */
+  private second: number;
+  private shortDeposits = 0;
+  private shortWithdrawals = 0;
+  private longDeposits = 0;
+  private longWithdrawals = 0;
   private refused = 0;
 
   constructor(readonly settings: LoadBudgetSettings) {
-    positiveMilliseconds("windowMs", settings.windowMs);
-    this.slotMs = settings.windowMs / slotsPerWindow;
-    this.slots = Array.from({ length: slotsPerWindow }, () => ({ epoch: -Infinity, deposits: 0, withdrawals: 0 }));
+    this.shortBuckets = bucketsOf("windowMs", settings.windowMs);
+    const longBuckets = bucketsOf("longWindowMs", settings.longWindowMs);
+    if (longBuckets < this.shortBuckets) {
+      throw new RangeError(`longWindowMs must be at least windowMs (${settings.windowMs}); got ${settings.longWindowMs}.`);
+    }
+    this.deposits = new Uint32Array(longBuckets);
+    this.withdrawals = new Uint32Array(longBuckets);
+    this.shortFloor = (settings.minHedgesPerSecond * settings.windowMs) / 1000;
+    this.longFloor = (settings.minHedgesPerSecond * settings.longWindowMs) / 1000;
+    this.second = this.secondOf(performance.now());
     this.inFlight = new HedgeBudget(settings.maxHedgesInFlight, "budget.maxHedgesInFlight");
   }
 
   /** Counts one request. */
   deposit(): void {
-    this.current().deposits += 1;
+    this.deposits[this.advance()]! += 1;
+    this.shortDeposits += 1;
+    this.longDeposits += 1;
   }
 
   /**
-   * Takes what one hedge costs, if the balance covers it and a slot for a
+   * Takes what one hedge costs, if both windows cover it and a slot for a
    * hedge in flight is free. A hedge that got through must be
    * {@link LoadBudget.release}d when it settles or is aborted.
    * @returns whether the hedge may launch.
    */
   tryWithdraw(): boolean {
-    if (this.balance < 1 || !this.inFlight.tryAcquire()) {
+    if (this.balance < 1 - roundingSlack || !this.inFlight.tryAcquire()) {
       this.refused += 1;
       return false;
     }
-    this.current().withdrawals += 1;
+    this.withdrawals[this.advance()]! += 1;
+    this.shortWithdrawals += 1;
+    this.longWithdrawals += 1;
     return true;
   }
 
@@ -138,18 +187,13 @@ export class LoadBudget {
     this.inFlight.release();
   }
 
-  /** How many hedges the balance covers now. */
+  /** How many hedges both windows cover now: the smaller of the two balances. */
   get balance(): number {
-    const oldest = this.epochOf(performance.now()) - slotsPerWindow + 1;
-    let deposits = 0;
-    let withdrawals = 0;
-    for (const slot of this.slots) {
-      if (slot.epoch < oldest) continue;
-      deposits += slot.deposits;
-      withdrawals += slot.withdrawals;
-    }
-    const floor = (this.settings.minHedgesPerSecond * this.settings.windowMs) / 1000;
-    return Math.max(floor, deposits * this.settings.maxExtraLoad) - withdrawals;
+    this.advance();
+    const { maxExtraLoad } = this.settings;
+    const short = this.shortFloor + maxExtraLoad * this.shortDeposits - this.shortWithdrawals;
+    const long = Math.max(this.longFloor, maxExtraLoad * this.longDeposits) - this.longWithdrawals;
+    return Math.min(short, long);
   }
 
   /** The hedges in flight now. */
@@ -162,18 +206,38 @@ export class LoadBudget {
     return this.refused;
   }
 
-  private current(): Slot {
-    const epoch = this.epochOf(performance.now());
-    const slot = this.slots[((epoch % slotsPerWindow) + slotsPerWindow) % slotsPerWindow];
-    if (slot.epoch !== epoch) {
-      slot.epoch = epoch;
-      slot.deposits = 0;
-      slot.withdrawals = 0;
+  /**
+   * Moves the ring on to the current second: each second passed takes its
+   * bucket 10 seconds back out of the short sums, and the bucket a minute
+   * back out of the long sums before it is reused.
+   * @returns the index of the current second's bucket.
+   */
+  private advance(): number {
+    const now = this.secondOf(performance.now());
+    const length = this.deposits.length;
+    if (now > this.second) {
+      if (now - this.second >= length) {
+        this.deposits.fill(0);
+        this.withdrawals.fill(0);
+        this.shortDeposits = this.shortWithdrawals = this.longDeposits = this.longWithdrawals = 0;
+      } else {
+        for (let second = this.second + 1; second <= now; second++) {
+          const leavingShort = modulo(second - this.shortBuckets, length);
+          this.shortDeposits -= this.deposits[leavingShort]!;
+          this.shortWithdrawals -= this.withdrawals[leavingShort]!;
+          const reused = modulo(second, length);
+          this.longDeposits -= this.deposits[reused]!;
+          this.longWithdrawals -= this.withdrawals[reused]!;
+          this.deposits[reused] = 0;
+          this.withdrawals[reused] = 0;
+        }
+      }
+      this.second = now;
     }
-    return slot;
+    return modulo(this.second, length);
   }
 
-  private epochOf(now: number): number {
-    return Math.floor(now / this.slotMs);
+  private secondOf(now: number): number {
+    return Math.floor(now / bucketMs);
   }
 }

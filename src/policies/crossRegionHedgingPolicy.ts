@@ -107,13 +107,20 @@ export interface CrossRegionHedgingPolicyOptions {
   /** Called with the diagnostics of every document request this policy considered. Errors it throws, and rejections of a promise it returns, are logged and ignored. */
   onDiagnostics?: (diagnostics: HedgeDiagnostics) => void;
   /**
-   * Bounds the extra load of hedging, whatever the threshold: over a
-   * ten-second window each request deposits `maxExtraLoad` and each hedge
-   * withdraws 1, on top of `minHedgesPerSecond`; at most `maxHedgesInFlight`
-   * hedges run at once. A request whose hedge the budget refuses runs
-   * unhedged, with `skipReason: "budgetExhausted"`. Default: on, with a
-   * share of 0.15 (or the adaptive threshold's `maxExtraLoad` when larger),
-   * 1 hedge a second and 100 in flight. `false` turns the budget off.
+   * Bounds the extra load of hedging, whatever the threshold: each request
+   * deposits `maxExtraLoad` and each hedge withdraws 1, and a hedge goes
+   * only when two windows both allow it. Over any 10 seconds hedges may
+   * spend `maxExtraLoad` of those requests plus `minHedgesPerSecond` × 10,
+   * room for a burst of slow requests; over any 60 seconds they spend at
+   * most `maxExtraLoad` of those requests, or `minHedgesPerSecond` × 60 when
+   * that is more. So a burst may exceed the share for a few seconds, but a
+   * busy client whose every request is slow adds at most the share over a
+   * minute, and a quiet client still hedges about `minHedgesPerSecond`. At
+   * most `maxHedgesInFlight` hedges run at once. A request whose hedge the
+   * budget refuses runs unhedged, with `skipReason: "budgetExhausted"`.
+   * Default: on, with a share of 0.15 (or the adaptive threshold's
+   * `maxExtraLoad` when larger), 1 hedge a second and 100 in flight.
+   * `false` turns the budget off.
    */
   budget?: false | HedgeLoadBudgetOptions;
   /**

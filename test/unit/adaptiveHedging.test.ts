@@ -165,16 +165,16 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       assert.ok(metrics.budget !== undefined && Math.abs(metrics.budget.balance) < 1e-9, JSON.stringify(metrics.budget));
     });
 
-    it("by default lets a quiet client hedge ten times in ten seconds, the floor, which its requests' 15 % does not add to", async () => {
+    it("by default lets a quiet client hedge ten times in ten seconds, plus 15 % of its requests", async () => {
       const target = setup({ threshold: 10, routing: "preferred" });
       const hedged: boolean[] = [];
-      // The floor covers ten hedges; 12 requests deposit 1.8, which is less than the floor, so the 11th and 12th are refused.
+      // The reserve covers ten hedges; by the 11th request, the deposits (11 x 0.15) cover one more; the 12th finds 0.8.
       for (let i = 1; i <= 12; i++) {
-        const { diagnostics } = await send(target, i <= 10 ? { east: ok(50), west: ok(5) } : { east: ok(50) });
+        const { diagnostics } = await send(target, i <= 11 ? { east: ok(50), west: ok(5) } : { east: ok(50) });
         hedged.push(diagnostics.hedgeFired);
       }
-      assert.deepEqual(hedged, [...Array.from({ length: 10 }, () => true), false, false]);
-      assert.equal(target.policy.metrics().budgetExhausted, 2);
+      assert.deepEqual(hedged, [...Array.from({ length: 11 }, () => true), false]);
+      assert.equal(target.policy.metrics().budgetExhausted, 1);
       await harness.clock.tickAsync(10_000);
       const { diagnostics } = await send(target, { east: ok(50), west: ok(5) });
       assert.equal(diagnostics.hedgeFired, true, "ten seconds later the window has moved on");

@@ -182,10 +182,7 @@ describe("the benefit rule through crossRegionHedgingPolicy", () => {
     // East answers in 1 to 9 ms, one read in ten a second later; West in 28 to 36 ms.
     const latencyOf = (origin: string): number =>
       origin === eastOrigin ? (random() < 0.1 ? 1000 : 1 + Math.floor(random() * 9)) : 28 + Math.floor(random() * 9);
-    // The rule alone, without the hedge budget: at this client's 15 reads a second, the default budget (15 % of a
-    // window's requests, the floor no longer added) refuses two stragglers just after the warm-up's percentile hedges.
-    // The budget's own arithmetic is pinned in loadBudget.test.ts; here no refusal may hide or excuse the rule's choices.
-    const reads = await runReads(latencyOf, 2000, 0, { budget: false });
+    const reads = await runReads(latencyOf, 2000, 0);
     // The first reads fill the windows; after them the rule decides every read.
     const settled = reads.slice(300);
     const sources = new Set(settled.map((read) => read.diagnostics.thresholdSource));

@@ -37,8 +37,14 @@ describe("LoadBudget", () => {
       );
     });
 
-    it("defaults to a 15 % share, 1 hedge a second, 100 in flight, over 10 seconds", () => {
-      assert.deepEqual(resolveLoadBudget({}), { maxExtraLoad: 0.15, minHedgesPerSecond: 1, maxHedgesInFlight: 100, windowMs: 10_000 });
+    it("defaults to a 15 % share, 1 hedge a second, 100 in flight, over 10 and 60 seconds", () => {
+      assert.deepEqual(resolveLoadBudget({}), {
+        maxExtraLoad: 0.15,
+        minHedgesPerSecond: 1,
+        maxHedgesInFlight: 100,
+        windowMs: 10_000,
+        longWindowMs: 60_000,
+      });
       assert.equal(loadBudgetDefaults.maxExtraLoad, 0.15);
     });
 
@@ -70,6 +76,12 @@ describe("LoadBudget", () => {
         );
       });
     }
+
+    it("the windows are whole seconds, the long one no shorter than the short one", () => {
+      const settings = resolveLoadBudget({});
+      assert.throws(() => new LoadBudget({ ...settings, windowMs: 1500 }), /^RangeError: windowMs must be a whole number of seconds; got 1500\./);
+      assert.throws(() => new LoadBudget({ ...settings, longWindowMs: 5000 }), /^RangeError: longWindowMs must be at least windowMs \(10000\); got 5000\./);
+    });
 
     it("options that are not an object are a TypeError naming budget", () => {
       assert.throws(() => resolveLoadBudget("lots" as unknown as HedgeLoadBudgetOptions), /^TypeError: budget must be false or an options object; got "lots"/);
@@ -113,67 +125,102 @@ describe("LoadBudget", () => {
     assert.ok(hedges >= 300, `the budget hands out what it allows: ${hedges}`);
   });
 
-  describe("the floor is a minimum of the window's budget, not an addition to the share", () => {
+  describe("two windows: the share plus the floor over 10 s, the share or the floor over 60 s", () => {
     /**
      * Offers `perSecond` requests a second for `seconds`, evenly spaced, every one of
-     * which asks for a hedge (as when every region is slow); returns the hedges granted.
+     * which asks for a hedge when `asks` (as when every region is slow); returns the hedges granted.
      */
-    async function everyRequestAsks(target: LoadBudget, perSecond: number, seconds: number): Promise<{ requests: number; hedges: number }> {
+    async function offer(target: LoadBudget, perSecond: number, seconds: number, asks = true): Promise<{ requests: number; hedges: number }> {
       const gapMs = 1000 / perSecond;
+      // Whole milliseconds from the start, so that rounding never moves a request into the next second.
+      const start = performance.now();
       let requests = 0;
       let hedges = 0;
       for (let i = 0; i < perSecond * seconds; i++) {
         requests += 1;
         target.deposit();
-        if (target.tryWithdraw()) {
+        if (asks && target.tryWithdraw()) {
           hedges += 1;
           target.release();
         }
-        await clock.tickAsync(gapMs);
+        await clock.tickAsync(start + Math.round((i + 1) * gapMs) - performance.now());
       }
       return { requests, hedges };
     }
 
-    it("at 30 requests a second for 10 s with a 15 % share, at most 45 hedges, not 45 + 10 of floor", async () => {
+    it("at 30 requests a second for a minute, every one asking, hedges are 15 % of the minute's requests: 270 of 1800", async () => {
       const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
-      const { requests, hedges } = await everyRequestAsks(target, 30, 10);
-      assert.equal(requests, 300);
-      assert.equal(hedges, 45);
-    });
-
-    it("a busy client's floor is spent by its first hedges, not granted again on top of them", async () => {
-      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
-      for (let i = 0; i < 10; i++) target.deposit();
-      assert.equal(drain(target), 10, "the floor: 10 hedges before the share covers one");
-      // 10 requests have deposited 1.5; the floor of 10 is already spent, so the share must reach 11 before the next hedge.
-      for (let i = 0; i < 63; i++) target.deposit();
-      assert.equal(target.tryWithdraw(), false, "73 requests deposit 10.95: still short of the 11th hedge");
-      target.deposit();
-      assert.equal(target.tryWithdraw(), true, "74 requests deposit 11.1: the 11th hedge");
-    });
-
-    it("at 30 requests a second for a minute, every one asking, hedges stay within the share of the requests", async () => {
-      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
-      const { requests, hedges } = await everyRequestAsks(target, 30, 60);
+      const { requests, hedges } = await offer(target, 30, 60);
       assert.equal(requests, 1800);
       assert.ok(hedges <= 0.15 * requests, `${hedges} hedges for ${requests} requests`);
       assert.ok(hedges >= 0.15 * requests - 6, `the budget hands out what it allows: ${hedges}`);
+      assert.equal(hedges, 270);
+    });
+
+    it("the first 10 s of that minute may spend the share plus the floor: 55 hedges for 300 requests", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      assert.deepEqual(await offer(target, 30, 10), { requests: 300, hedges: 55 });
+      // The minute's floor of 60 covers 5 more before the share (4.5 a second) must catch up with it.
+      assert.deepEqual(await offer(target, 30, 3), { requests: 90, hedges: 5 });
+    });
+
+    it("a burst of stragglers within 10 s is hedged beyond 15 % of those 10 s, up to the share plus the floor", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      // 50 s at 30 requests a second with nothing slow, then 10 s in which every request is.
+      await offer(target, 30, 50, false);
+      const first = await offer(target, 30, 1);
+      assert.deepEqual(first, { requests: 30, hedges: 30 }, "a whole second of stragglers, every one hedged");
+      const rest = await offer(target, 30, 9);
+      assert.equal(first.hedges + rest.hedges, 55, "10 + 15 % of the 300 requests of those 10 s, more than their 45");
+      assert.equal(target.refusals, 300 - 55);
+    });
+
+    it("whichever is more decides over the minute: the floor below minHedgesPerSecond / maxExtraLoad requests a second, the share above", async () => {
+      // 1 / 0.15 = 6.7 requests a second: at 5 the floor's 60 hedges a minute decide, at 10 the share's 90.
+      const quiet = await offer(budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 }), 5, 60);
+      assert.deepEqual(quiet, { requests: 300, hedges: 60 });
+      const busy = await offer(budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 }), 10, 60);
+      assert.deepEqual(busy, { requests: 600, hedges: 90 });
     });
 
     it("at 0.5 requests a second the floor still lets every request hedge", async () => {
       const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
-      const { requests, hedges } = await everyRequestAsks(target, 0.5, 60);
+      const { requests, hedges } = await offer(target, 0.5, 60);
       assert.equal(requests, 30);
       assert.equal(hedges, 30);
       assert.equal(target.refusals, 0);
     });
 
-    it("whichever is more decides: the floor below minHedgesPerSecond / maxExtraLoad requests a second, the share above", async () => {
-      // 1 / 0.15 = 6.7 requests a second: at 5 the floor's 10 hedges a window decide, at 10 the share's 15.
-      const quiet = await everyRequestAsks(budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 }), 5, 10);
-      assert.deepEqual(quiet, { requests: 50, hedges: 10 });
-      const busy = await everyRequestAsks(budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 }), 10, 10);
-      assert.deepEqual(busy, { requests: 100, hedges: 15 });
+    it("a hedge goes only when both windows cover it", () => {
+      const spike = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      for (let i = 0; i < 400; i++) spike.deposit();
+      // 10 s: 10 + 60 = 70; 60 s: max(60, 60) = 60.
+      assert.equal(drain(spike), 60, "the minute decides");
+      const burst = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      for (let i = 0; i < 100; i++) burst.deposit();
+      // 10 s: 10 + 15 = 25; 60 s: max(60, 15) = 60.
+      assert.equal(drain(burst), 25, "the 10 seconds decide");
+    });
+
+    it("a second's requests and hedges leave the short window 10 s later and the long one 60 s later", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      let granted = drain(target);
+      assert.equal(granted, 10, "no requests: the short window's floor");
+      await clock.tickAsync(9_999);
+      assert.equal(target.balance, 0, "the first second's hedges still count at 9.999 s");
+      await clock.tickAsync(1);
+      assert.equal(target.balance, 10, "at 10 s they leave the short window; the long one still has 50");
+      for (let second = 10; second <= 50; second += 10) {
+        granted += drain(target);
+        await clock.tickAsync(second === 50 ? 9_999 : 10_000);
+      }
+      assert.equal(granted, 60, "a client without requests hedges minHedgesPerSecond over the minute");
+      assert.equal(target.balance, 0, "at 59.999 s the short window covers 10 more, the minute none");
+      await clock.tickAsync(1);
+      assert.equal(target.balance, 10, "at 60 s the first second's 10 leave the minute");
+      await clock.tickAsync(120_000);
+      assert.equal(target.balance, 10, "after two idle minutes, only the floor: nothing is remembered");
+      assert.equal(clock.countTimers(), 0);
     });
   });
 
