@@ -1,4 +1,4 @@
-import { describe, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
+import { describe, optionKeys, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
 import { HedgeBudget } from "./hedgeBudget.js";
 
 /** Options of the data-plane hedge budget (`budget` of the `crossRegionHedgingPolicy`). */
@@ -29,6 +29,8 @@ export interface HedgeLoadBudgetOptions {
   /** The most hedges in flight at once; a whole number of at least 1. Default 100. */
   maxHedgesInFlight?: number;
 }
+
+const loadBudgetOptionKeys = optionKeys<HedgeLoadBudgetOptions>({ maxExtraLoad: true, minHedgesPerSecond: true, maxHedgesInFlight: true });
 
 /** The defaults of the hedge budget. */
 export const loadBudgetDefaults = {
@@ -79,7 +81,7 @@ export function resolveLoadBudget(options: HedgeLoadBudgetOptions, thresholdShar
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
     throw new TypeError(`budget must be false or an options object; got ${describe(options)}.`);
   }
-  optionsObject("budget", options, ["maxExtraLoad", "minHedgesPerSecond", "maxHedgesInFlight"]);
+  optionsObject("budget", options, loadBudgetOptionKeys);
   const maxExtraLoad = options.maxExtraLoad ?? Math.max(loadBudgetDefaults.maxExtraLoad, thresholdShare);
   if (typeof maxExtraLoad !== "number" || !Number.isFinite(maxExtraLoad) || maxExtraLoad <= 0 || maxExtraLoad > 1) {
     throw new RangeError(`budget.maxExtraLoad must be a number above 0 and at most 1; got ${describe(maxExtraLoad)}.`);

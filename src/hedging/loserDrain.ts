@@ -1,4 +1,4 @@
-import { describe, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
+import { describe, optionKeys, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
 import { HedgeBudget } from "./hedgeBudget.js";
 
 /**
@@ -21,6 +21,8 @@ export interface LoserDrainOptions {
   /** Losers of this policy draining at once; a loser that finds them all taken is aborted. A whole number of at least 1. Default 128. */
   maxConcurrentDrains?: number;
 }
+
+const loserDrainOptionKeys = optionKeys<LoserDrainOptions>({ maxDrainMs: true, maxDrainBytes: true, maxConcurrentDrains: true });
 
 /** The defaults of loser draining. */
 export const loserDrainDefaults = {
@@ -88,7 +90,7 @@ export function resolveLoserDrain(option: boolean | LoserDrainOptions | undefine
   if (option === null || typeof option !== "object" || Array.isArray(option)) {
     throw new TypeError(`drainLosers must be true, false or an options object; got ${describe(option)}.`);
   }
-  optionsObject("drainLosers", option, ["maxDrainMs", "maxDrainBytes", "maxConcurrentDrains"]);
+  optionsObject("drainLosers", option, loserDrainOptionKeys);
   return new LoserDrain({
     maxDrainMs: positiveMilliseconds("drainLosers.maxDrainMs", option.maxDrainMs ?? loserDrainDefaults.maxDrainMs),
     maxDrainBytes: wholeNumber("drainLosers.maxDrainBytes", option.maxDrainBytes ?? loserDrainDefaults.maxDrainBytes, 0),
