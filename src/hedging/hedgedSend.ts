@@ -276,9 +276,10 @@ export async function sendHedged(
   }
   sink.learner?.learn(header, outcome);
   const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
-    publish(sink, target, diagnostics);
+    // The log and the span read the record before it is published: from then on it is the caller's, who may change it.
     logRace(sink, sink.logger, diagnostics);
     trace.end(diagnostics, response, error);
+    publish(sink, target, diagnostics);
   };
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");

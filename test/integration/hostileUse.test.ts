@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { captureAzureLogs } from "../support/logCapture.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 import { settledRequests } from "../support/wire.js";
 
@@ -54,6 +55,32 @@ describe("hostile use through the real CosmosClient", function () {
       assert.equal(raced?.arms[0]?.outcome, "drained", "the record the caller froze keeps what it said at the decision");
     } finally {
       unhandled.stop();
+    }
+  });
+
+  it("an onDiagnostics that trims the record it is given (drops its arms) does not fail the read it describes, with verbose logging on", async function () {
+    const { emulator } = fixture;
+    const logs = captureAzureLogs("verbose");
+    try {
+      const { container } = await fixture.client({
+        hedging: {
+          crossRegion: { threshold: 50, thresholdStep: 5_000 },
+          onDiagnostics: (record) => {
+            // What a caller keeping only a summary does; the record is the caller's once it is handed over.
+            delete (record as Partial<HedgeDiagnostics>).arms;
+          },
+        },
+        warmUp,
+      });
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 400 });
+      const response = await container.item(item.id, item.pk).read();
+      assert.equal(response.statusCode, 200);
+      assert.equal(response.resource?.id, item.id);
+      const reads = await settledRequests(emulator, "pointRead");
+      assert.deepEqual(reads.map((read) => `${read.region} ${read.status}`).sort(), ["East US 200", "West US 200"], "one read per region: the SDK did not retry");
+      assert.ok(logs.lines.some((line) => line.includes("pointRead: hedged at")), "the race was logged, from the record as it was before the caller got it");
+    } finally {
+      logs.restore();
     }
   });
 });
