@@ -87,6 +87,20 @@ export function optionsObject<T extends object>(option: string, value: T | undef
   return value;
 }
 
+/**
+ * The options of a bag copied into a plain object, each read once (own or
+ * inherited), so that what is validated is what is used: a getter or a
+ * proxy read again could answer differently the second time.
+ */
+export function readOnce<T extends object>(value: T, keys: readonly (keyof T & string)[]): T {
+  const copy: Partial<T> = {};
+  for (const key of keys) {
+    const field = value[key];
+    if (field !== undefined) copy[key] = field;
+  }
+  return copy as T;
+}
+
 /** Bounds on region names and lists: anything beyond them is certainly not a list of real regions. */
 export const regionNameLimits = {
   /** The most regions a list may name. */

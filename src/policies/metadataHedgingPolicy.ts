@@ -2,7 +2,7 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import { FeedPins } from "../caches/feedPins.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, optionKeys, optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../options.js";
+import { describe, optionKeys, optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds, readOnce } from "../options.js";
 import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../cosmos/environment.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
@@ -113,8 +113,9 @@ interface MetadataSettings {
 }
 
 /** Validates the options, each error naming the option and the value, and returns every setting. */
-function validate(options: MetadataHedgingPolicyOptions): MetadataSettings {
-  optionsObject("metadataHedgingPolicy options", options, metadataHedgingOptionKeys);
+function validate(given: MetadataHedgingPolicyOptions): MetadataSettings {
+  // Each option is read once, from a copy: a getter or proxy could otherwise answer differently after it was validated.
+  const options = readOnce(optionsObject("metadataHedgingPolicy options", given, metadataHedgingOptionKeys), metadataHedgingOptionKeys);
   optionalBoolean("enabled", options.enabled);
   const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? metadataHedgingDefaults.requestTimeout);
   let thresholdMs: number;
