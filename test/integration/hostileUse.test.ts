@@ -84,3 +84,25 @@ describe("hostile use through the real CosmosClient", function () {
     }
   });
 });
+
+describe("hostile use on a multi-write account", function () {
+  const fixture = useEmulator({ emulator: { multipleWriteLocations: true }, items: [item], preferredLocations });
+
+  it("a client told not to use multiple write locations never hedges a write, even with enableMultiWriteRegionHedge", async function () {
+    const { emulator } = fixture;
+    const { container, diagnostics } = await fixture.client({
+      // The SDK sends every write to one write region; a hedge to another would write the document in two.
+      connectionPolicy: { useMultipleWriteLocations: false },
+      hedging: { crossRegion: { threshold: 30, thresholdStep: 5_000, enableMultiWriteRegionHedge: true } },
+      warmUp,
+    });
+    for (const region of emulator.regions) region.addFault({ operations: ["create"], delayMs: 300 });
+    const response = await container.items.create({ id: "written-once", pk: item.pk });
+    assert.equal(response.statusCode, 201);
+    const creates = await settledRequests(emulator, "create");
+    assert.equal(creates.length, 1, `the create went out once; the service saw ${creates.map((request) => request.region).join(", ")}`);
+    const record = diagnostics.find((entry) => entry.operation === "create");
+    assert.equal(record?.skipReason, "notEligible");
+  });
+});
+
