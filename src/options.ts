@@ -24,6 +24,15 @@ export function isTimerMilliseconds(value: unknown): value is number {
   return typeof value === "number" && Number.isFinite(value) && value > 0 && value < maxTimerMilliseconds;
 }
 
+/**
+ * `value`, or `fallback` when it is `undefined`. Not `??`: a `null` is no
+ * way of leaving an option out, and must reach its check and fail there,
+ * as it does for the options that have no default.
+ */
+export function orDefault<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
+}
+
 /** A finite number above zero and below 2^31 - 1, or a `RangeError` that names the option and the value. */
 export function positiveMilliseconds(option: string, value: unknown): number {
   if (!isTimerMilliseconds(value)) {

@@ -1,4 +1,4 @@
-import { describe, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
+import { describe, optionsObject, orDefault, positiveMilliseconds, wholeNumber } from "../options.js";
 import { HedgeBudget } from "./hedgeBudget.js";
 
 /**
@@ -90,8 +90,8 @@ export function resolveLoserDrain(option: boolean | LoserDrainOptions | undefine
   }
   optionsObject("drainLosers", option, ["maxDrainMs", "maxDrainBytes", "maxConcurrentDrains"]);
   return new LoserDrain({
-    maxDrainMs: positiveMilliseconds("drainLosers.maxDrainMs", option.maxDrainMs ?? loserDrainDefaults.maxDrainMs),
-    maxDrainBytes: wholeNumber("drainLosers.maxDrainBytes", option.maxDrainBytes ?? loserDrainDefaults.maxDrainBytes, 0),
-    maxConcurrentDrains: wholeNumber("drainLosers.maxConcurrentDrains", option.maxConcurrentDrains ?? loserDrainDefaults.maxConcurrentDrains, 1),
+    maxDrainMs: positiveMilliseconds("drainLosers.maxDrainMs", orDefault(option.maxDrainMs, loserDrainDefaults.maxDrainMs)),
+    maxDrainBytes: wholeNumber("drainLosers.maxDrainBytes", orDefault(option.maxDrainBytes, loserDrainDefaults.maxDrainBytes), 0),
+    maxConcurrentDrains: wholeNumber("drainLosers.maxConcurrentDrains", orDefault(option.maxConcurrentDrains, loserDrainDefaults.maxConcurrentDrains), 1),
   });
 }

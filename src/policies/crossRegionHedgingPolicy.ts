@@ -2,7 +2,7 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import { FeedPins } from "../caches/feedPins.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, optionKeys, optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds, readOnce } from "../options.js";
+import { describe, optionalBoolean, optionalFunction, optionKeys, optionsObject, orDefault, positiveMilliseconds, readOnce } from "../options.js";
 import type { RegionRouting } from "../caches/regionRanking.js";
 import { continuesFeed, documentFeedKinds } from "../cosmos/feedPages.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
@@ -208,7 +208,7 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
     );
   }
   if (options.thresholdStep !== undefined) positiveMilliseconds("thresholdStep", options.thresholdStep);
-  const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? crossRegionHedgingDefaults.requestTimeout);
+  const requestTimeout = positiveMilliseconds("requestTimeout", orDefault(options.requestTimeout, crossRegionHedgingDefaults.requestTimeout));
   optionalBoolean("enableMultiWriteRegionHedge", options.enableMultiWriteRegionHedge);
   optionalBoolean("hedgesWithoutSessionToken", options.hedgesWithoutSessionToken);
   optionalFunction("signer", options.signer);
