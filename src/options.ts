@@ -24,6 +24,15 @@ export function isTimerMilliseconds(value: unknown): value is number {
   return typeof value === "number" && Number.isFinite(value) && value > 0 && value < maxTimerMilliseconds;
 }
 
+/**
+ * `value`, or `fallback` when it is `undefined`. Not `??`: a `null` is no
+ * way of leaving an option out, and must reach its check and fail there,
+ * as it does for the options that have no default.
+ */
+export function orDefault<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
+}
+
 /** A finite number above zero and below 2^31 - 1, or a `RangeError` that names the option and the value. */
 export function positiveMilliseconds(option: string, value: unknown): number {
   if (!isTimerMilliseconds(value)) {
@@ -85,6 +94,20 @@ export function optionsObject<T extends object>(option: string, value: T | undef
     }
   }
   return value;
+}
+
+/**
+ * The options of a bag copied into a plain object, each read once (own or
+ * inherited), so that what is validated is what is used: a getter or a
+ * proxy read again could answer differently the second time.
+ */
+export function readOnce<T extends object>(value: T, keys: readonly (keyof T & string)[]): T {
+  const copy: Partial<T> = {};
+  for (const key of keys) {
+    const field = value[key];
+    if (field !== undefined) copy[key] = field;
+  }
+  return copy as T;
 }
 
 /** Bounds on region names and lists: anything beyond them is certainly not a list of real regions. */

@@ -1,6 +1,6 @@
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { collectionLinkOf, nextPageTokenOf, pageTokenOf } from "../cosmos/feedPages.js";
-import { positiveMilliseconds, wholeNumber } from "../options.js";
+import { orDefault, positiveMilliseconds, wholeNumber } from "../options.js";
 import type { RegionEndpoint } from "./regionCache.js";
 
 /** The bounds of a {@link FeedPins} cache when none are given. */
@@ -39,8 +39,8 @@ export class FeedPins {
   private readonly ttlMs: number;
 
   constructor(options: FeedPinsOptions = {}) {
-    this.maxEntries = wholeNumber("maxEntries", options.maxEntries ?? feedPinDefaults.maxEntries, 1);
-    this.ttlMs = positiveMilliseconds("ttlMs", options.ttlMs ?? feedPinDefaults.ttlMs);
+    this.maxEntries = wholeNumber("maxEntries", orDefault(options.maxEntries, feedPinDefaults.maxEntries), 1);
+    this.ttlMs = positiveMilliseconds("ttlMs", orDefault(options.ttlMs, feedPinDefaults.ttlMs));
   }
 
   /** The pins that have not expired. */

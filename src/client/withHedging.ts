@@ -11,6 +11,18 @@ function isMasterKey(key: string): boolean {
 }
 
 /**
+ * Write hedging turned off when the SDK is told to write to one region only
+ * (`useMultipleWriteLocations: false`), as .NET does: the SDK sends every
+ * write to its first write region, and a hedge to another write region of
+ * the account would write the document in two.
+ */
+function singleWriteRegion(crossRegion: HedgingOptions["crossRegion"], useMultipleWriteLocations: boolean | undefined): Pick<HedgingOptions, "crossRegion"> {
+  if (useMultipleWriteLocations !== false || typeof crossRegion !== "object" || crossRegion === null) return {};
+  if (crossRegion.enableMultiWriteRegionHedge !== true) return {};
+  return { crossRegion: { ...crossRegion, enableMultiWriteRegionHedge: false } };
+}
+
+/**
  * The part of `@azure/cosmos`'s `CosmosClientOptions` that {@link withHedging}
  * reads. Declared here rather than imported, so that the package's types
  * never need `@azure/cosmos` installed; every `CosmosClientOptions` is one.
@@ -22,8 +34,12 @@ export interface HedgeableCosmosClientOptions {
   key?: string;
   /** The transport to hedge over; default core-rest-pipeline's. */
   httpClient?: HttpClient;
-  /** The preferred regions (the hedge order) and the per-attempt timeout. */
-  connectionPolicy?: { preferredLocations?: readonly string[]; requestTimeout?: number };
+  /**
+   * The preferred regions (the hedge order), the per-attempt timeout, and
+   * whether the SDK may write to several regions: with
+   * `useMultipleWriteLocations: false` no write is hedged.
+   */
+  connectionPolicy?: { preferredLocations?: readonly string[]; requestTimeout?: number; useMultipleWriteLocations?: boolean };
 }
 
 /**
@@ -62,6 +78,7 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   const sdkOrder = connectionPolicy?.preferredLocations;
   const hedgingClient = buildHedgingHttpClient({
     ...hedgingOptions,
+    ...singleWriteRegion(hedgingOptions.crossRegion, connectionPolicy?.useMultipleWriteLocations),
     ...(sdkOrder !== undefined ? { preferredRegions: sdkOrder } : { preferredRegions: [] }),
     ...(httpClient !== undefined ? { httpClient } : {}),
     ...(connectionPolicy?.requestTimeout !== undefined ? { requestTimeout: connectionPolicy.requestTimeout } : {}),

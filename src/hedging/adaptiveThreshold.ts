@@ -1,5 +1,5 @@
 import type { LatencyClass, LatencyWindows } from "../caches/latencyWindows.js";
-import { describe, optionKeys, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
+import { describe, optionKeys, optionsObject, orDefault, positiveMilliseconds, wholeNumber } from "../options.js";
 
 /**
  * The adaptive threshold's knobs (`threshold: { mode: "adaptive", ... }`;
@@ -71,14 +71,14 @@ export function isAdaptiveThreshold(value: unknown): value is "adaptive" | Adapt
 export function resolveAdaptiveThreshold(value: "adaptive" | AdaptiveThresholdOptions, fixedDefault: number): AdaptiveThresholdSettings {
   const options: Partial<AdaptiveThresholdOptions> =
     value === "adaptive" ? {} : optionsObject("threshold", value, adaptiveThresholdOptionKeys);
-  const maxExtraLoad = shareBelowOne("threshold.maxExtraLoad", options.maxExtraLoad ?? adaptiveThresholdDefaults.maxExtraLoad);
+  const maxExtraLoad = shareBelowOne("threshold.maxExtraLoad", orDefault(options.maxExtraLoad, adaptiveThresholdDefaults.maxExtraLoad));
   const ceiling = positiveMilliseconds("threshold.ceiling", options.ceiling ?? fixedDefault);
   const floor =
     options.floor === undefined ? Math.min(adaptiveThresholdDefaults.floor, ceiling) : positiveMilliseconds("threshold.floor", options.floor);
   if (floor > ceiling) {
     throw new RangeError(`threshold.floor (${floor}) must not exceed threshold.ceiling (${ceiling}).`);
   }
-  const minSamples = wholeNumber("threshold.minSamples", options.minSamples ?? adaptiveThresholdDefaults.minSamples, 1);
+  const minSamples = wholeNumber("threshold.minSamples", orDefault(options.minSamples, adaptiveThresholdDefaults.minSamples), 1);
   return { maxExtraLoad, quantile: 1 - maxExtraLoad, floor, ceiling, minSamples };
 }
 

@@ -206,18 +206,27 @@ export interface HedgePlan {
  * Completes a published record when a drained loser's drain ends: the arm's
  * final status, charge and duration replace what was known at the decision,
  * and its charge joins the total. The response header keeps the snapshot.
+ * Learning reads the raw arm first: the caller owns the published record and
+ * may have frozen it (an immutable store does), which keeps its snapshot
+ * instead; this runs after the request has ended, where a throw would be an
+ * unhandled rejection.
  */
-function completeDrain(sink: DiagnosticsSink, diagnostics: HedgeDiagnostics, raceStart: number, arm: RaceArm): void {
-  const published = diagnostics.arms[arm.index];
-  if (published === undefined) return;
-  const final = describeDrainedArm(arm, raceStart);
-  Object.assign(published, final);
-  diagnostics.totalRequestCharge += final.requestCharge ?? 0;
-  if (sink.learner === undefined) return;
+function completeDrain(sink: DiagnosticsSink, operation: OperationKind, diagnostics: HedgeDiagnostics, raceStart: number, arm: RaceArm): void {
+  if (sink.learner !== undefined) {
+    try {
+      sink.learner.learnDrained(operation, arm);
+    } catch (error) {
+      sink.logger.warning(`Learning from a drained arm failed and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+    }
+  }
   try {
-    sink.learner.learnDrained(diagnostics.operation, arm);
+    const published = diagnostics.arms[arm.index];
+    if (published === undefined) return;
+    const final = describeDrainedArm(arm, raceStart);
+    Object.assign(published, final);
+    diagnostics.totalRequestCharge += final.requestCharge ?? 0;
   } catch (error) {
-    sink.logger.warning(`Learning from a drained arm failed and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+    sink.logger.verbose(`A drained arm's record could not be completed (the caller froze or changed it): ${error instanceof Error ? error.name : typeof error}`);
   }
 }
 
@@ -234,6 +243,8 @@ export async function sendHedged(
   sink: DiagnosticsSink,
 ): Promise<PipelineResponse> {
   const { signer } = plan;
+  // Read now: the header becomes the published record, which the caller may change.
+  const { operation } = header;
   const dropSessionToken = plan.hedgesWithoutSessionToken === true && request.headers.has(CosmosHeaders.sessionToken);
   const trace = startRaceTrace(request, header);
   let outcome: RaceOutcome;
@@ -265,9 +276,10 @@ export async function sendHedged(
   }
   sink.learner?.learn(header, outcome);
   const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
-    publish(sink, target, diagnostics);
+    // The log and the span read the record before it is published: from then on it is the caller's, who may change it.
     logRace(sink, sink.logger, diagnostics);
     trace.end(diagnostics, response, error);
+    publish(sink, target, diagnostics);
   };
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");
@@ -284,7 +296,7 @@ export async function sendHedged(
   const returnedRegion = plan.targets[outcome.returnedIndex];
   if (result.response !== undefined && returnedRegion !== undefined) plan.pins?.pinNextPage(request, result.response, returnedRegion);
   finish(result.response ?? result.error, diagnostics, result.response, result.response === undefined ? result.error : undefined);
-  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, diagnostics, outcome.startedAt, arm));
+  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, operation, diagnostics, outcome.startedAt, arm));
   if (result.response === undefined) throw result.error;
   return result.response;
 }

@@ -1,4 +1,4 @@
-import { describe, optionKeys, optionsObject, positiveMilliseconds, wholeNumber } from "../options.js";
+import { describe, optionKeys, optionsObject, orDefault, positiveMilliseconds, wholeNumber } from "../options.js";
 import { HedgeBudget } from "./hedgeBudget.js";
 
 /**
@@ -92,8 +92,8 @@ export function resolveLoserDrain(option: boolean | LoserDrainOptions | undefine
   }
   optionsObject("drainLosers", option, loserDrainOptionKeys);
   return new LoserDrain({
-    maxDrainMs: positiveMilliseconds("drainLosers.maxDrainMs", option.maxDrainMs ?? loserDrainDefaults.maxDrainMs),
-    maxDrainBytes: wholeNumber("drainLosers.maxDrainBytes", option.maxDrainBytes ?? loserDrainDefaults.maxDrainBytes, 0),
-    maxConcurrentDrains: wholeNumber("drainLosers.maxConcurrentDrains", option.maxConcurrentDrains ?? loserDrainDefaults.maxConcurrentDrains, 1),
+    maxDrainMs: positiveMilliseconds("drainLosers.maxDrainMs", orDefault(option.maxDrainMs, loserDrainDefaults.maxDrainMs)),
+    maxDrainBytes: wholeNumber("drainLosers.maxDrainBytes", orDefault(option.maxDrainBytes, loserDrainDefaults.maxDrainBytes), 0),
+    maxConcurrentDrains: wholeNumber("drainLosers.maxConcurrentDrains", orDefault(option.maxConcurrentDrains, loserDrainDefaults.maxConcurrentDrains), 1),
   });
 }

@@ -2,7 +2,7 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import { FeedPins } from "../caches/feedPins.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, optionKeys, optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../options.js";
+import { describe, optionalBoolean, optionalFunction, optionKeys, optionsObject, orDefault, positiveMilliseconds, readOnce } from "../options.js";
 import type { RegionRouting } from "../caches/regionRanking.js";
 import { continuesFeed, documentFeedKinds } from "../cosmos/feedPages.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
@@ -193,8 +193,9 @@ interface CrossRegionSettings {
 }
 
 /** Validates the options, each error naming the option and the value, and returns every setting. */
-function validate(options: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
-  optionsObject("crossRegionHedgingPolicy options", options, crossRegionHedgingOptionKeys);
+function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
+  // Each option is read once, from a copy: a getter or proxy could otherwise answer differently after it was validated.
+  const options = readOnce(optionsObject("crossRegionHedgingPolicy options", given, crossRegionHedgingOptionKeys), crossRegionHedgingOptionKeys);
   const { enabled = true } = options;
   if (enabled !== true && enabled !== false && enabled !== "followAccount") {
     throw new TypeError(`enabled must be true, false or "followAccount"; got ${describe(enabled)}.`);
@@ -207,7 +208,7 @@ function validate(options: CrossRegionHedgingPolicyOptions): CrossRegionSettings
     );
   }
   if (options.thresholdStep !== undefined) positiveMilliseconds("thresholdStep", options.thresholdStep);
-  const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? crossRegionHedgingDefaults.requestTimeout);
+  const requestTimeout = positiveMilliseconds("requestTimeout", orDefault(options.requestTimeout, crossRegionHedgingDefaults.requestTimeout));
   optionalBoolean("enableMultiWriteRegionHedge", options.enableMultiWriteRegionHedge);
   optionalBoolean("hedgesWithoutSessionToken", options.hedgesWithoutSessionToken);
   optionalFunction("signer", options.signer);

@@ -2,7 +2,7 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import { FeedPins } from "../caches/feedPins.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
-import { describe, optionKeys, optionalBoolean, optionalFunction, optionsObject, positiveMilliseconds } from "../options.js";
+import { describe, optionalBoolean, optionalFunction, optionKeys, optionsObject, orDefault, positiveMilliseconds, readOnce } from "../options.js";
 import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../cosmos/environment.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
@@ -113,10 +113,11 @@ interface MetadataSettings {
 }
 
 /** Validates the options, each error naming the option and the value, and returns every setting. */
-function validate(options: MetadataHedgingPolicyOptions): MetadataSettings {
-  optionsObject("metadataHedgingPolicy options", options, metadataHedgingOptionKeys);
+function validate(given: MetadataHedgingPolicyOptions): MetadataSettings {
+  // Each option is read once, from a copy: a getter or proxy could otherwise answer differently after it was validated.
+  const options = readOnce(optionsObject("metadataHedgingPolicy options", given, metadataHedgingOptionKeys), metadataHedgingOptionKeys);
   optionalBoolean("enabled", options.enabled);
-  const requestTimeout = positiveMilliseconds("requestTimeout", options.requestTimeout ?? metadataHedgingDefaults.requestTimeout);
+  const requestTimeout = positiveMilliseconds("requestTimeout", orDefault(options.requestTimeout, metadataHedgingDefaults.requestTimeout));
   let thresholdMs: number;
   if (options.threshold === undefined) {
     thresholdMs = Math.min(metadataHedgingDefaults.threshold, requestTimeout / 2);
@@ -128,7 +129,7 @@ function validate(options: MetadataHedgingPolicyOptions): MetadataSettings {
   }
   optionalFunction("signer", options.signer);
   optionalFunction("onDiagnostics", options.onDiagnostics);
-  const maxConcurrentHedges = options.maxConcurrentHedges ?? metadataHedgingDefaults.maxConcurrentHedges;
+  const maxConcurrentHedges = orDefault(options.maxConcurrentHedges, metadataHedgingDefaults.maxConcurrentHedges);
   // Read now, so that a bad value is warned about when the client is created, not at its first metadata read.
   readBooleanSwitch(metadataHedgingEnvironmentVariable);
   const regions = regionCacheOption(options.regions);

@@ -242,6 +242,27 @@ describe("crossRegionHedgingPolicy", () => {
       );
     });
 
+    it("validates each option on the very value it uses: a getter that changes its answer after validation changes nothing", async () => {
+      let reads = 0;
+      const options = {
+        regions: regionsWith(),
+        threshold: 200,
+        drainLosers: false,
+        // A live config object (a proxy, a computed getter) may answer differently each time it is read.
+        get thresholdStep(): number {
+          reads += 1;
+          return reads <= 2 ? 100 : -1;
+        },
+      };
+      const pipeline = createEmptyPipeline();
+      // Handed over as it is, not spread into a copy (which would read the getter once).
+      pipeline.addPolicy(crossRegionHedgingPolicy(options));
+      const { times, diagnostics } = await launchTimes(pipeline, 1000);
+      assert.deepEqual(times, [0, 200, 300]);
+      assert.equal(diagnostics.thresholdStepMs, 100);
+      assert.equal(reads, 1, "the option was read once");
+    });
+
     it("explicit enablement honours the given threshold and step exactly", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 40, thresholdStep: 7 });
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 100 });

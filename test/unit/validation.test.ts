@@ -6,6 +6,8 @@ import {
   positiveMilliseconds,
   wholeNumber,
 } from "../../src/options.js";
+import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
+import { metadataHedgingPolicy } from "../../src/policies/metadataHedgingPolicy.js";
 
 function throwsNaming(work: () => unknown, type: typeof TypeError | typeof RangeError, option: string, shown: string): void {
   assert.throws(work, (error: unknown) => {
@@ -153,4 +155,32 @@ describe("validation helpers", function () {
       });
     }
   });
+
+  describe("a null option", function () {
+    // JSON configuration writes null for "nothing"; the options with no default already refused it, those with one took the default.
+    const cases: Array<[string, string, () => unknown]> = [
+      ["crossRegionHedgingPolicy", "requestTimeout", () => crossRegionHedgingPolicy({ requestTimeout: null as never })],
+      ["metadataHedgingPolicy", "requestTimeout", () => metadataHedgingPolicy({ requestTimeout: null as never })],
+      ["metadataHedgingPolicy", "maxConcurrentHedges", () => metadataHedgingPolicy({ maxConcurrentHedges: null as never })],
+      ["crossRegionHedgingPolicy", "budget.maxExtraLoad", () => crossRegionHedgingPolicy({ budget: { maxExtraLoad: null as never } })],
+      ["crossRegionHedgingPolicy", "budget.minHedgesPerSecond", () => crossRegionHedgingPolicy({ budget: { minHedgesPerSecond: null as never } })],
+      ["crossRegionHedgingPolicy", "budget.maxHedgesInFlight", () => crossRegionHedgingPolicy({ budget: { maxHedgesInFlight: null as never } })],
+      ["crossRegionHedgingPolicy", "drainLosers.maxDrainMs", () => crossRegionHedgingPolicy({ drainLosers: { maxDrainMs: null as never } })],
+      ["crossRegionHedgingPolicy", "drainLosers.maxDrainBytes", () => crossRegionHedgingPolicy({ drainLosers: { maxDrainBytes: null as never } })],
+      ["crossRegionHedgingPolicy", "drainLosers.maxConcurrentDrains", () => crossRegionHedgingPolicy({ drainLosers: { maxConcurrentDrains: null as never } })],
+      ["crossRegionHedgingPolicy", "threshold.maxExtraLoad", () => crossRegionHedgingPolicy({ threshold: { mode: "adaptive", maxExtraLoad: null as never } })],
+      ["crossRegionHedgingPolicy", "threshold.minSamples", () => crossRegionHedgingPolicy({ threshold: { mode: "adaptive", minSamples: null as never } })],
+    ];
+    for (const [factory, option, make] of cases) {
+      it(`${factory} refuses ${option}: null, naming the option, rather than taking the default`, function () {
+        assert.throws(make, (error: unknown) => {
+          assert.ok(error instanceof RangeError || error instanceof TypeError, `expected a RangeError or TypeError, got ${String(error)}`);
+          assert.ok(error.message.startsWith(`${option} `), `${error.message} should start with the option ${option}`);
+          assert.ok(error.message.includes("got null"), `${error.message} should show the value`);
+          return true;
+        });
+      });
+    }
+  });
 });
+

@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { captureAzureLogs } from "../support/logCapture.js";
+import { useEmulator } from "../support/emulatorFixture.js";
+import { settledRequests } from "../support/wire.js";
+
+const preferredLocations = ["West US", "East US", "North Europe"];
+const item = { id: "item-1", pk: "pk-1", value: 1 };
+const warmUp = { id: item.id, pk: item.pk };
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const field of Object.values(value)) deepFreeze(field);
+  }
+  return value;
+}
+
+/** Collects the unhandled rejections of a test; the listener is removed however the test ends. */
+function catchUnhandled(): { readonly seen: unknown[]; stop(): void } {
+  const seen: unknown[] = [];
+  const listener = (reason: unknown): void => {
+    seen.push(reason);
+  };
+  process.on("unhandledRejection", listener);
+  return { seen, stop: () => process.off("unhandledRejection", listener) };
+}
+
+/**
+ * The package used the way a careless or hostile caller uses it, through the
+ * real `@azure/cosmos` client: each test is a defect a review found, with
+ * the outcome read from the emulator's record of requests where it can be.
+ */
+describe("hostile use through the real CosmosClient", function () {
+  const fixture = useEmulator({ items: [item], preferredLocations });
+
+  it("a caller that freezes the diagnostics records it is given (as an immutable store does) gets no unhandled rejection when a drained loser ends", async function () {
+    const { emulator } = fixture;
+    const kept: HedgeDiagnostics[] = [];
+    const unhandled = catchUnhandled();
+    try {
+      const { container } = await fixture.client({
+        hedging: { crossRegion: { threshold: 50, thresholdStep: 5_000 }, onDiagnostics: (record) => void kept.push(deepFreeze(record)) },
+        warmUp,
+      });
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 400 });
+      const response = await container.item(item.id, item.pk).read();
+      assert.equal(response.statusCode, 200);
+      // The slow primary is drained: it answers at the service, and its drain ends after the caller has its response.
+      const reads = await settledRequests(emulator, "pointRead");
+      assert.deepEqual(reads.map((read) => `${read.region} ${read.status} ${read.cutByClient}`).sort(), ["East US 200 false", "West US 200 false"]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.deepEqual(unhandled.seen, []);
+      const raced = kept.filter((record) => record.operation === "pointRead").at(-1);
+      assert.equal(raced?.arms[0]?.outcome, "drained", "the record the caller froze keeps what it said at the decision");
+    } finally {
+      unhandled.stop();
+    }
+  });
+
+  it("an onDiagnostics that trims the record it is given (drops its arms) does not fail the read it describes, with verbose logging on", async function () {
+    const { emulator } = fixture;
+    const logs = captureAzureLogs("verbose");
+    try {
+      const { container } = await fixture.client({
+        hedging: {
+          crossRegion: { threshold: 50, thresholdStep: 5_000 },
+          onDiagnostics: (record) => {
+            // What a caller keeping only a summary does; the record is the caller's once it is handed over.
+            delete (record as Partial<HedgeDiagnostics>).arms;
+          },
+        },
+        warmUp,
+      });
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 400 });
+      const response = await container.item(item.id, item.pk).read();
+      assert.equal(response.statusCode, 200);
+      assert.equal(response.resource?.id, item.id);
+      const reads = await settledRequests(emulator, "pointRead");
+      assert.deepEqual(reads.map((read) => `${read.region} ${read.status}`).sort(), ["East US 200", "West US 200"], "one read per region: the SDK did not retry");
+      assert.ok(logs.lines.some((line) => line.includes("pointRead: hedged at")), "the race was logged, from the record as it was before the caller got it");
+    } finally {
+      logs.restore();
+    }
+  });
+});
+
+describe("hostile use on a multi-write account", function () {
+  const fixture = useEmulator({ emulator: { multipleWriteLocations: true }, items: [item], preferredLocations });
+
+  it("a client told not to use multiple write locations never hedges a write, even with enableMultiWriteRegionHedge", async function () {
+    const { emulator } = fixture;
+    const { container, diagnostics } = await fixture.client({
+      // The SDK sends every write to one write region; a hedge to another would write the document in two.
+      connectionPolicy: { useMultipleWriteLocations: false },
+      hedging: { crossRegion: { threshold: 30, thresholdStep: 5_000, enableMultiWriteRegionHedge: true } },
+      warmUp,
+    });
+    for (const region of emulator.regions) region.addFault({ operations: ["create"], delayMs: 300 });
+    const response = await container.items.create({ id: "written-once", pk: item.pk });
+    assert.equal(response.statusCode, 201);
+    const creates = await settledRequests(emulator, "create");
+    assert.equal(creates.length, 1, `the create went out once; the service saw ${creates.map((request) => request.region).join(", ")}`);
+    const record = diagnostics.find((entry) => entry.operation === "create");
+    assert.equal(record?.skipReason, "notEligible");
+  });
+});
+
