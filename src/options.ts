@@ -118,11 +118,15 @@ export const regionNameLimits = {
   maxRegionNameLength: 128,
 } as const;
 
-/** Whether text holds a C0 control character or DEL: in a region name it could forge a header or a log line. */
+/**
+ * Whether text holds a control character (C0, DEL or C1, Unicode's `Cc`):
+ * in a region name it could forge a header or a log line, or drive a
+ * terminal (NEL ends a line for some log readers, CSI starts an escape).
+ */
 export function hasControlCharacter(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return true;
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return true;
   }
   return false;
 }

@@ -10,6 +10,8 @@ describe("the one region-name rule", () => {
   const bad: ReadonlyArray<readonly [string, unknown, RegExp]> = [
     ["a line feed", ["West US\nx-ms-foo: 1"], /\[0\] must not contain CR, LF or another control character; got "West US\\nx-ms-foo: 1"\./],
     ["a DEL", ["East US", "West\u007fUS"], /\[1\] must not contain CR, LF or another control character/],
+    ["a C1 control (NEL)", ["West\u0085US"], /\[0\] must not contain CR, LF or another control character/],
+    ["a C1 control (CSI)", ["East US", "West\u009b2JUS"], /\[1\] must not contain CR, LF or another control character/],
     ["a name longer than 128 characters", ["x".repeat(129)], /\[0\] is longer than 128 characters; got "x{80}…"\./],
     ["a blank name", [" "], /\[0\] must be a non-empty region name; got " "\./],
     ["more than 256 names", Array.from({ length: 257 }, (_, i) => `r${i}`), / lists 257 regions, more than 256\./],
