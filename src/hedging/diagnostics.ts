@@ -191,9 +191,10 @@ const maxSkipPrefixes = 256;
  */
 function headerValue(diagnostics: HedgeDiagnostics): string {
   if (diagnostics.terminalState !== "skipped" || diagnostics.routing !== undefined) return JSON.stringify(diagnostics);
+  // Every field but the region is an enumeration or a number; the region, the one free text (the winning region of a skip is the primary), goes last, so no name can make two records share a key.
   const key =
-    diagnostics.policy + "|" + diagnostics.operation + "|" + diagnostics.primaryRegion + "|" + diagnostics.thresholdMs + "|" +
-    diagnostics.thresholdStepMs + "|" + diagnostics.thresholdSource + "|" + diagnostics.skipReason + "|" + diagnostics.winningRegion;
+    diagnostics.policy + "|" + diagnostics.operation + "|" + diagnostics.thresholdMs + "|" + diagnostics.thresholdStepMs + "|" +
+    diagnostics.thresholdSource + "|" + diagnostics.skipReason + "|" + (diagnostics.primaryRegion === undefined ? "" : "=" + diagnostics.primaryRegion);
   let prefix = skipPrefixes.get(key);
   if (prefix === undefined) {
     if (skipPrefixes.size >= maxSkipPrefixes) skipPrefixes.clear();

@@ -58,6 +58,27 @@ describe("hedge diagnostics", () => {
       assert.equal(carried.headers.get(hedgeDiagnosticsHeaderName), serialized);
     });
 
+    it("writes each skipped record's own header, whatever its region is called", () => {
+      const skipped = (primaryRegion?: string): HedgeDiagnostics => ({
+        policy: "crossRegion",
+        operation: "pointRead",
+        thresholdMs: 100,
+        ...(primaryRegion !== undefined ? { primaryRegion } : {}),
+        arms: [],
+        hedgeFired: false,
+        hedgeWon: false,
+        ...(primaryRegion !== undefined ? { winningRegion: primaryRegion } : {}),
+        terminalState: "skipped",
+        totalRequestCharge: 1,
+        skipReason: "unknownRegion",
+      });
+      for (const record of [skipped(), skipped("undefined"), skipped(""), skipped("a|b"), skipped("a"), skipped()]) {
+        const target = response();
+        attachHedgeDiagnostics(target, record);
+        assert.deepEqual(JSON.parse(target.headers.get(hedgeDiagnosticsHeaderName) ?? "null"), record);
+      }
+    });
+
     it("attaches the record to an error without a response", () => {
       const error = new Error("socket hang up");
       attachHedgeDiagnostics(error, diagnostics);
