@@ -6,13 +6,17 @@ import type { HedgeArmDiagnostics, HedgeArmError } from "./diagnostics.js";
 import type { RaceArm } from "./race.js";
 import { redactCredentials } from "./redact.js";
 
-/** A thrown error reduced to what is safe to publish: its name, its code, and its message without credentials. */
+/**
+ * A thrown error reduced to what is safe to publish: its name, its code and
+ * its message, each without credentials and bounded (a transport or a
+ * policy of the caller's may put anything in any of them).
+ */
 function describeError(error: unknown): HedgeArmError {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
     return {
-      name: error.name,
-      ...(typeof code === "string" ? { code } : {}),
+      name: redactCredentials(String(error.name)).slice(0, 100),
+      ...(typeof code === "string" ? { code: redactCredentials(code).slice(0, 100) } : {}),
       message: redactCredentials(error.message).slice(0, 300),
     };
   }

@@ -860,6 +860,22 @@ describe("crossRegionHedgingPolicy", () => {
       }
       assert.ok(attachedRecord.arms[0]?.error?.message.startsWith("401 from gateway"), "the rest of the message is kept");
     });
+
+    it("never contain an authorization value that an arm's error carries in its name or code", async () => {
+      const secret = "c2VjcmV0SW5Db2RlQW5kTmFtZQ==";
+      const pipeline = pipelineWith({ regions: regionsWith({ readRegions: [eastUs, westUs] }), threshold: 100 });
+      const failure = Object.assign(new Error("failed"), { code: `E_AUTH sig=${secret}` });
+      failure.name = `AuthError authorization: type=master&ver=1.0&sig=${secret}`;
+      harness.transport.script(eastUs.endpoint, { error: failure, delayMs: 10 });
+      harness.transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
+      const pending = send(pipeline, pointRead(eastUs, signal()));
+      await harness.clock.tickAsync(20);
+      const error = errorOf(pending);
+      const text = JSON.stringify(diagnosticsOf(error));
+      assert.ok(!text.includes(secret.replace(/=+$/, "")), `a signature leaked: ${text}`);
+      assert.ok(!/sig=|sig%3D/i.test(text), `a sig= fragment leaked: ${text}`);
+      assert.ok(diagnosticsOf(error).arms[0]?.error?.name.startsWith("AuthError"), "the rest of the name is kept");
+    });
   });
 
   async function readAccount(pipeline: Pipeline, body: string): Promise<void> {
