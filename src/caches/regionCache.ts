@@ -4,6 +4,7 @@ import { RateLimitedLog, logger } from "../log.js";
 import { topologyChangeLines } from "./topologyLog.js";
 import { normalizeRegionName } from "./regionNames.js";
 import { describe, isRegionName, regionNameLimits, regionNameList } from "../options.js";
+import { packageInfo } from "../packageInfo.js";
 
 /** One region of the account: its name and its regional endpoint. */
 export interface RegionEndpoint {
@@ -67,8 +68,20 @@ export interface RegionCacheOptions {
  */
 export function regionCacheOption(value: unknown): RegionCache {
   if (value === undefined) return new RegionCache();
-  if (!(value instanceof RegionCache)) throw new TypeError(`regions must be a RegionCache; got ${describe(value)}.`);
-  return value;
+  if (value instanceof RegionCache || isBrandedRegionCache(value)) return value;
+  throw new TypeError(`regions must be a RegionCache; got ${describe(value)}.`);
+}
+
+/**
+ * The mark of a RegionCache of this version of the package, whichever build
+ * (ESM or CommonJS) made it: an app that loads both (an ESM app with a
+ * CommonJS dependency) may hand one build's cache to the other's policies,
+ * which `instanceof` alone would refuse.
+ */
+const regionCacheBrand = Symbol.for(`${packageInfo.name}@${packageInfo.version} RegionCache`);
+
+function isBrandedRegionCache(value: unknown): value is RegionCache {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[regionCacheBrand] === true;
 }
 
 /** Whether an operation reads (any read region) or writes (write regions only). */
@@ -526,3 +539,5 @@ export class RegionCache {
     this.byPrefix.clear();
   }
 }
+
+Object.defineProperty(RegionCache.prototype, regionCacheBrand, { value: true });

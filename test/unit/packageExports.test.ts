@@ -118,6 +118,18 @@ describe("package exports", function () {
     }
   });
 
+  it("lets one build's policies share the other build's RegionCache, as an app loading both does, and still refuses anything else", function () {
+    for (const [from, to] of [[esm, cjs], [cjs, esm]] as const) {
+      const RegionCache = from["RegionCache"] as new () => object;
+      const regions = new RegionCache();
+      const policyOf = to["crossRegionHedgingPolicy"] as (options: unknown) => { name: string };
+      assert.equal(policyOf({ regions }).name, "crossRegionHedgingPolicy");
+      const excludedOf = to["excludedRegionsPolicy"] as (options: unknown) => { name: string };
+      assert.equal(excludedOf({ regions }).name, "excludedRegionsPolicy");
+      assert.throws(() => policyOf({ regions: { regionOf: () => undefined } }), /^TypeError: regions must be a RegionCache; got an object\./);
+    }
+  });
+
   describe("package.json", function () {
     it("is an ES module package without side effects", function () {
       assert.equal(manifest.type, "module");
