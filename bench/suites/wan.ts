@@ -1,4 +1,3 @@
-import https from "node:https";
 import { availableParallelism, loadavg } from "node:os";
 import { CosmosClient } from "@azure/cosmos";
 import type { CosmosClientOptions } from "@azure/cosmos";
@@ -9,12 +8,13 @@ import { withHedging } from "../../src/client/withHedging.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgingMetrics } from "../../src/hedging/metrics.js";
-import { connectionRequestHeader, startEmulator, startWan } from "../../test/emulator/index.js";
+import { connectionRequestHeader } from "../../test/emulator/index.js";
 import type { WanCounters } from "../../test/emulator/index.js";
 import { seedContainer } from "../../test/support/cosmos.js";
 import { LatencyRecorder, ms } from "../support/stats.js";
 import type { LatencySummary } from "../support/stats.js";
 import { markdownTable } from "../support/table.js";
+import { startWanRig } from "../support/wanRig.js";
 
 const eastUs = "East US";
 const westUs = "West US";
@@ -210,10 +210,9 @@ async function drainsEnded(client: HedgingHttpClient | undefined): Promise<void>
 }
 
 async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
-  const emulator = await startEmulator({ seed: settings.seed, recordRequests: false });
+  const rig = await startWanRig(settings, mode);
+  const { emulator, wan, agent } = rig;
   let client: CosmosClient | undefined;
-  const wan = await startWan(emulator, { rttMs: { ...settings.rttMs }, ...(mode.keepAliveTimeoutMs !== undefined ? { keepAliveTimeoutMs: mode.keepAliveTimeoutMs } : {}) });
-  const agent = new https.Agent({ keepAlive: true, ca: wan.ca, ...(mode.scheduling !== undefined ? { scheduling: mode.scheduling } : {}) });
   try {
     // Seeded over plain loopback HTTP: the WAN is for the reads under test.
     const seeder = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false } });
@@ -300,10 +299,7 @@ async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
       loadAverage: loadavg()[0] ?? 0,
     };
   } finally {
-    client?.dispose();
-    agent.destroy();
-    await wan.close();
-    await emulator.close();
+    await rig.close(client);
   }
 }
 

@@ -1,12 +1,12 @@
-import https from "node:https";
 import { loadavg } from "node:os";
 import { CosmosClient } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
-import { connectionRequestHeader, startEmulator, startWan } from "../../test/emulator/index.js";
+import { connectionRequestHeader } from "../../test/emulator/index.js";
 import { seedContainer } from "../../test/support/cosmos.js";
 import { LatencyRecorder, ms } from "../support/stats.js";
 import { markdownTable } from "../support/table.js";
+import { startWanRig } from "../support/wanRig.js";
 
 const eastUs = "East US";
 const westUs = "West US";
@@ -55,9 +55,8 @@ export interface WanIdleRow {
 }
 
 async function runTimeout(keepAliveTimeoutMs: number | undefined, settings: WanIdleSettings): Promise<WanIdleRow> {
-  const emulator = await startEmulator({ seed: settings.seed, recordRequests: false });
-  const wan = await startWan(emulator, { rttMs: { ...settings.rttMs }, ...(keepAliveTimeoutMs !== undefined ? { keepAliveTimeoutMs } : {}) });
-  const agent = new https.Agent({ keepAlive: true, ca: wan.ca });
+  const rig = await startWanRig(settings, { keepAliveTimeoutMs });
+  const { emulator, wan, agent } = rig;
   let client: CosmosClient | undefined;
   try {
     const seeder = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false } });
@@ -103,10 +102,7 @@ async function runTimeout(keepAliveTimeoutMs: number | undefined, settings: WanI
       loadAverage: loadavg()[0] ?? 0,
     };
   } finally {
-    client?.dispose();
-    agent.destroy();
-    await wan.close();
-    await emulator.close();
+    await rig.close(client);
   }
 }
 
