@@ -11,6 +11,7 @@ import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
+import { useEmulator } from "../support/emulatorFixture.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 import { createTestClient, seedContainer } from "../support/cosmos.js";
 
@@ -194,23 +195,12 @@ describe("as users call it, through the real CosmosClient", function () {
   });
 
   describe("hedges without the session token (hedgesWithoutSessionToken)", function () {
-    let twoRegions: Emulator;
-
-    before(async function () {
-      twoRegions = await startEmulator({ regions: [{ name: "West US" }, { name: "East US" }] });
-      const seeder = createTestClient(twoRegions);
-      await seedContainer(seeder, { database: "db", container: "items", items });
-      seeder.dispose();
-    });
-
-    after(async function () {
-      await twoRegions.close();
-    });
+    const sessionRegions = useEmulator({ emulator: { regions: [{ name: "West US" }, { name: "East US" }] }, items });
 
     async function readWithSessionToken(hedgesWithoutSessionToken: boolean): Promise<HedgeDiagnostics> {
       const records: HedgeDiagnostics[] = [];
       const client = new CosmosClient(
-        withHedging(optionsFor(twoRegions, ["West US", "East US"]), {
+        withHedging(optionsFor(sessionRegions.emulator, ["West US", "East US"]), {
           crossRegion: { threshold, thresholdStep: threshold, hedgesWithoutSessionToken },
           onDiagnostics: (record) => records.push(record),
         }),
@@ -218,11 +208,11 @@ describe("as users call it, through the real CosmosClient", function () {
       clients.push(client);
       const container = client.database("db").container("items");
       await container.item("item-0", "pk").read();
-      twoRegions.resetCounters();
-      twoRegions.clearFaults();
+      sessionRegions.emulator.resetCounters();
+      sessionRegions.emulator.clearFaults();
       // West US is slow; East US lags behind the session: it answers 404/1002 to any read that carries the token.
-      twoRegions.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
-      twoRegions.region("East US").addFault({ operations: ["pointRead"], ifHeader: "x-ms-session-token", status: 404, substatus: 1002 });
+      sessionRegions.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
+      sessionRegions.emulator.region("East US").addFault({ operations: ["pointRead"], ifHeader: "x-ms-session-token", status: 404, substatus: 1002 });
       const response = await container.item("item-3", "pk").read({ sessionToken: "0:-1#7" });
       assert.equal(response.resource?.value, 3);
       const record = getHedgeDiagnostics(response.headers) ?? records.find((entry) => entry.operation === "pointRead");
@@ -237,7 +227,7 @@ describe("as users call it, through the real CosmosClient", function () {
         ["West US", 200, undefined, undefined],
         ["East US", 404, 1002, undefined],
       ]);
-      assert.ok(twoRegions.region("East US").requests.every((request) => request.headers["x-ms-session-token"] !== undefined));
+      assert.ok(sessionRegions.emulator.region("East US").requests.every((request) => request.headers["x-ms-session-token"] !== undefined));
     });
 
     it("on: the hedge goes without the token and wins; the primary keeps it; diagnostics mark the arm", async function () {
@@ -247,8 +237,8 @@ describe("as users call it, through the real CosmosClient", function () {
         ["West US", undefined],
         ["East US", true],
       ]);
-      const [primary] = twoRegions.region("West US").requests.filter((request) => request.kind === "pointRead");
-      const [hedge] = twoRegions.region("East US").requests.filter((request) => request.kind === "pointRead");
+      const [primary] = sessionRegions.emulator.region("West US").requests.filter((request) => request.kind === "pointRead");
+      const [hedge] = sessionRegions.emulator.region("East US").requests.filter((request) => request.kind === "pointRead");
       assert.equal(primary?.headers["x-ms-session-token"], "0:-1#7");
       assert.equal(hedge?.headers["x-ms-session-token"], undefined);
     });

@@ -3,9 +3,7 @@ import { CosmosClient } from "@azure/cosmos";
 import type { Container } from "@azure/cosmos";
 import type { CrossRegionHedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
-import { startEmulator } from "../emulator/index.js";
-import type { Emulator } from "../emulator/index.js";
-import { createTestClient, seedContainer } from "../support/cosmos.js";
+import { useEmulator } from "../support/emulatorFixture.js";
 
 /**
  * A region that answers fast with errors (a replica lagging behind writes
@@ -47,22 +45,7 @@ async function failures(container: Container, reads: number): Promise<number> {
 
 describe("a region answering fast with errors while the preferred one browns out", function () {
   this.timeout(60_000);
-  let emulator: Emulator;
-
-  before(async function () {
-    emulator = await startEmulator({ regions: [{ name: "East US" }, { name: "West US" }] });
-    const seeder = createTestClient(emulator);
-    await seedContainer(seeder, { database: "db", container: "items", items });
-    seeder.dispose();
-  });
-
-  after(async function () {
-    await emulator.close();
-  });
-
-  afterEach(function () {
-    emulator.clearFaults();
-  });
+  const fixture = useEmulator({ emulator: { regions: [{ name: "East US" }, { name: "West US" }] }, items });
 
   for (const [lag, status] of [
     ["404/0, a replica behind the writes", 404],
@@ -71,20 +54,20 @@ describe("a region answering fast with errors while the preferred one browns out
     it(`West US answering ${lag}: no mode fails more reads than plain @azure/cosmos, during the brown-out or after it`, async function () {
       const counts: Array<{ mode: string; brownOut: number; recovered: number }> = [];
       for (const mode of modes) {
-        emulator.clearFaults();
+        fixture.emulator.clearFaults();
         const client = new CosmosClient(
           mode.crossRegion === undefined
-            ? { endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: ["East US", "West US"] } }
+            ? { endpoint: fixture.emulator.endpoint, key: fixture.emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: ["East US", "West US"] } }
             : withHedging(
-                { endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: ["East US", "West US"] } },
+                { endpoint: fixture.emulator.endpoint, key: fixture.emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: ["East US", "West US"] } },
                 { crossRegion: mode.crossRegion },
               ),
         );
         try {
           const container = client.database("db").container("items");
           await container.item("item-0", "pk").read();
-          emulator.region("West US").addFault({ operations: ["pointRead"], status });
-          const brownOut = emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: brownOutMs });
+          fixture.emulator.region("West US").addFault({ operations: ["pointRead"], status });
+          const brownOut = fixture.emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: brownOutMs });
           const duringBrownOut = await failures(container, readsPerPhase.brownOut);
           brownOut.remove();
           const afterRecovery = await failures(container, readsPerPhase.recovered);
