@@ -23,6 +23,11 @@ describe("the one region-name rule", () => {
     ["createHedgingHttpClient", "excludedRegions", (value) => createHedgingHttpClient({ excludedRegions: value as string[] })],
     ["withHedging", "preferredRegions", (value) => withHedging({ endpoint: eastUs.endpoint }, { preferredRegions: value as string[] })],
     ["withHedging", "excludedRegions", (value) => withHedging({ endpoint: eastUs.endpoint }, { excludedRegions: value as string[] })],
+    [
+      "withHedging",
+      "connectionPolicy.preferredLocations",
+      (value) => withHedging({ endpoint: eastUs.endpoint, connectionPolicy: { preferredLocations: value as string[] } }),
+    ],
     ["new RegionCache", "preferredRegions", (value) => new RegionCache({ preferredRegions: value as string[] })],
     ["RegionCache.setExcludedRegions", "excludedRegions", (value) => new RegionCache().setExcludedRegions(value as string[])],
     ["RegionCache.setPreferredRegions", "preferredRegions", (value) => new RegionCache().setPreferredRegions(value as string[])],
