@@ -135,7 +135,7 @@ function parseLocations(where: string, value: unknown, Failure: new (message: st
     }
     // Region names end up in log lines and diagnostics: a line break in one could forge a log line.
     if (!isRegionName(name)) {
-      throw new Failure(`${where}[${index}].name must be at most ${regionNameLimits.maxRegionNameLength} printable characters`);
+      throw new Failure(`${where}[${index}].name must be at most ${regionNameLimits.maxRegionNameLength} characters with no control character; got ${describe(name)}`);
     }
     const endpoint = parseEndpoint(
       `${where}[${index}].endpoint`,
