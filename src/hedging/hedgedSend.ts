@@ -280,7 +280,7 @@ export async function sendHedged(
   sink.learner?.learn(header, outcome);
   const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
     // The log and the span read the record before it is published: from then on it is the caller's, who may change it.
-    logRace(sink, sink.logger, diagnostics);
+    logRace(sink, diagnostics);
     trace.end(diagnostics, response, error);
     publish(sink, target, diagnostics);
   };

@@ -6,7 +6,7 @@ import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
 import { packageInfo } from "../packageInfo.js";
 import type { HedgeDiagnostics } from "./diagnostics.js";
 import type { DiagnosticsHeader } from "./hedgedSend.js";
-import type { ArmLaunch } from "./race.js";
+import type { RaceInput } from "./race.js";
 import { redactCredentials } from "./redact.js";
 
 /**
@@ -67,7 +67,7 @@ export function armHttpTracingPolicy(): PipelinePolicy {
 }
 
 /** Sends one arm of a race, as the race engine calls it. */
-export type ArmSender = (request: PipelineRequest, arm: ArmLaunch) => Promise<PipelineResponse>;
+type ArmSender = RaceInput["send"];
 
 /** The span of one race and the spans of its arms. */
 export interface RaceTrace {
