@@ -5,9 +5,16 @@
  * the option and shows the value (see {@link describe}).
  */
 
-/** A short, safe rendering of a bad value for an error message. */
+/**
+ * A short, safe rendering of a bad value for an error message. JSON escapes
+ * only C0 controls; DEL and C1 (NEL, CSI, ...) are escaped too, since an
+ * error is logged and a refused value is often refused for holding one.
+ */
 export function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  if (typeof value === "string") {
+    const json = JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+    return json.replace(/[\u007f-\u009f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  }
   if (typeof value === "number" || typeof value === "boolean" || value == null) return String(value);
   if (Array.isArray(value)) return `an array of ${value.length}`;
   return typeof value === "object" ? "an object" : `a ${typeof value}`;

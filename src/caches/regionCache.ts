@@ -2,7 +2,7 @@ import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipelin
 import { classifyOperation } from "../cosmos/operationKind.js";
 import { RateLimitedLog, logger } from "../log.js";
 import { topologyChangeLines } from "./topologyLog.js";
-import { normalizeRegionName } from "./regionNames.js";
+import { normalizeRegionName, regionKey } from "./regionNames.js";
 import { describe, isRegionName, regionNameLimits, regionNameList } from "../options.js";
 import { packageInfo } from "../packageInfo.js";
 
@@ -135,7 +135,7 @@ function parseLocations(where: string, value: unknown, Failure: new (message: st
     }
     // Region names end up in log lines and diagnostics: a line break in one could forge a log line.
     if (!isRegionName(name)) {
-      throw new Failure(`${where}[${index}].name must be at most ${regionNameLimits.maxRegionNameLength} printable characters`);
+      throw new Failure(`${where}[${index}].name must be at most ${regionNameLimits.maxRegionNameLength} characters with no control character; got ${describe(name)}`);
     }
     const endpoint = parseEndpoint(
       `${where}[${index}].endpoint`,
@@ -262,7 +262,6 @@ export class RegionCache {
   private readonly observed = new WeakSet<PipelineResponse>();
   /** The read and write orders (preferences and demotions applied), rebuilt only when one of those changes: every request asks. */
   private orders: Partial<Record<RegionAccess, readonly RegionEndpoint[]>> = {};
-  private readonly keys = new WeakMap<RegionEndpoint, string>();
   private demotions: readonly RegionDemotion[] = [];
   private readonly stateLog = new RateLimitedLog(logger);
   /** The origin of the account endpoint this cache serves; set by the option or by the first account response learned from. */
@@ -443,7 +442,7 @@ export class RegionCache {
 
   /** Whether a region is excluded client-wide or by the given extra exclusions (region names, any case and spacing). */
   isExcluded(region: RegionEndpoint, extraExcluded?: readonly string[]): boolean {
-    const key = this.keyOf(region);
+    const key = regionKey(region);
     return this.excluded.has(key) || (extraExcluded?.some((name) => normalizeRegionName(name) === key) ?? false);
   }
 
@@ -478,16 +477,6 @@ export class RegionCache {
       `This hedging client serves the account at ${this.accountOrigin ?? "another endpoint"}; ignoring the database account read from ${origin}. ` +
         "Requests to that account pass through unhedged: give each account its own hedging client.",
     );
-  }
-
-  /** A region's normalized name, computed once per region object. */
-  private keyOf(region: RegionEndpoint): string {
-    let key = this.keys.get(region);
-    if (key === undefined) {
-      key = normalizeRegionName(region.name);
-      this.keys.set(region, key);
-    }
-    return key;
   }
 
   private applyDemotions(regions: RegionEndpoint[]): RegionEndpoint[] {

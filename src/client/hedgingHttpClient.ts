@@ -163,7 +163,9 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
  * `plugins`, or the SDK runs no request plugins): the SDK's
  * `excludedLocations` of that request are unknown, so no arm may go
  * anywhere but where the SDK sent it.
- * @returns whether the request was kept from hedging.
+ * @returns `"known"` when the plugin's list was read (the request may be
+ * hedged); otherwise the request is kept from hedging, and `"unreadable"`
+ * (already warned about where it was read) or `"missing"` says why.
  */
 function hedgeOnlyWithSdkOptions(request: PipelineRequest): "known" | "unreadable" | "missing" {
   const controls = requestControlsOf(request);
@@ -177,7 +179,7 @@ function hedgeOnlyWithSdkOptions(request: PipelineRequest): "known" | "unreadabl
 const hedgingClients = new WeakSet<HttpClient>();
 
 /** Whether an `HttpClient` is a hedging client of this package. */
-export function isHedgingHttpClient(client: unknown): boolean {
+function isHedgingHttpClient(client: unknown): boolean {
   return typeof client === "object" && client !== null && hedgingClients.has(client as HttpClient);
 }
 

@@ -2,7 +2,7 @@ import { crossRegionHedgingDefaults } from "../policies/crossRegionHedgingPolicy
 import { metadataHedgingDefaults } from "../policies/metadataHedgingPolicy.js";
 import type { HedgingHttpClientOptions } from "./hedgingHttpClient.js";
 
-function crossRegionSummary(setting: HedgingHttpClientOptions["crossRegion"]): string {
+function crossRegionSummary(setting: HedgingHttpClientOptions["crossRegion"], requestTimeout: number): string {
   if (setting === false) return "data-plane hedging off";
   if (setting === "followAccount") return "data-plane reads hedged while the account reports per-partition automatic failover";
   const settings = typeof setting === "object" ? setting : {};
@@ -11,7 +11,7 @@ function crossRegionSummary(setting: HedgingHttpClientOptions["crossRegion"]): s
       ? `after ${settings.threshold} ms`
       : settings.threshold !== undefined
         ? "after an adaptive threshold"
-        : `after ${crossRegionHedgingDefaults.threshold} ms`;
+        : `after ${Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2)} ms`;
   const step = settings.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep;
   const writes = settings.enableMultiWriteRegionHedge === true ? ", writes too on multi-write accounts" : "";
   return `data-plane reads hedged ${threshold}, then every ${step} ms${writes}`;
@@ -34,5 +34,5 @@ function metadataSummary(setting: HedgingHttpClientOptions["metadata"], requestT
  */
 export function hedgingClientSummary(options: HedgingHttpClientOptions): string {
   const requestTimeout = options.requestTimeout ?? metadataHedgingDefaults.requestTimeout;
-  return `Hedging client created: ${crossRegionSummary(options.crossRegion)}; ${metadataSummary(options.metadata, requestTimeout)}.`;
+  return `Hedging client created: ${crossRegionSummary(options.crossRegion, requestTimeout)}; ${metadataSummary(options.metadata, requestTimeout)}.`;
 }

@@ -1,5 +1,5 @@
 import type { HttpClient } from "@azure/core-rest-pipeline";
-import { describe, optionsObject } from "../options.js";
+import { describe, optionsObject, positiveMilliseconds, regionNameList } from "../options.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
 import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
@@ -74,14 +74,18 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   }
   optionsObject("hedgingOptions", hedgingOptions, hedgingOptionKeys);
   const { connectionPolicy, key, httpClient, endpoint } = cosmosClientOptions;
+  // Checked here, so that an error names the SDK option the caller wrote rather than the hedging option it feeds.
+  const sdkOrder =
+    connectionPolicy?.preferredLocations === undefined ? undefined : regionNameList("connectionPolicy.preferredLocations", connectionPolicy.preferredLocations);
+  const requestTimeout =
+    connectionPolicy?.requestTimeout === undefined ? undefined : positiveMilliseconds("connectionPolicy.requestTimeout", connectionPolicy.requestTimeout);
   // The cache starts from the order the SDK routes by; a different hedging order is a change the SDK does not know of.
-  const sdkOrder = connectionPolicy?.preferredLocations;
   const hedgingClient = buildHedgingHttpClient({
     ...hedgingOptions,
     ...singleWriteRegion(hedgingOptions.crossRegion, connectionPolicy?.useMultipleWriteLocations),
     ...(sdkOrder !== undefined ? { preferredRegions: sdkOrder } : { preferredRegions: [] }),
     ...(httpClient !== undefined ? { httpClient } : {}),
-    ...(connectionPolicy?.requestTimeout !== undefined ? { requestTimeout: connectionPolicy.requestTimeout } : {}),
+    ...(requestTimeout !== undefined ? { requestTimeout } : {}),
     ...(typeof key === "string" && isMasterKey(key) ? { signer: masterKeySigner(key) } : {}),
     ...(typeof endpoint === "string" ? { accountEndpoint: endpoint } : {}),
   }, true);

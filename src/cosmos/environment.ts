@@ -1,4 +1,5 @@
 import { logger } from "../log.js";
+import { describe } from "../options.js";
 
 /** The environment variable that forces metadata hedging on (`true`) or off (`false`). */
 export const metadataHedgingEnvironmentVariable = "AZURE_COSMOS_METADATA_HEDGING_ENABLED";
@@ -50,7 +51,7 @@ function parseBooleanSwitch(name: string): boolean | undefined {
   if (!warnedValues.has(key) && warnedValues.size < maxWarnedValues) {
     warnedValues.add(key);
     logger.warning(
-      `Ignoring ${name}=${JSON.stringify(raw.slice(0, 64))}: accepted values are "true" and "false".`,
+      `Ignoring ${name}=${describe(raw.slice(0, 64))}: accepted values are "true" and "false".`,
     );
   }
   return undefined;

@@ -45,9 +45,14 @@ export function isFinalResult(result: ArmResult): boolean {
   return isFinalStatus(result.response.status, subStatusOf(result.response));
 }
 
-/** Whether an arm's result is a success (2xx, 304): the only answer a hedge may beat a primary in flight with. */
-export function isSuccessResult(result: ArmResult): boolean {
-  return result.response !== undefined && result.response.status < 400;
+/**
+ * Whether an arm's result is a success (2xx, 304); `false` for an arm with no
+ * result yet. The only answer a hedge may beat a primary in flight with, and
+ * the only kind that may teach the ranking: a region that answers fast with
+ * errors (a lagging replica's 404, a 401) must never look better for it.
+ */
+export function isSuccessResult(result: ArmResult | undefined): boolean {
+  return result?.response !== undefined && result.response.status < 400;
 }
 
 /** The three outcome classes of metadata hedging, where the primary is authoritative. */

@@ -52,7 +52,7 @@ export interface AdaptiveThresholdSettings {
 }
 
 /** A share strictly between 0 and 1, or a `RangeError` that names the option and the value. */
-export function shareBelowOne(option: string, value: unknown): number {
+function shareBelowOne(option: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value <= 0 || value >= 1) {
     throw new RangeError(`${option} must be a number above 0 and below 1; got ${describe(value)}.`);
   }

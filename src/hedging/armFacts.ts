@@ -28,16 +28,6 @@ export function drainedDurationMs(arm: RaceArm): number | undefined {
   return drain === undefined ? undefined : Math.round((drain.endedAt ?? drain.decidedAt) - arm.startedAt);
 }
 
-/**
- * A successful answer (2xx, 304): the only kind that may teach the ranking.
- * A region that answers fast with errors (a lagging replica's 404, a 401)
- * must never look better for it.
- */
-export function succeeded(result: ArmResult | undefined): boolean {
-  const status = result?.response?.status;
-  return status !== undefined && status < 400;
-}
-
 /** A 408, or a transport error that says the request timed out. */
 export function timedOut(result: ArmResult | undefined): boolean {
   if (result === undefined) return false;

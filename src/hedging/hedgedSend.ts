@@ -38,19 +38,22 @@ export type DiagnosticsHeader = Pick<
   | "ranking"
 >;
 
-/** The diagnostics header of a request: its policy, its operation, the region it addresses and what routing did first. */
-function diagnosticsHeader(
+/**
+ * The diagnostics header of a request: its policy, its operation, the region
+ * it addresses and what routing did first. A fresh object per request, since
+ * it becomes that request's record; fields are set rather than spread in, as
+ * every request makes one.
+ */
+export function diagnosticsHeader(
   policy: HedgeDiagnostics["policy"],
   operation: HedgeDiagnostics["operation"],
   region: RegionEndpoint | undefined,
   controls: RequestHedgingControls,
 ): DiagnosticsHeader {
-  return {
-    policy,
-    operation,
-    ...(region !== undefined ? { primaryRegion: region.name } : {}),
-    ...(controls.routing !== undefined ? { routing: controls.routing } : {}),
-  };
+  const header: DiagnosticsHeader = { policy, operation };
+  if (region !== undefined) header.primaryRegion = region.name;
+  if (controls.routing !== undefined) header.routing = controls.routing;
+  return header;
 }
 
 /**
@@ -277,7 +280,7 @@ export async function sendHedged(
   sink.learner?.learn(header, outcome);
   const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
     // The log and the span read the record before it is published: from then on it is the caller's, who may change it.
-    logRace(sink, sink.logger, diagnostics);
+    logRace(sink, diagnostics);
     trace.end(diagnostics, response, error);
     publish(sink, target, diagnostics);
   };

@@ -21,9 +21,10 @@ function describeArms(diagnostics: HedgeDiagnostics): string {
  * hedge and how it ended; at `info`, when the hedge budget starts refusing
  * hedges and when it has gone {@link operatorLogLimits}.budgetQuietMs
  * without refusing one and a hedge gets through again.
- * @param policy - what the budget state belongs to: one per policy instance, whose budget it is.
+ * @param policy - what the budget state belongs to, and its logger: one per policy instance, whose budget it is.
  */
-export function logRace(policy: object, logger: AzureLogger, diagnostics: HedgeDiagnostics): void {
+export function logRace(policy: { readonly logger: AzureLogger }, diagnostics: HedgeDiagnostics): void {
+  const { logger } = policy;
   if (diagnostics.hedgeFired && logger.verbose.enabled) {
     const returned = diagnostics.arms.find((arm) => arm.outcome === "returned");
     const firstHedge = diagnostics.arms[1];

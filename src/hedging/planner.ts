@@ -11,6 +11,7 @@ import { adaptiveThreshold } from "./adaptiveThreshold.js";
 import { isResendableBody, retarget } from "./cloneRequest.js";
 import type { HedgePolicyKind, HedgeSkipReason } from "./diagnostics.js";
 import type { DiagnosticsHeader } from "./hedgedSend.js";
+import { diagnosticsHeader } from "./hedgedSend.js";
 import type { RegionHealth } from "./regionHealth.js";
 import type { RequestHedgingControls, RequestHedgingSetting } from "./requestControls.js";
 import { raceTargets } from "./targets.js";
@@ -78,9 +79,7 @@ export class HedgePlanner {
    * once by the caller. May re-point `request.url` at a ranked primary.
    */
   plan(request: PipelineRequest, operation: OperationKind, addressed: RegionEndpoint | undefined, controls: RequestHedgingControls): SkipPlan | RacePlan {
-    const header: DiagnosticsHeader = { policy: this.strategy.policy, operation };
-    if (addressed !== undefined) header.primaryRegion = addressed.name;
-    if (controls.routing !== undefined) header.routing = controls.routing;
+    const header = diagnosticsHeader(this.strategy.policy, operation, addressed, controls);
     const topology = this.regions.topology;
     const timing = this.strategy.timing(topology, controls.hedging);
     if (typeof timing === "string") return { kind: "skip", reason: timing, header };

@@ -225,6 +225,12 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
       callerSignal?.removeEventListener("abort", onCallerAbort);
     };
 
+    /** Stops the timer of the next hedge, if one is set. */
+    const cancelTimer = (): void => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    };
+
     const abortArm = (arm: ArmState, now: number): void => {
       arm.aborted = true;
       arm.endedAt = now;
@@ -279,8 +285,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
     /** Ends the race: no more hedges; losers drain or are aborted. @returns the drains started. */
     const end = (returnedIndex: number | undefined): Promise<RaceArm>[] => {
       decided = true;
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
+      cancelTimer();
       const now = performance.now();
       const drains: Promise<RaceArm>[] = [];
       for (const arm of arms) {
@@ -319,8 +324,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
     const canLaunchMore = (): boolean => !hedgeRefused && arms.length < targets.length;
 
     const scheduleNext = (): void => {
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
+      cancelTimer();
       if (!canLaunchMore()) return;
       timer = setTimeout(() => {
         timer = undefined;
@@ -391,8 +395,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
       if (decided || hedgeRefused || region === undefined) return false;
       if (index > 0 && strategy.admit !== undefined && !strategy.admit(index)) {
         hedgeRefused = true;
-        if (timer !== undefined) clearTimeout(timer);
-        timer = undefined;
+        cancelTimer();
         return false;
       }
       const controller = new AbortController();

@@ -9,7 +9,8 @@ import { CosmosHeaders } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { AdaptiveThresholdSettings } from "./adaptiveThreshold.js";
 import { adaptiveThresholdDefaults } from "./adaptiveThreshold.js";
-import { decidedDurationMs, drainedDurationMs, succeeded, timedOut } from "./armFacts.js";
+import { isSuccessResult } from "../cosmos/statusTables.js";
+import { decidedDurationMs, drainedDurationMs, timedOut } from "./armFacts.js";
 import { HedgeDecisions } from "./hedgeDecision.js";
 import type { DiagnosticsHeader, RaceLearner } from "./hedgedSend.js";
 import type { LoadBudget } from "./loadBudget.js";
@@ -128,7 +129,7 @@ export class RegionHealth implements RaceLearner {
     if (latencyClass === undefined || primaryArm === undefined) return;
     const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
     const returned = returnedIndex === undefined ? undefined : outcome.arms[returnedIndex];
-    const winner = returned !== undefined && succeeded(returned.result) ? returned : undefined;
+    const winner = returned !== undefined && isSuccessResult(returned.result) ? returned : undefined;
     const winnerMs = winner === undefined ? undefined : decidedDurationMs(winner);
     const callerAborted = outcome.kind === "aborted";
     // A refused hedge leaves the arms still running unraced: their answers are no healthy baseline,
@@ -139,7 +140,7 @@ export class RegionHealth implements RaceLearner {
       const duration = decidedDurationMs(arm);
       if (duration === undefined) continue;
       const region = arm.region.name;
-      if (succeeded(arm.result)) {
+      if (isSuccessResult(arm.result)) {
         windows.record(region, latencyClass, duration, answerKind);
         decisions?.observe(region, latencyClass, duration, false);
         thompson?.observe(region, latencyClass, duration);
@@ -175,7 +176,7 @@ export class RegionHealth implements RaceLearner {
     const latencyClass = latencyClassOf(operation);
     const duration = drainedDurationMs(arm);
     if (this.decisions === undefined || latencyClass === undefined || duration === undefined) return;
-    if (succeeded(arm.drain?.result)) this.decisions.observe(arm.region.name, latencyClass, duration, false);
+    if (isSuccessResult(arm.drain?.result)) this.decisions.observe(arm.region.name, latencyClass, duration, false);
     else if (arm.drain?.end !== "settled") this.decisions.observe(arm.region.name, latencyClass, duration, true);
   }
 
@@ -199,7 +200,7 @@ export class RegionHealth implements RaceLearner {
     }
     const primaryMs = decidedDurationMs(primaryArm);
     // A primary that won only because the budget kept its hedge home proves nothing about its speed.
-    if (succeeded(primaryArm.result) && primaryMs !== undefined && !outcome.hedgeRefused) {
+    if (isSuccessResult(primaryArm.result) && primaryMs !== undefined && !outcome.hedgeRefused) {
       this.demotions.observe({ primary: primaryArm.region.name, primaryWonInMs: primaryMs }, () => this.restoreWithinMs(latencyClass, thresholdMs));
     }
   }

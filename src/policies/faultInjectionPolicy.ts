@@ -6,7 +6,7 @@ import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } f
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
 import { normalizeRegionName } from "../caches/regionNames.js";
-import { describe, optionalBoolean, regionNameList } from "../options.js";
+import { describe, optionalBoolean, regionName, regionNameList } from "../options.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation } from "../cosmos/operationKind.js";
@@ -270,10 +270,7 @@ function validateOperations(where: string, value: unknown): OperationKind[] {
 }
 
 function validateRegion(where: string, value: unknown): string | string[] {
-  if (typeof value === "string") {
-    if (value.trim() === "") throw new TypeError(`${where} must be a non-empty region name; got ${describe(value)}.`);
-    return value;
-  }
+  if (typeof value === "string") return regionName(where, value);
   const names = regionNameList(where, value);
   if (names.length === 0) throw new RangeError(`${where} must name at least one region; leave it out to match every region.`);
   return [...names];

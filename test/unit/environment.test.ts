@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { AzureLogger, getLogLevel, setLogLevel } from "@azure/logger";
 import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../../src/cosmos/environment.js";
+import { hasControlCharacter } from "../../src/options.js";
 
 describe("readBooleanSwitch", function () {
   const savedEnv = { ...process.env };
@@ -78,6 +79,14 @@ describe("readBooleanSwitch", function () {
       assert.match(lines[0] ?? "", /accepted values are "true" and "false"/);
     });
   }
+
+  it("shows a bad value with its control characters escaped, C1 included, so the warning cannot drive a terminal", function () {
+    process.env[name] = "tru\u009b2Je";
+    assert.equal(readBooleanSwitch(name), undefined);
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.ok(lines[0]?.includes('"tru\\u009b2Je"'), lines[0]);
+    assert.ok(!hasControlCharacter(lines[0] ?? ""), lines[0]);
+  });
 
   it("warns once per distinct value, again for a new value, not again for an old one", function () {
     process.env[name] = "yes";

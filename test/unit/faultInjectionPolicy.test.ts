@@ -499,6 +499,12 @@ describe("faultInjectionPolicy", function () {
       ["count 0", [{ delayMs: 1, count: 0 }], RangeError, /rules\[0\]\.count must be a whole number from 1 .*got 0\./],
       ["count 1.5", [{ delayMs: 1, count: 1.5 }], RangeError, /rules\[0\]\.count .*got 1\.5\./],
       ["an empty region", [{ delayMs: 1, region: " " }], TypeError, /rules\[0\]\.region must be a non-empty region name; got " "\./],
+      [
+        "a region with a line break, as the region-name rule refuses everywhere",
+        [{ delayMs: 1, region: "West\nUS" }],
+        TypeError,
+        /rules\[0\]\.region must not contain CR, LF or another control character; got "West\\nUS"\./,
+      ],
       ["an empty region list", [{ delayMs: 1, region: [] }], RangeError, /rules\[0\]\.region must name at least one region/],
       ["a bad region in a list", [{ delayMs: 1, region: ["East US", 3] }], TypeError, /rules\[0\]\.region\[1\] must be a non-empty region name; got 3\./],
       ["an empty id", [{ delayMs: 1, id: "" }], TypeError, /rules\[0\]\.id must be a non-empty string; got ""\./],

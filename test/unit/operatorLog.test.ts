@@ -45,6 +45,13 @@ describe("what the package logs for an operator", () => {
       ]);
     });
 
+    it("says the default data-plane threshold the client uses under a short requestTimeout: half of it, as for metadata", () => {
+      createHedgingHttpClient({ requestTimeout: 600 });
+      assert.deepEqual(messages(logs), [
+        "Hedging client created: data-plane reads hedged after 300 ms, then every 100 ms; metadata reads hedged after 300 ms.",
+      ]);
+    });
+
     it("logs the topology when first learned and when it changes, and nothing when it does not", () => {
       const cache = new RegionCache({ topology: { readRegions: [eastUs, westUs] } });
       cache.setTopology({ readRegions: [eastUs, westUs] });

@@ -307,6 +307,11 @@ describe("RegionCache", function () {
       ["readRegions not an array", { readRegions: "West US" }, /^topology\.readRegions must be an array; got "West US"/],
       ["empty readRegions", { readRegions: [] }, /^topology\.readRegions must list at least one region/],
       ["a read region without a name", { readRegions: [{ endpoint: westUs[1] }] }, /^topology\.readRegions\[0\]\.name .*got undefined/],
+      [
+        "a read region whose name holds a line break",
+        { readRegions: [{ name: "West\nUS", endpoint: westUs[1] }] },
+        /^topology\.readRegions\[0\]\.name must be at most 128 characters with no control character; got "West\\nUS"/,
+      ],
       ["a read region with a bad endpoint", { readRegions: [{ name: "West US", endpoint: "nope" }] }, /^topology\.readRegions\[0\]\.endpoint is not a URL: "nope"/],
       [
         "a read region with an ftp endpoint",

@@ -3,6 +3,7 @@ import { RegionCache } from "../../src/caches/regionCache.js";
 import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import { hedgingRequestOptions } from "../../src/client/requestOptions.js";
 import { withHedging } from "../../src/client/withHedging.js";
+import { hasControlCharacter } from "../../src/options.js";
 import { eastUs, westUs } from "../support/hedgingFixtures.js";
 
 /** Every list of region names, client-wide or per request, is held to one rule, and each error names the option and the value. */
@@ -23,6 +24,11 @@ describe("the one region-name rule", () => {
     ["createHedgingHttpClient", "excludedRegions", (value) => createHedgingHttpClient({ excludedRegions: value as string[] })],
     ["withHedging", "preferredRegions", (value) => withHedging({ endpoint: eastUs.endpoint }, { preferredRegions: value as string[] })],
     ["withHedging", "excludedRegions", (value) => withHedging({ endpoint: eastUs.endpoint }, { excludedRegions: value as string[] })],
+    [
+      "withHedging",
+      "connectionPolicy.preferredLocations",
+      (value) => withHedging({ endpoint: eastUs.endpoint, connectionPolicy: { preferredLocations: value as string[] } }),
+    ],
     ["new RegionCache", "preferredRegions", (value) => new RegionCache({ preferredRegions: value as string[] })],
     ["RegionCache.setExcludedRegions", "excludedRegions", (value) => new RegionCache().setExcludedRegions(value as string[])],
     ["RegionCache.setPreferredRegions", "preferredRegions", (value) => new RegionCache().setPreferredRegions(value as string[])],
@@ -39,6 +45,16 @@ describe("the one region-name rule", () => {
       });
     }
   }
+
+  it("shows a refused name with every control character escaped, C1 and DEL included, so the error cannot drive a terminal or split a log line", () => {
+    assert.throws(
+      () => hedgingRequestOptions({ region: "West\u009b2J\u0085US\u007f\n" }),
+      (error: unknown) =>
+        error instanceof TypeError &&
+        error.message.endsWith('got "West\\u009b2J\\u0085US\\u007f\\n".') &&
+        !hasControlCharacter(error.message),
+    );
+  });
 
   it("holds a single region name to the same rule, per request and when demoting", () => {
     assert.throws(() => hedgingRequestOptions({ region: "West US\r" }), /^TypeError: region must not contain CR, LF or another control character/);
