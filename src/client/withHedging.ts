@@ -1,5 +1,5 @@
 import type { HttpClient } from "@azure/core-rest-pipeline";
-import { describe, optionsObject } from "../options.js";
+import { describe, optionsObject, regionNameList } from "../options.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
 import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
@@ -75,7 +75,8 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   optionsObject("hedgingOptions", hedgingOptions, hedgingOptionKeys);
   const { connectionPolicy, key, httpClient, endpoint } = cosmosClientOptions;
   // The cache starts from the order the SDK routes by; a different hedging order is a change the SDK does not know of.
-  const sdkOrder = connectionPolicy?.preferredLocations;
+  // Checked here, so that a bad entry is named as the option the caller set rather than as preferredRegions.
+  const sdkOrder = connectionPolicy?.preferredLocations === undefined ? undefined : regionNameList("connectionPolicy.preferredLocations", connectionPolicy.preferredLocations);
   const hedgingClient = buildHedgingHttpClient({
     ...hedgingOptions,
     ...singleWriteRegion(hedgingOptions.crossRegion, connectionPolicy?.useMultipleWriteLocations),

@@ -359,6 +359,25 @@ describe("the SDK's excludedLocations on hedged writes (multi-write account, ena
   });
 });
 
+describe("withHedging given connectionPolicy.preferredLocations that are no region names", function () {
+  const fixture = useEmulator({ items, preferredLocations });
+
+  for (const [label, bad, problem] of [
+    ["a 200-character entry", "x".repeat(200), /longer than 128 characters/],
+    ["an entry with a line feed", "East\nUS", /control character/],
+    ["a blank entry", " ", /non-empty region name/],
+  ] as const) {
+    it(`${label}: fails before anything is sent, naming connectionPolicy.preferredLocations (the option the caller set)`, async function () {
+      const { emulator } = fixture;
+      assert.throws(
+        () => withHedging({ endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { preferredLocations: ["West US", bad] } }),
+        (error: Error) => error instanceof TypeError && /^connectionPolicy\.preferredLocations\[1\] /.test(error.message) && problem.test(error.message),
+      );
+      assert.equal(emulator.count(), 0);
+    });
+  }
+});
+
 describe("an account response naming a hostile region", function () {
   const fixture = useEmulator({ items, preferredLocations });
 
