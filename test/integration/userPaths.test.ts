@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ChangeFeedStartFrom, CosmosClient, PriorityLevel } from "@azure/cosmos";
 import type { OperationInput } from "@azure/cosmos";
+import { hedgingRequestOptions } from "../../src/client/requestOptions.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import { masterKeyAuthorization } from "../../src/cosmos/masterKeySigner.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
@@ -100,6 +101,60 @@ describe("user paths no other test takes, through the real CosmosClient", functi
         watch.stop();
       }
     });
+    it("read-your-write with hedgesWithoutSessionToken: a lagging hedge's fast 404/0 is held, and the slow primary's 200 is returned", async function () {
+      const { emulator } = fixture;
+      const { container, diagnostics } = await fixture.client({
+        hedging: { crossRegion: { threshold, thresholdStep: 5_000, hedgesWithoutSessionToken: true } },
+        preferredLocations: ["West US", "East US"],
+        warmUp,
+      });
+      await container.items.create({ id: "just-written", pk: "pk", value: 7 });
+      emulator.resetCounters();
+      diagnostics.length = 0;
+      // East US has not replicated the write: without the session token it answers NotFound (404/0), a final status.
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
+      emulator.region("East US").addFault({ operations: ["pointRead"], status: 404, substatus: 0 });
+      const response = await container.item("just-written", "pk").read({ sessionToken: "0:-1#9" });
+      assert.equal(response.statusCode, 200);
+      assert.equal(response.resource?.value, 7);
+      const reads = await settledRequests(emulator, "pointRead");
+      assert.deepEqual(reads.map((read) => `${read.region} ${read.status} ${read.headers["x-ms-session-token"] !== undefined}`).sort(), [
+        "East US 404 false",
+        "West US 200 true",
+      ]);
+      const record = diagnostics.find((entry) => entry.operation === "pointRead");
+      assert.equal(record?.terminalState, "primaryWon");
+      assert.deepEqual(record?.arms.map((arm) => [arm.region, arm.status, arm.outcome]), [
+        ["West US", 200, "returned"],
+        ["East US", 404, "lost"],
+      ]);
+      assert.equal(record?.arms[1]?.sessionTokenOmitted, true);
+    });
+
+    it("a region pin that the same request's excludedLocations name: fails before anything is sent, saying the request's exclusions exclude it", async function () {
+      const { emulator } = fixture;
+      const { container } = await fixture.client({ hedging: fixedHedging, warmUp });
+      await assert.rejects(
+        container.item("item-1", "pk").read({ ...hedgingRequestOptions({ region: "North Europe" }), excludedLocations: ["North Europe"] }),
+        /Cannot send this read to region "North Europe": this request's excluded regions exclude it/,
+      );
+      assert.equal(emulator.count("pointRead"), 0);
+    });
+
+    it("a unicode partition key through a hedge: the hedge carries the same partition-key header and is signed", async function () {
+      const { emulator } = fixture;
+      const { container: plain } = await fixture.client({ hedging: false });
+      await plain.items.upsert({ id: "pk-unicode", pk: "ключ ✓ 😀 \"q\"", value: 9 });
+      const { container, diagnostics } = await fixture.client({ hedging: fixedHedging, warmUp });
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
+      const { resource } = await container.item("pk-unicode", "ключ ✓ 😀 \"q\"").read();
+      assert.equal(resource?.value, 9);
+      const reads = await settledRequests(emulator, "pointRead");
+      const [primary, hedge] = ["West US", "East US"].map((name) => reads.find((read) => read.region === name));
+      assert.equal(hedge?.headers["x-ms-documentdb-partitionkey"], primary?.headers["x-ms-documentdb-partitionkey"]);
+      assert.equal(hedge?.authorization, "valid");
+      assert.equal(diagnostics.at(-1)?.winningRegion, "East US");
+    });
   });
 
   describe("two withHedging clients of one account", function () {
@@ -185,7 +240,8 @@ describe("user paths no other test takes, through the real CosmosClient", functi
       const { container, diagnostics } = await fixture.client({ hedging: { crossRegion: { threshold, thresholdStep: 5_000 } }, warmUp });
       emulator.region("West US").addFault({ operations: ["query"], delayMs: slow });
       emulator.region("East US").addFault({ operations: ["query"], status: 404, substatus: 1002 });
-      const iterator = container.items.query("SELECT * FROM c", { maxItemCount: 3 });
+      // Only the seeded items: other tests of the file write documents of their own.
+      const iterator = container.items.query(`SELECT * FROM c WHERE c.id IN (${items.map((item) => `'${item.id}'`).join(", ")})`, { maxItemCount: 3 });
       const { resources } = await iterator.fetchAll();
       assert.equal(resources.length, items.length);
       const pages = diagnostics.filter((entry) => entry.operation === "query");
@@ -231,7 +287,8 @@ describe("user paths no other test takes, through the real CosmosClient", functi
       const big = { id: "big", pk: "pk", blob: "x".repeat(2_000_000) };
       await plain.items.upsert(big);
       const { container, diagnostics } = await fixture.client({ hedging: fixedHedging, warmUp });
-      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 300 });
+      // Long enough that the hedge's 2 MB has arrived before the primary's headers, even on a loaded machine.
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 1_000 });
       const { resource } = await container.item("big", "pk").read<typeof big>();
       assert.equal(resource?.blob.length, big.blob.length);
       await settledRequests(emulator, "pointRead");
@@ -242,7 +299,7 @@ describe("user paths no other test takes, through the real CosmosClient", functi
       assert.equal(record?.arms[0]?.drainEnd, "byteLimit");
     });
 
-    for (const id of ["ünïcødé ✓ 100%", "with space", "pct%20enc", "a%2Fb", "emoji-😀", "semi;colon&amp=1+plus"]) {
+    for (const id of ["ünïcødé ✓ 100%", "with space", "pct%20enc", "a%2Fb", "emoji-😀", "semi;colon&amp=1+plus", "tab\there"]) {
       it(`an item id ${JSON.stringify(id)} through a hedge: the hedge is signed for the same resource and wins`, async function () {
         const { emulator } = fixture;
         const { container: plain } = await fixture.client({ hedging: false });
@@ -285,6 +342,22 @@ describe("user paths no other test takes, through the real CosmosClient", functi
       } finally {
         watch.stop();
       }
+    });
+
+    it("preferredLocations naming one region twice in other spellings: it is one arm, and the hedge goes to the next region", async function () {
+      const { emulator } = fixture;
+      const { container, diagnostics } = await fixture.client({
+        hedging: { crossRegion: { threshold, thresholdStep: threshold } },
+        warmUp,
+        preferredLocations: ["westus", "West US", "WEST US", "EASTUS"],
+      });
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
+      emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: slow });
+      const { resource } = await container.item("item-4", "pk").read();
+      assert.equal(resource?.value, 4);
+      const record = diagnostics.find((entry) => entry.operation === "pointRead");
+      assert.deepEqual(record?.arms.map((arm) => arm.region), ["West US", "East US"], "West US is not hedged into again");
+      assert.deepEqual(regionsOf(await settledRequests(emulator, "pointRead")), ["East US", "West US"]);
     });
 
     it("preferredLocations naming regions the account does not have: hedges go only to regions it has", async function () {
