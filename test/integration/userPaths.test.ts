@@ -59,6 +59,20 @@ describe("user paths no other test takes, through the real CosmosClient", functi
       assert.deepEqual(record?.arms.map((arm) => arm.region), ["West US", "North Europe"]);
     });
 
+    it("excludedLocations naming every region: the read goes once, where the SDK sent it, unhedged", async function () {
+      const { emulator } = fixture;
+      const { container, diagnostics } = await fixture.client({ hedging: fixedHedging, warmUp });
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 300 });
+      const { resource } = await container.item("item-2", "pk").read({ excludedLocations: ["West US", "East US", "North Europe"] });
+      assert.equal(resource?.value, 2);
+      const reads = await settledRequests(emulator, "pointRead");
+      assert.equal(reads.length, 1, `the service saw ${regionsOf(reads).join(", ")}`);
+      const record = diagnostics.find((entry) => entry.operation === "pointRead");
+      assert.equal(record?.hedgeFired, false);
+      assert.equal(record?.winningRegion, reads[0]?.region);
+      assert.equal(record?.skipReason, "singleRegion", JSON.stringify(record));
+    });
+
     it("consistencyLevel and priorityLevel per request reach the hedge as they reach the primary", async function () {
       const { emulator } = fixture;
       const { container, diagnostics } = await fixture.client({ hedging: fixedHedging, warmUp });
