@@ -73,6 +73,23 @@ describe("user paths no other test takes, through the real CosmosClient", functi
       assert.equal(record?.skipReason, "singleRegion", JSON.stringify(record));
     });
 
+    it("connectionPolicy.enableEndpointDiscovery: false: the SDK reads no topology, so nothing is hedged, and withHedging warns that it is so", async function () {
+      const { emulator } = fixture;
+      const logs = captureAzureLogs("warning");
+      try {
+        const { container, diagnostics } = await fixture.client({ hedging: fixedHedging, connectionPolicy: { enableEndpointDiscovery: false }, warmUp });
+        emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: 300 });
+        const { resource } = await container.item("item-1", "pk").read();
+        assert.equal(resource?.value, 1);
+        assert.deepEqual(regionsOf(await settledRequests(emulator, "pointRead")), ["East US"]);
+        assert.equal(diagnostics.find((entry) => entry.operation === "pointRead")?.skipReason, "unknownRegion");
+        const lines = logs.packageLines();
+        assert.ok(lines.some((line) => line.includes("connectionPolicy.enableEndpointDiscovery is false") && line.includes("hedges nothing")), lines.join("\n"));
+      } finally {
+        logs.restore();
+      }
+    });
+
     it("consistencyLevel and priorityLevel per request reach the hedge as they reach the primary", async function () {
       const { emulator } = fixture;
       const { container, diagnostics } = await fixture.client({ hedging: fixedHedging, warmUp });
