@@ -42,6 +42,13 @@ function regionsOf(requests: readonly { region: string }[]): string[] {
   return requests.map((request) => request.region).sort();
 }
 
+/**
+ * Paths a user takes that hostileUse and asUsersCallIt do not: more of the
+ * SDK's own request options, several clients and accounts, errors on pinned
+ * feed pages, huge and hostile values. Outcomes are read from the emulator's
+ * record of the wire where they can be, and decided by fault rules far from
+ * the threshold.
+ */
 describe("user paths no other test takes, through the real CosmosClient", function () {
   const fixture = useEmulator({ items, preferredLocations });
 
