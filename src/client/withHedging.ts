@@ -4,6 +4,7 @@ import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
 import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
 import { sdkRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
+import { logger } from "../log.js";
 
 function isMasterKey(key: string): boolean {
   // Resource tokens and SAS tokens are not master keys and cannot re-sign.
@@ -35,11 +36,18 @@ export interface HedgeableCosmosClientOptions {
   /** The transport to hedge over; default core-rest-pipeline's. */
   httpClient?: HttpClient;
   /**
-   * The preferred regions (the hedge order), the per-attempt timeout, and
-   * whether the SDK may write to several regions: with
-   * `useMultipleWriteLocations: false` no write is hedged.
+   * The preferred regions (the hedge order), the per-attempt timeout,
+   * whether the SDK may write to several regions (with
+   * `useMultipleWriteLocations: false` no write is hedged), and whether it
+   * discovers the account's regions: with `enableEndpointDiscovery: false`
+   * it never reads them, so nothing is hedged, and a warning says so.
    */
-  connectionPolicy?: { preferredLocations?: readonly string[]; requestTimeout?: number; useMultipleWriteLocations?: boolean };
+  connectionPolicy?: {
+    preferredLocations?: readonly string[];
+    requestTimeout?: number;
+    useMultipleWriteLocations?: boolean;
+    enableEndpointDiscovery?: boolean;
+  };
 }
 
 /**
@@ -74,6 +82,12 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   }
   optionsObject("hedgingOptions", hedgingOptions, hedgingOptionKeys);
   const { connectionPolicy, key, httpClient, endpoint } = cosmosClientOptions;
+  if (connectionPolicy?.enableEndpointDiscovery === false) {
+    // Hedging learns the regions from the database-account reads the SDK makes only while it discovers endpoints.
+    logger.warning(
+      "connectionPolicy.enableEndpointDiscovery is false: @azure/cosmos never reads the account's regions, so this client hedges nothing.",
+    );
+  }
   // Checked here, so that an error names the SDK option the caller wrote rather than the hedging option it feeds.
   const sdkOrder =
     connectionPolicy?.preferredLocations === undefined ? undefined : regionNameList("connectionPolicy.preferredLocations", connectionPolicy.preferredLocations);
