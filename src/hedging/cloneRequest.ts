@@ -17,30 +17,68 @@ export function isResendableBody(request: PipelineRequest): boolean {
   return false;
 }
 
-/** The origin of each region's endpoint, as `new URL` gives it, computed once per endpoint object. */
-const endpointOrigins = new WeakMap<RegionEndpoint, string>();
+/** How a region's endpoint is written at the start of a request URL. */
+interface EndpointPrefixes {
+  /** The origin as `new URL` gives it (a default port left out): what a re-pointed URL starts with. */
+  readonly origin: string;
+  /** The same with its default port written out (`https://host:443`), as the account's endpoints list it. */
+  readonly withDefaultPort: string | undefined;
+}
 
-function endpointOrigin(region: RegionEndpoint): string {
-  let origin = endpointOrigins.get(region);
-  if (origin === undefined) {
-    origin = new URL(region.endpoint).origin;
-    endpointOrigins.set(region, origin);
+/** Each region endpoint's prefixes, computed once per endpoint object. */
+const endpointPrefixes = new WeakMap<RegionEndpoint, EndpointPrefixes>();
+
+function prefixesOf(region: RegionEndpoint): EndpointPrefixes {
+  let prefixes = endpointPrefixes.get(region);
+  if (prefixes === undefined) {
+    const endpoint = new URL(region.endpoint);
+    const defaultPort = endpoint.protocol === "https:" ? "443" : endpoint.protocol === "http:" ? "80" : undefined;
+    prefixes = {
+      origin: endpoint.origin,
+      withDefaultPort: endpoint.port === "" && defaultPort !== undefined ? `${endpoint.origin}:${defaultPort}` : undefined,
+    };
+    endpointPrefixes.set(region, prefixes);
   }
-  return origin;
+  return prefixes;
+}
+
+/** Whether `url` starts with `prefix` as its whole scheme and authority (not the start of a longer host or port). */
+function startsWithAuthority(url: string, prefix: string | undefined): boolean {
+  if (prefix === undefined || !url.startsWith(prefix)) return false;
+  const after = url.charCodeAt(prefix.length);
+  // "/", "?", "#" or the end.
+  return Number.isNaN(after) || after === 47 || after === 63 || after === 35;
+}
+
+/** A host, with a port or not, that the URL parser would take as written: letters, digits, ".", "-", ":", "[" and "]". */
+const plainAuthority = /^[A-Za-z0-9.\-:[\]]+$/;
+
+/**
+ * The index of the "/" that starts the path of an http(s) URL whose
+ * authority is a plain host (no user info, no escapes), or -1 for any other URL.
+ */
+function plainPathStart(url: string): number {
+  const schemeEnd = url.indexOf("://");
+  if (schemeEnd === -1) return -1;
+  const scheme = url.slice(0, schemeEnd);
+  if (scheme !== "https" && scheme !== "http") return -1;
+  const pathStart = url.indexOf("/", schemeEnd + 3);
+  if (pathStart === -1 || !plainAuthority.test(url.slice(schemeEnd + 3, pathStart))) return -1;
+  return pathStart;
 }
 
 /**
  * The request URL with its scheme, host and port replaced by the region's
- * endpoint. A URL already on that origin (every primary arm) is returned as
- * it is, without being parsed: it is what the SDK would have sent.
+ * endpoint. A URL already on that origin (every primary arm), with its
+ * default port written out or not, is returned as it is, without being
+ * parsed: it is what the SDK would have sent. Any other URL of the SDK's
+ * shape keeps its path and query as written.
  */
 export function retarget(url: string, region: RegionEndpoint): string {
-  const origin = endpointOrigin(region);
-  if (url.startsWith(origin)) {
-    const after = url.charCodeAt(origin.length);
-    // "/", "?", "#" or the end: the origin is the whole authority, not the start of a longer host or port.
-    if (Number.isNaN(after) || after === 47 || after === 63 || after === 35) return url;
-  }
+  const prefixes = prefixesOf(region);
+  if (startsWithAuthority(url, prefixes.origin) || startsWithAuthority(url, prefixes.withDefaultPort)) return url;
+  const pathStart = plainPathStart(url);
+  if (pathStart !== -1) return prefixes.origin + url.slice(pathStart);
   const target = new URL(region.endpoint);
   const result = new URL(url);
   result.protocol = target.protocol;

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Agent } from "node:https";
 import { Readable } from "node:stream";
 import { createPipelineRequest } from "@azure/core-rest-pipeline";
+import fc from "fast-check";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../../src/caches/regionCache.js";
 import { cloneRequestFor, isResendableBody, retarget } from "../../src/hedging/cloneRequest.js";
@@ -108,6 +109,61 @@ describe("cloneRequest", () => {
       assert.equal(retarget("https://127.0.0.1:9443/dbs/db", local), "https://127.0.0.1:944/dbs/db");
       const short: RegionEndpoint = { name: "Short", endpoint: "https://acct.documents.azure.com/" };
       assert.equal(retarget("https://acct.documents.azure.com.evil.example/dbs/db", short), "https://acct.documents.azure.com/dbs/db");
+    });
+
+    it("returns a URL on the region's origin as it is whether the default port is written out or not", () => {
+      // The account lists its endpoints as "https://acct-westus.documents.azure.com:443/", and the SDK builds its URLs from them.
+      const listed: RegionEndpoint = { name: "West US", endpoint: "https://acct-westus.documents.azure.com:443/" };
+      const bare: RegionEndpoint = { name: "West US", endpoint: "https://acct-westus.documents.azure.com/" };
+      for (const region of [listed, bare]) {
+        for (const url of ["https://acct-westus.documents.azure.com:443/dbs/db/colls/c/docs/1", "https://acct-westus.documents.azure.com/dbs/db?x=1"]) {
+          assert.equal(retarget(url, region), url);
+        }
+      }
+      assert.equal(retarget("http://127.0.0.1:80/dbs/db", { name: "Plain", endpoint: "http://127.0.0.1/" }), "http://127.0.0.1:80/dbs/db");
+    });
+
+    it("moves a URL with its default port written out to another region, path as written", () => {
+      const listed: RegionEndpoint = { name: "East US", endpoint: "https://acct-eastus.documents.azure.com:443/" };
+      assert.equal(
+        retarget("https://acct-westus.documents.azure.com:443/dbs/db/colls/c/docs/a%20b?x=1", listed),
+        "https://acct-eastus.documents.azure.com/dbs/db/colls/c/docs/a%20b?x=1",
+      );
+      assert.equal(retarget("https://acct-westus.documents.azure.com:4430/dbs/db", listed), "https://acct-eastus.documents.azure.com/dbs/db");
+    });
+
+    it("leaves a URL with user info or an escaped host to the URL parser", () => {
+      assert.equal(retarget("https://user:pass@acct-westus.documents.azure.com/dbs/db", westUs), "https://user:pass@acct-westus.documents.azure.com/dbs/db");
+      assert.equal(retarget("https://acct%2Deastus.documents.azure.com/dbs/db", westUs), "https://acct-westus.documents.azure.com/dbs/db");
+    });
+
+    it("gives what the URL parser gives for any URL of the SDK's shape (property)", () => {
+      const reference = (url: string, region: RegionEndpoint): string => {
+        const target = new URL(region.endpoint);
+        const result = new URL(url);
+        result.protocol = target.protocol;
+        result.hostname = target.hostname;
+        result.port = target.port;
+        return result.toString();
+      };
+      const host = fc.constantFrom("acct-eastus.documents.azure.com", "acct-westus.documents.azure.com", "127.0.0.1", "localhost", "[::1]");
+      const port = fc.constantFrom("", ":443", ":80", ":8081", ":9443");
+      const scheme = fc.constantFrom("https", "http");
+      const segment = fc.stringMatching(/^[A-Za-z0-9_~%-]{1,8}$/).filter((text) => !/%(?![0-9A-F]{2})/.test(text));
+      const path = fc.array(segment, { minLength: 0, maxLength: 6 }).map((segments) => `/${segments.join("/")}`);
+      const query = fc.option(fc.stringMatching(/^[A-Za-z0-9=&]{0,10}$/), { nil: undefined }).map((text) => (text === undefined ? "" : `?${text}`));
+      fc.assert(
+        fc.property(scheme, host, port, path, query, scheme, host, port, (s1, h1, p1, rest, q, s2, h2, p2) => {
+          const url = `${s1}://${h1}${p1}${rest}${q}`;
+          const region: RegionEndpoint = { name: "Target", endpoint: `${s2}://${h2}${p2}/` };
+          const got = retarget(url, region);
+          const expected = reference(url, region);
+          // Already on the region's origin, the URL is kept as written; the parser would only have dropped a default port.
+          assert.equal(new URL(got).href, new URL(expected).href);
+          if (got !== url) assert.equal(got, expected);
+        }),
+        { numRuns: 2000 },
+      );
     });
   });
 
