@@ -1,5 +1,5 @@
 import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
-import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import type { HttpHeaders, PipelineRequest, RawHttpHeaders } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../caches/regionCache.js";
 
 /**
@@ -109,16 +109,65 @@ const sharedFields = [
 ] as const satisfies ReadonlyArray<keyof PipelineRequest>;
 
 /**
+ * The headers of one arm: the original request's, read through until the
+ * arm first changes one, and from then on the arm's own copy. Copying every
+ * header (core re-normalizes each value) was the largest cost of a race
+ * that never hedges, and a primary arm of a signed request is never
+ * changed. The original is not changed during its race, so reading through
+ * it is reading a copy.
+ */
+class ArmHeaders implements HttpHeaders {
+  private own: HttpHeaders | undefined;
+
+  constructor(private readonly original: HttpHeaders) {}
+
+  private writable(): HttpHeaders {
+    this.own ??= createHttpHeaders(this.original.toJSON({ preserveCase: true }));
+    return this.own;
+  }
+
+  get(name: string): string | undefined {
+    return (this.own ?? this.original).get(name);
+  }
+
+  has(name: string): boolean {
+    return (this.own ?? this.original).has(name);
+  }
+
+  set(name: string, value: string | number | boolean): void {
+    this.writable().set(name, value);
+  }
+
+  delete(name: string): void {
+    if (this.own === undefined && !this.original.has(name)) return;
+    this.writable().delete(name);
+  }
+
+  toJSON(options?: { preserveCase?: boolean }): RawHttpHeaders {
+    return (this.own ?? this.original).toJSON(options);
+  }
+
+  toString(): string {
+    return JSON.stringify(this.toJSON({ preserveCase: true }));
+  }
+
+  [Symbol.iterator](): Iterator<[string, string]> {
+    return (this.own ?? this.original)[Symbol.iterator]();
+  }
+}
+
+/**
  * A copy of the request for one arm of a race: re-pointed at the region,
- * with its own headers object, a fresh request id and its own abort signal.
- * Transport settings (agent, TLS, proxy, timeouts) are shared so that every
- * arm reuses the caller's connection pool.
+ * with its own headers (copied when the arm first changes one), a fresh
+ * request id and its own abort signal. Transport settings (agent, TLS,
+ * proxy, timeouts) are shared so that every arm reuses the caller's
+ * connection pool.
  */
 export function cloneRequestFor(request: PipelineRequest, region: RegionEndpoint, abortSignal: AbortSignal): PipelineRequest {
   const clone = createPipelineRequest({
     url: retarget(request.url, region),
     method: request.method,
-    headers: createHttpHeaders(request.headers.toJSON({ preserveCase: true })),
+    headers: new ArmHeaders(request.headers),
     abortSignal,
   });
   const target = clone as unknown as Record<string, unknown>;

@@ -221,6 +221,38 @@ describe("cloneRequest", () => {
       assert.equal(clone.headers.has("x-added-later"), false);
     });
 
+    it("gives each arm headers of its own: one arm's change reaches neither the original nor another arm", () => {
+      const request = original();
+      const primary = cloneRequestFor(request, eastUs, new AbortController().signal);
+      const hedge = cloneRequestFor(request, westUs, new AbortController().signal);
+      hedge.headers.set("x-ms-date", "signed for the hedge");
+      hedge.headers.delete("x-ms-session-token");
+      assert.equal(request.headers.get("x-ms-date"), "Tue, 01 Jul 2025 00:00:00 GMT");
+      assert.equal(primary.headers.get("x-ms-date"), "Tue, 01 Jul 2025 00:00:00 GMT");
+      assert.equal(hedge.headers.get("x-ms-date"), "signed for the hedge");
+      assert.deepEqual([...primary.headers], [...request.headers]);
+      assert.equal(String(primary.headers), JSON.stringify(request.headers.toJSON({ preserveCase: true })));
+      assert.deepEqual(primary.headers.toJSON(), request.headers.toJSON());
+      assert.deepEqual(
+        Object.keys(hedge.headers.toJSON({ preserveCase: true })).sort(),
+        Object.keys(request.headers.toJSON({ preserveCase: true })).filter((name) => name !== "x-ms-session-token").sort(),
+      );
+    });
+
+    it("reads the original's headers until the arm changes one (nothing changes the original during its race)", () => {
+      const request = original();
+      const arm = cloneRequestFor(request, westUs, new AbortController().signal);
+      arm.headers.delete("x-not-there");
+      request.headers.set("x-set-on-the-original", "seen");
+      assert.equal(arm.headers.get("X-Set-On-The-Original"), "seen");
+      assert.equal(arm.headers.has("x-custom-case"), true);
+      arm.headers.set("x-own", "1");
+      request.headers.set("x-set-after-the-arm-changed", "not seen");
+      assert.equal(arm.headers.has("x-set-after-the-arm-changed"), false);
+      assert.equal(arm.headers.get("x-set-on-the-original"), "seen");
+      assert.equal(request.headers.has("x-own"), false);
+    });
+
     it("gives the copy its own abort signal and its own request id", () => {
       const request = original();
       const signal = new AbortController().signal;
