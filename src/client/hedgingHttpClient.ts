@@ -12,6 +12,7 @@ import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPo
 import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
 import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
 import { armHttpTracingPolicy } from "../hedging/tracing.js";
+import { markForCoreTransport } from "../hedging/armAbort.js";
 import { requestControlsOf, setRequestControls } from "../hedging/requestControls.js";
 import { logger } from "../log.js";
 import { hedgingClientSummary } from "./hedgingSummary.js";
@@ -175,6 +176,28 @@ function hedgeOnlyWithSdkOptions(request: PipelineRequest): "known" | "unreadabl
   return controls.sdkOptionsKnown === false ? "unreadable" : "missing";
 }
 
+/**
+ * Whether the arms of a race go from it straight to core-rest-pipeline's
+ * own transport: the client made its transport, and its pipeline still
+ * holds its own policies only (a policy of the user's, added later, may
+ * need a native abort signal). Rechecked only when the pipeline's order
+ * changes.
+ */
+function armsReachCoreTransport(pipeline: Pipeline, ownTransport: boolean): () => boolean {
+  const ours = pipeline.getOrderedPolicies();
+  let checked = ours;
+  let onlyOurs = true;
+  return () => {
+    if (!ownTransport) return false;
+    const order = pipeline.getOrderedPolicies();
+    if (order !== checked) {
+      checked = order;
+      onlyOurs = order.length === ours.length && order.every((policy, index) => policy === ours[index]);
+    }
+    return onlyOurs;
+  };
+}
+
 /** The clients {@link buildHedgingHttpClient} made, so that one is never wrapped in another. */
 const hedgingClients = new WeakSet<HttpClient>();
 
@@ -217,6 +240,7 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
   // Below the race, so each arm of a traced race gets an HTTP span with the Azure SDK's conventions, under its own span.
   pipeline.addPolicy(armHttpTracingPolicy());
   const transport = options.httpClient ?? createDefaultHttpClient();
+  const onlyCoreBelowRace = armsReachCoreTransport(pipeline, options.httpClient === undefined);
   logger.info(hedgingClientSummary(options));
   let warnedWithoutSdkOptions = false;
   const client: HedgingHttpClient = {
@@ -229,6 +253,7 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
           "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient (were its plugins replaced?); it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",
         );
       }
+      if (onlyCoreBelowRace()) markForCoreTransport(request);
       return pipeline.sendRequest(transport, request);
     },
     metrics: () => crossRegion.metrics(),

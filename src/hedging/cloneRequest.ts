@@ -1,3 +1,4 @@
+import type { AbortSignalLike } from "@azure/abort-controller";
 import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
 import type { HttpHeaders, PipelineRequest, RawHttpHeaders } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../caches/regionCache.js";
@@ -163,7 +164,7 @@ class ArmHeaders implements HttpHeaders {
  * proxy, timeouts) are shared so that every arm reuses the caller's
  * connection pool.
  */
-export function cloneRequestFor(request: PipelineRequest, region: RegionEndpoint, abortSignal: AbortSignal): PipelineRequest {
+export function cloneRequestFor(request: PipelineRequest, region: RegionEndpoint, abortSignal: AbortSignalLike): PipelineRequest {
   const clone = createPipelineRequest({
     url: retarget(request.url, region),
     method: request.method,

@@ -1,6 +1,8 @@
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../caches/regionCache.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
+import { armAbortFor } from "./armAbort.js";
+import type { ArmAbort } from "./armAbort.js";
 import { cloneRequestFor } from "./cloneRequest.js";
 import type { HedgeArmReason, HedgeDrainEnd } from "./diagnostics.js";
 import type { LoserDrain } from "./loserDrain.js";
@@ -134,7 +136,7 @@ interface ArmState {
   readonly index: number;
   readonly region: RegionEndpoint;
   readonly reason: HedgeArmReason;
-  readonly controller: AbortController;
+  readonly controller: ArmAbort;
   /** The copy of the request this arm sends. */
   readonly request: PipelineRequest;
   readonly startedAt: number;
@@ -398,7 +400,7 @@ export function runRace(input: RaceInput): Promise<RaceOutcome> {
         cancelTimer();
         return false;
       }
-      const controller = new AbortController();
+      const controller = armAbortFor(request);
       const clone = cloneRequestFor(request, region, controller.signal);
       const arm: ArmState = { index, region, reason, controller, request: clone, startedAt: performance.now() };
       arms.push(arm);
