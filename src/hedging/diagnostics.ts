@@ -180,30 +180,94 @@ export interface HedgeDiagnostics {
 
 const attached = new WeakMap<object, HedgeDiagnostics>();
 
-/** Serialized skip records without their charge; a client sees few distinct ones. */
-const skipPrefixes = new Map<string, string>();
-const maxSkipPrefixes = 256;
+/** The JSON of records up to their arms (skipped records: up to their charge), by everything that makes it differ; a client sees few. */
+const cachedPrefixes = new Map<string, string>();
+const maxCachedPrefixes = 512;
+
+/** The JSON of a number as `JSON.stringify` writes it. */
+function jsonNumber(value: number): string {
+  return Number.isFinite(value) ? String(value) : "null";
+}
 
 /**
- * The header value of a record. A skipped request (the common case) differs
- * from the previous skipped request of the same kind only in its charge, so
- * its JSON is assembled from a cached prefix instead of serialized afresh.
+ * The part of a record's key that says where its JSON can be cut and
+ * joined again: every field before its arms. Each is an enumeration or a
+ * number except the regions, the free text, which go last, so that no name
+ * can make two records share a key. Records that share a key were built by
+ * one code path, so their fields stand in one order.
+ */
+function headKey(diagnostics: HedgeDiagnostics): string {
+  return (
+    diagnostics.policy + "|" + diagnostics.operation + "|" + diagnostics.thresholdMs + "|" + diagnostics.thresholdStepMs + "|" +
+    diagnostics.thresholdSource + "|" + diagnostics.skipReason + "|" + (diagnostics.thresholdRegion === undefined ? "" : "=" + diagnostics.thresholdRegion) +
+    "|" + (diagnostics.primaryRegion === undefined ? "" : "=" + diagnostics.primaryRegion)
+  );
+}
+
+/** The JSON of a record's fields before its arms, with the comma after them: `{"policy":...,`. */
+function headJson(key: string, diagnostics: HedgeDiagnostics): string {
+  let head = cachedPrefixes.get(key);
+  if (head === undefined) {
+    const fields: Record<string, unknown> = {};
+    for (const name of Object.keys(diagnostics)) {
+      if (name === "arms") break;
+      fields[name] = diagnostics[name as keyof HedgeDiagnostics];
+    }
+    const json = JSON.stringify(fields);
+    head = json === "{}" ? "{" : json.slice(0, -1) + ",";
+    if (cachedPrefixes.size >= maxCachedPrefixes) cachedPrefixes.clear();
+    cachedPrefixes.set(key, head);
+  }
+  return head;
+}
+
+/**
+ * The JSON of a race whose primary answered alone before any hedge (the
+ * common case with hedging on), or `undefined` for any other record. Only
+ * the arm's measurements, its activity id and the charge differ between
+ * such records of one request kind, so the rest is cached; the result is
+ * the text `JSON.stringify` gives.
+ */
+function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
+  const arm = diagnostics.arms[0];
+  if (
+    arm === undefined || diagnostics.arms.length !== 1 || diagnostics.terminalState !== "primaryWon" || diagnostics.routing !== undefined ||
+    diagnostics.ranking !== undefined || diagnostics.skipReason !== undefined || arm.error !== undefined || arm.subStatus !== undefined ||
+    arm.sessionTokenOmitted !== undefined || arm.drainEnd !== undefined || arm.reason !== "primary" || arm.outcome !== "returned" ||
+    diagnostics.hedgeFired || diagnostics.hedgeWon || diagnostics.winningRegion !== arm.region
+  ) {
+    return undefined;
+  }
+  // The fields of the arm and of the end of the record in the order `describeArm` and `raceRecord` set them.
+  let json = headJson(headKey(diagnostics), diagnostics) + '"arms":[{"region":' + JSON.stringify(arm.region) + ',"reason":"primary","startOffsetMs":' + jsonNumber(arm.startOffsetMs) + ',"outcome":"returned"';
+  if (arm.durationMs !== undefined) json += ',"durationMs":' + jsonNumber(arm.durationMs);
+  if (arm.status !== undefined) json += ',"status":' + jsonNumber(arm.status);
+  if (arm.activityId !== undefined) json += ',"activityId":' + JSON.stringify(arm.activityId);
+  if (arm.requestCharge !== undefined) json += ',"requestCharge":' + jsonNumber(arm.requestCharge);
+  json += '}],"hedgeFired":false,"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + JSON.stringify(arm.region);
+  if (diagnostics.winningActivityId !== undefined) json += ',"winningActivityId":' + JSON.stringify(diagnostics.winningActivityId);
+  return json + "}";
+}
+
+/**
+ * The header value of a record: its JSON. The two common records, a
+ * skipped request and a race its primary won alone, are assembled from a
+ * cached head instead of serialized afresh.
  */
 function headerValue(diagnostics: HedgeDiagnostics): string {
-  if (diagnostics.terminalState !== "skipped" || diagnostics.routing !== undefined) return JSON.stringify(diagnostics);
-  // Every field but the region is an enumeration or a number; the region, the one free text (the winning region of a skip is the primary), goes last, so no name can make two records share a key.
-  const key =
-    diagnostics.policy + "|" + diagnostics.operation + "|" + diagnostics.thresholdMs + "|" + diagnostics.thresholdStepMs + "|" +
-    diagnostics.thresholdSource + "|" + diagnostics.skipReason + "|" + (diagnostics.primaryRegion === undefined ? "" : "=" + diagnostics.primaryRegion);
-  let prefix = skipPrefixes.get(key);
-  if (prefix === undefined) {
-    if (skipPrefixes.size >= maxSkipPrefixes) skipPrefixes.clear();
-    const { totalRequestCharge: _charge, ...rest } = diagnostics;
-    prefix = JSON.stringify(rest).slice(0, -1);
-    skipPrefixes.set(key, prefix);
+  if (diagnostics.terminalState === "skipped" && diagnostics.routing === undefined) {
+    // A skipped record differs from the previous one of its kind only in its charge, its last field.
+    const key = "skip|" + headKey(diagnostics);
+    let prefix = cachedPrefixes.get(key);
+    if (prefix === undefined) {
+      const { totalRequestCharge: _charge, ...rest } = diagnostics;
+      prefix = JSON.stringify(rest).slice(0, -1);
+      if (cachedPrefixes.size >= maxCachedPrefixes) cachedPrefixes.clear();
+      cachedPrefixes.set(key, prefix);
+    }
+    return prefix + ',"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + "}";
   }
-  const charge = diagnostics.totalRequestCharge;
-  return prefix + ',"totalRequestCharge":' + (Number.isFinite(charge) ? String(charge) : "null") + "}";
+  return lonePrimaryJson(diagnostics) ?? JSON.stringify(diagnostics);
 }
 
 /**

@@ -1,9 +1,16 @@
 import assert from "node:assert/strict";
-import { RestError, createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
-import type { PipelineResponse } from "@azure/core-rest-pipeline";
+import { RestError, createEmptyPipeline, createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
+import type { HttpClient, PipelinePolicy, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
+import fc from "fast-check";
+import { RegionCache } from "../../src/caches/regionCache.js";
+import type { RegionEndpoint } from "../../src/caches/regionCache.js";
 import { hedgeDiagnosticsHeaderName } from "../../src/cosmos/headers.js";
 import { attachHedgeDiagnostics, getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
-import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeArmDiagnostics, HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { setRequestControls } from "../../src/hedging/requestControls.js";
+import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
+import { metadataHedgingPolicy } from "../../src/policies/metadataHedgingPolicy.js";
+import { eastUs, pointRead, query, requestTo, westUs } from "../support/hedgingFixtures.js";
 
 const diagnostics: HedgeDiagnostics = {
   policy: "crossRegion",
@@ -145,5 +152,88 @@ describe("hedge diagnostics", () => {
         assert.equal(getHedgeDiagnostics(value), undefined);
       });
     }
+  });
+});
+
+describe("the diagnostics header of races its primary answered alone", () => {
+  const topology = { readRegions: [eastUs, westUs], perPartitionFailover: true };
+
+  /** A transport that answers every request at once, with these headers. */
+  function answering(headers: Record<string, string>): HttpClient {
+    return { sendRequest: async (request) => ({ request, status: 200, headers: createHttpHeaders(headers), bodyAsText: "{}" }) };
+  }
+
+  const answers: ReadonlyArray<readonly [string, Record<string, string>]> = [
+    ["an activity id and a charge", { "x-ms-activity-id": "6f1c2b0e-0000-4000-8000-000000000001", "x-ms-request-charge": "2.86" }],
+    ["neither", {}],
+    ["an activity id that needs escaping", { "x-ms-activity-id": 'a"b\\c', "x-ms-request-charge": "1" }],
+  ];
+  const policies: ReadonlyArray<readonly [string, () => PipelinePolicy, (region: RegionEndpoint) => PipelineRequest]> = [
+    ["a fixed threshold", () => crossRegionHedgingPolicy({ regions: new RegionCache({ topology }), threshold: 100 }), (region) => pointRead(region)],
+    ["the adaptive threshold", () => crossRegionHedgingPolicy({ regions: new RegionCache({ topology }), threshold: "adaptive" }), (region) => query(region)],
+    ["the PPAF default", () => crossRegionHedgingPolicy({ regions: new RegionCache({ topology }), enabled: "followAccount" }), (region) => pointRead(region)],
+    [
+      "a per-request threshold",
+      () => crossRegionHedgingPolicy({ regions: new RegionCache({ topology }) }),
+      (region) => {
+        const request = pointRead(region);
+        setRequestControls(request, { hedging: { threshold: 250 } });
+        return request;
+      },
+    ],
+    ["metadata hedging", () => metadataHedgingPolicy({ regions: new RegionCache({ topology }), enabled: true }), (region) => requestTo(region, "GET", "dbs/db/colls/c")],
+  ];
+
+  for (const [policyLabel, makePolicy, makeRequest] of policies) {
+    for (const [answerLabel, headers] of answers) {
+      it(`is the record's own JSON, byte for byte: ${policyLabel}, an answer with ${answerLabel}`, async () => {
+        const pipeline = createEmptyPipeline();
+        pipeline.addPolicy(makePolicy());
+        // Twice: the second record is assembled from what the first left cached.
+        for (const region of [eastUs, eastUs, westUs]) {
+          const response = await pipeline.sendRequest(answering(headers), makeRequest(region));
+          const record = getHedgeDiagnostics(response);
+          assert.equal(record?.terminalState, "primaryWon");
+          assert.equal(response.headers.get(hedgeDiagnosticsHeaderName), JSON.stringify(record));
+        }
+      });
+    }
+  }
+
+  it("reads as the record for any values its fields may hold (property)", () => {
+    const text = fc.string({ maxLength: 12, unit: "binary" });
+    const number = fc.oneof(fc.double(), fc.integer({ min: 0, max: 100_000 }));
+    fc.assert(
+      fc.property(
+        fc.constantFrom("options", "request", "ppafDefault", "adaptive", "benefit"),
+        text,
+        fc.option(number, { nil: undefined }),
+        fc.option(text, { nil: undefined }),
+        fc.option(number, { nil: undefined }),
+        number,
+        fc.integer({ min: 0, max: 20 }),
+        (thresholdSource, region, durationMs, activityId, requestCharge, total, thresholdMs) => {
+          const record = {
+            policy: "crossRegion",
+            operation: "pointRead",
+            primaryRegion: region,
+            thresholdMs,
+            thresholdStepMs: 100,
+            thresholdSource,
+          } as Partial<HedgeDiagnostics> & Record<string, unknown>;
+          const arm: HedgeArmDiagnostics = { region, reason: "primary", startOffsetMs: 0, outcome: "returned" };
+          if (durationMs !== undefined) arm.durationMs = durationMs;
+          arm.status = 200;
+          if (activityId !== undefined) arm.activityId = activityId;
+          if (requestCharge !== undefined) arm.requestCharge = requestCharge;
+          Object.assign(record, { arms: [arm], hedgeFired: false, totalRequestCharge: total, hedgeWon: false, terminalState: "primaryWon", winningRegion: region });
+          if (activityId !== undefined) record.winningActivityId = activityId;
+          const target = response();
+          attachHedgeDiagnostics(target, record as HedgeDiagnostics);
+          assert.equal(target.headers.get(hedgeDiagnosticsHeaderName), JSON.stringify(record));
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
