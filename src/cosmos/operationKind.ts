@@ -1,4 +1,5 @@
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { ObjectSlot } from "../objectSlot.js";
 import { CosmosHeaders } from "./headers.js";
 
 /**
@@ -152,7 +153,7 @@ export function classifyShape(shape: RequestShape): OperationKind {
   return "other";
 }
 
-const classified = new WeakMap<PipelineRequest, OperationKind>();
+const classified = new ObjectSlot<OperationKind>("cosmos-hedging operation kind");
 
 /**
  * Classifies a pipeline request into an {@link OperationKind}. The answer is

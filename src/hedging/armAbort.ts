@@ -1,6 +1,7 @@
 import type { AbortSignalLike } from "@azure/abort-controller";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { logger } from "../log.js";
+import { ObjectSlot } from "../objectSlot.js";
 
 /** How the race cancels one arm: `signal` goes on the arm's request, `abort()` fires it. */
 export interface ArmAbort {
@@ -59,7 +60,7 @@ class LightArmAbort implements ArmAbort, AbortSignalLike {
 }
 
 /** Requests whose arms reach core-rest-pipeline's own transport with nothing in between that could need a native signal. */
-const toCoreTransport = new WeakSet<PipelineRequest>();
+const toCoreTransport = new ObjectSlot<true>("cosmos-hedging arms to core transport");
 
 /**
  * Marks a request whose arms go from the race straight to
@@ -70,10 +71,10 @@ const toCoreTransport = new WeakSet<PipelineRequest>();
  * other arm gets a native `AbortController`.
  */
 export function markForCoreTransport(request: PipelineRequest): void {
-  toCoreTransport.add(request);
+  toCoreTransport.set(request, true);
 }
 
 /** A new way to cancel one arm of `request`'s race. */
 export function armAbortFor(request: PipelineRequest): ArmAbort {
-  return toCoreTransport.has(request) ? new LightArmAbort() : new AbortController();
+  return toCoreTransport.get(request) === true ? new LightArmAbort() : new AbortController();
 }

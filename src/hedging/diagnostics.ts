@@ -2,6 +2,7 @@ import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
 import { hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeRankingReason } from "../caches/regionRanking.js";
+import { ObjectSlot } from "../objectSlot.js";
 import type { RequestRouting } from "./requestControls.js";
 
 export type { HedgeRankingReason } from "../caches/regionRanking.js";
@@ -178,7 +179,10 @@ export interface HedgeDiagnostics {
   skipReason?: HedgeSkipReason;
 }
 
-const attached = new WeakMap<object, HedgeDiagnostics>();
+/** The records of responses: every request has one, so a property of the response. */
+const attachedToResponses = new ObjectSlot<HedgeDiagnostics>("cosmos-hedging diagnostics");
+/** The records of errors, which callers print and inspect, so kept off the error object itself. */
+const attachedToErrors = new WeakMap<object, HedgeDiagnostics>();
 
 /** The JSON of records up to their arms (skipped records: up to their charge), by everything that makes it differ; a client sees few. */
 const cachedPrefixes = new Map<string, string>();
@@ -271,15 +275,20 @@ function headerValue(diagnostics: HedgeDiagnostics): string {
 }
 
 /**
- * Attaches diagnostics to a response (as a WeakMap entry and as the
+ * Attaches diagnostics to a response (kept with it, and written to the
  * `x-cosmos-hedging-diagnostics` header, which `@azure/cosmos` copies into
- * `response.headers`) or to a thrown error.
+ * `response.headers`) or to a thrown error (and to the response it carries).
  */
 export function attachHedgeDiagnostics(target: PipelineResponse | object, diagnostics: HedgeDiagnostics): void {
-  attached.set(target, diagnostics);
-  const response = isPipelineResponse(target) ? target : responseOfError(target);
-  if (response === undefined) return;
-  if (response !== target) attached.set(response, diagnostics);
+  let response: PipelineResponse | undefined;
+  if (isPipelineResponse(target)) {
+    response = target;
+  } else {
+    attachedToErrors.set(target, diagnostics);
+    response = responseOfError(target);
+    if (response === undefined) return;
+  }
+  attachedToResponses.set(response, diagnostics);
   response.headers.set(hedgeDiagnosticsHeaderName, headerValue(diagnostics));
 }
 
@@ -321,7 +330,7 @@ function fromHeaders(headers: unknown): HedgeDiagnostics | undefined {
  */
 export function getHedgeDiagnostics(source: unknown): HedgeDiagnostics | undefined {
   if (typeof source !== "object" || source === null) return undefined;
-  const direct = attached.get(source);
+  const direct = attachedToErrors.get(source) ?? attachedToResponses.get(source);
   if (direct !== undefined) return direct;
   if (isHttpHeaders(source)) return fromHeaders(source);
   const nested = (source as { headers?: unknown }).headers;

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
 import { logger } from "../log.js";
+import { ObjectSlot } from "../objectSlot.js";
 import { isRegionName, isTimerMilliseconds, regionNameLimits } from "../options.js";
 
 /** Per-request hedging settings: `false` turns hedging off, an object overrides the policy's timing. */
@@ -48,7 +49,7 @@ const controlHeaderNames: readonly string[] = Object.values(requestControlHeader
 
 const noControls: RequestHedgingControls = Object.freeze({});
 const sdkOptionsOnly: RequestHedgingControls = Object.freeze({ sdkOptionsKnown: true });
-const controlsByRequest = new WeakMap<PipelineRequest, RequestHedgingControls>();
+const controlsByRequest = new ObjectSlot<RequestHedgingControls>("cosmos-hedging request controls");
 const scope = new AsyncLocalStorage<RequestHedgingControls>();
 
 // Hedge arms are copies of a request; `cloneRequestFor` links each copy to
