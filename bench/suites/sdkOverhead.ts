@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { createDefaultHttpClient, createEmptyPipeline, createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
 import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
 import { createTracingClient } from "@azure/core-tracing";
@@ -11,12 +12,15 @@ import { markdownTable } from "../support/table.js";
 
 /** The settings of the overhead suite through the real `@azure/cosmos` client. */
 export interface SdkOverheadSettings {
+  /** Runs of every mode, each mode in a fresh process per run. */
+  runs: number;
+  /** Measured rounds per run; the run's figure is their median. */
+  roundsPerRun: number;
   readsPerRound: number;
-  rounds: number;
   concurrency: number;
 }
 
-export const defaultSdkOverheadSettings: SdkOverheadSettings = { readsPerRound: 1000, rounds: 16, concurrency: 8 };
+export const defaultSdkOverheadSettings: SdkOverheadSettings = { runs: 6, roundsPerRun: 6, readsPerRound: 1000, concurrency: 8 };
 
 /** The `q` quantile of sorted values, interpolated between neighbours. */
 function quantile(sorted: readonly number[], q: number): number {
@@ -30,19 +34,26 @@ function quantile(sorted: readonly number[], q: number): number {
 export interface SdkOverheadRow {
   mode: string;
   reads: number;
+  /** The median over runs of the client's CPU per read (user and system). */
   cpuMicrosPerRead: number;
-  /** The median over rounds of this mode's CPU per read over plain's in the same round. */
+  /** The median over runs of this mode's CPU per read over plain's in the same run. */
   cpuRelative: number;
-  /** The 25th and 75th percentiles of those per-round ratios. */
+  /** The 25th and 75th percentiles of those per-run ratios. */
   cpuRelativeLow: number;
   cpuRelativeHigh: number;
   readsPerSecond: number;
   throughputRelative: number;
 }
 
+/** What one run of one mode measured, as its process reports it. */
+export interface SdkOverheadRun {
+  cpuMicrosPerRead: number;
+  readsPerSecond: number;
+}
+
 const preferredLocations = ["East US", "West US", "North Europe"];
 
-interface Mode {
+export interface Mode {
   readonly name: string;
   readonly options: (base: CosmosClientOptions) => CosmosClientOptions;
 }
@@ -103,8 +114,9 @@ function byHand(base: CosmosClientOptions, policies: readonly PipelinePolicy[]):
 }
 
 /** The modes, plain `@azure/cosmos` first: every ratio is against it. */
-const modes: readonly Mode[] = [
+export const sdkOverheadModes: readonly Mode[] = [
   { name: "plain @azure/cosmos", options: (base) => base },
+  { name: "control: plain @azure/cosmos again", options: (base) => ({ ...base }) },
   {
     name: "withHedging, hedging on (500 ms, never reached)",
     options: (base) => withHedging(base, { crossRegion: { threshold: 500 }, metadata: true }),
@@ -137,69 +149,99 @@ async function readRound(container: Container, reads: number, concurrency: numbe
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
+/** The options every mode's client starts from. */
+export function sdkOverheadBaseOptions(endpoint: string, key: string): CosmosClientOptions {
+  return { endpoint, key, connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations } };
+}
+
+/**
+ * One run of one mode, in the process that calls it (the worker's): a
+ * client, a warm-up, then the median CPU per read and throughput over the
+ * measured rounds.
+ */
+export async function measureSdkOverheadRun(mode: Mode, base: CosmosClientOptions, settings: SdkOverheadSettings): Promise<SdkOverheadRun> {
+  const client = new CosmosClient(mode.options(base));
+  try {
+    const container = client.database("bench").container("items");
+    await readRound(container, 2000, settings.concurrency);
+    const cpu: number[] = [];
+    const rate: number[] = [];
+    for (let round = 0; round < settings.roundsPerRun; round++) {
+      const cpuBefore = process.cpuUsage();
+      const started = performance.now();
+      await readRound(container, settings.readsPerRound, settings.concurrency);
+      rate.push(settings.readsPerRound / ((performance.now() - started) / 1000));
+      const used = process.cpuUsage(cpuBefore);
+      cpu.push((used.user + used.system) / settings.readsPerRound);
+    }
+    const median = (values: number[]): number => quantile([...values].sort((a, b) => a - b), 0.5);
+    return { cpuMicrosPerRead: median(cpu), readsPerSecond: median(rate) };
+  } finally {
+    client.dispose();
+  }
+}
+
+/** Runs one mode in a fresh Node.js process (bench/support/sdkOverheadWorker.ts) and returns what it measured. */
+function runInWorker(modeIndex: number, emulator: RemoteEmulator, settings: SdkOverheadSettings): Promise<SdkOverheadRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "bench/support/sdkOverheadWorker.ts"], {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, SDK_OVERHEAD_JOB: JSON.stringify({ modeIndex, endpoint: emulator.endpoint, key: emulator.key, settings }) },
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      if (code !== 0) reject(new Error(`the overhead worker of mode ${modeIndex} exited with ${code}`));
+      else resolve(JSON.parse(output) as SdkOverheadRun);
+    });
+  });
+}
+
 /**
  * Client CPU per point read through the real `@azure/cosmos` client, the
- * emulator in a child process (so only this process's CPU is counted),
+ * emulator in a child process (so only the client's CPU is counted),
  * keep-alive connections, no hedge ever fired: what the pass-through path
- * costs a user. Rounds alternate between the modes, so that a noisy machine
- * slows them alike.
+ * costs a user. Each run of each mode has a process of its own, as an
+ * application has one client: modes sharing a process and its heap charge
+ * each other for their garbage and make the SDK's own code see every
+ * mode's shapes. Runs alternate between the modes, and each mode is
+ * compared with plain's run next to it, so that a noisy machine slows them alike.
  */
 export async function runSdkOverheadSuite(settings = defaultSdkOverheadSettings): Promise<SdkOverheadRow[]> {
   const emulator: RemoteEmulator = await startRemoteEmulator();
-  const clients: CosmosClient[] = [];
   try {
-    const base: CosmosClientOptions = {
-      endpoint: emulator.endpoint,
-      key: emulator.key,
-      connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations },
-    };
-    const seeder = new CosmosClient(base);
+    const seeder = new CosmosClient(sdkOverheadBaseOptions(emulator.endpoint, emulator.key));
     const { database } = await seeder.databases.createIfNotExists({ id: "bench" });
     const { container: seeded } = await database.containers.createIfNotExists({ id: "items", partitionKey: { paths: ["/pk"] } });
     await seeded.items.upsert({ id: "item", pk: "pk", value: 1 });
     seeder.dispose();
 
-    const containers = modes.map((mode) => {
-      const client = new CosmosClient(mode.options(base));
-      clients.push(client);
-      return client.database("bench").container("items");
-    });
-    for (const container of containers) await readRound(container, 500, settings.concurrency);
-
-    // Per round and mode: the machine's load drifts between rounds, so each mode is compared with plain in the same round.
-    const cpu = modes.map(() => [] as number[]);
-    const wall = modes.map(() => [] as number[]);
-    for (let round = 0; round < settings.rounds; round++) {
-      // Each round starts with another mode, so that no mode always runs right after the same one.
-      for (let offset = 0; offset < containers.length; offset++) {
-        const index = (round + offset) % containers.length;
-        const container = containers[index]!;
-        const cpuBefore = process.cpuUsage();
-        const started = performance.now();
-        await readRound(container, settings.readsPerRound, settings.concurrency);
-        wall[index]!.push(performance.now() - started);
-        const used = process.cpuUsage(cpuBefore);
-        cpu[index]!.push(used.user + used.system);
+    const runs = sdkOverheadModes.map(() => [] as SdkOverheadRun[]);
+    for (let run = 0; run < settings.runs; run++) {
+      // Each run starts with another mode, so that no mode always runs right after the same one.
+      for (let offset = 0; offset < sdkOverheadModes.length; offset++) {
+        const index = (run + offset) % sdkOverheadModes.length;
+        runs[index]!.push(await runInWorker(index, emulator, settings));
       }
     }
-    const reads = settings.readsPerRound * settings.rounds;
-    const sum = (values: readonly number[]): number => values.reduce((total, value) => total + value, 0);
-    const ratios = (of: readonly number[], to: readonly number[]): number[] => of.map((value, round) => value / to[round]!).sort((a, b) => a - b);
-    return modes.map((mode, index) => {
-      const cpuRatios = ratios(cpu[index]!, cpu[0]!);
+    const median = (values: readonly number[]): number => quantile([...values].sort((a, b) => a - b), 0.5);
+    const plain = runs[0]!;
+    return sdkOverheadModes.map((mode, index) => {
+      const own = runs[index]!;
+      const cpuRatios = own.map((result, run) => result.cpuMicrosPerRead / plain[run]!.cpuMicrosPerRead).sort((a, b) => a - b);
       return {
         mode: mode.name,
-        reads,
-        cpuMicrosPerRead: sum(cpu[index]!) / reads,
-        readsPerSecond: reads / (sum(wall[index]!) / 1000),
+        reads: settings.runs * settings.roundsPerRun * settings.readsPerRound,
+        cpuMicrosPerRead: median(own.map((result) => result.cpuMicrosPerRead)),
+        readsPerSecond: median(own.map((result) => result.readsPerSecond)),
         cpuRelative: quantile(cpuRatios, 0.5),
         cpuRelativeLow: quantile(cpuRatios, 0.25),
         cpuRelativeHigh: quantile(cpuRatios, 0.75),
-        throughputRelative: quantile(ratios(wall[0]!, wall[index]!), 0.5),
+        throughputRelative: median(own.map((result, run) => result.readsPerSecond / plain[run]!.readsPerSecond)),
       };
     });
   } finally {
-    for (const client of clients) client.dispose();
     await emulator.close();
   }
 }
@@ -207,9 +249,10 @@ export async function runSdkOverheadSuite(settings = defaultSdkOverheadSettings)
 export function sdkOverheadTable(rows: readonly SdkOverheadRow[], settings = defaultSdkOverheadSettings): string {
   return (
     `Point reads through the real \`@azure/cosmos\` client, the emulator in a child process, keep-alive, ` +
-    `concurrency ${settings.concurrency}, ${settings.rounds} alternating rounds of ${settings.readsPerRound} reads per mode; ` +
-    "client CPU from `process.cpuUsage()`; each mode's ratio to plain is taken per round (the median, and the 25th-75th percentiles, over rounds), " +
-    "so that load drifting between rounds does not land on one mode. Target: CPU at most 1.05 x plain, throughput at least 0.97 x.\n\n" +
+    `concurrency ${settings.concurrency}; each mode runs ${settings.runs} times, each time in a fresh process (one client, as an application has), ` +
+    `alternating with the other modes; a run warms up on 2000 reads and measures ${settings.roundsPerRun} rounds of ${settings.readsPerRound} reads (their median). ` +
+    "Client CPU (user and system) from `process.cpuUsage()`; each mode's ratio to plain is taken per run (the median, and the 25th-75th percentiles, over runs), " +
+    "so that load drifting between runs does not land on one mode. Target: CPU at most 1.05 x plain, throughput at least 0.97 x.\n\n" +
     markdownTable(
       ["mode", "reads", "client CPU per read", "CPU vs plain (median, p25-p75)", "reads/s", "throughput vs plain (median)"],
       rows.map((row) => [
