@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { benchModes } from "./support/benchModes.js";
 import { coldStartTable, defaultColdStartSettings, runColdStartSuite } from "./suites/coldStart.js";
 import { clientMemoryTable, defaultOverheadSettings, measureClientMemory, overheadTable, runOverheadSuite } from "./suites/overhead.js";
-import { defaultSdkOverheadSettings, runSdkOverheadSuite, sdkOverheadTable } from "./suites/sdkOverhead.js";
+import { defaultSdkOverheadSettings, runSdkOverheadSuite, sdkOverheadTables } from "./suites/sdkOverhead.js";
 import { brownOutTable, countScenarios, defaultBrownOut, defaultTailLoad, runBrownOut, runCountScenario, tailCaption, tailTable } from "./suites/tail.js";
 import type { TailRow } from "./suites/tail.js";
 import { defaultWanSettings, runWanSuite, wanSection } from "./suites/wan.js";
@@ -48,7 +48,7 @@ parts.push(section("Memory per hedging client (in-process)", clientMemoryTable(c
 
 console.log("Running the overhead suite through the real @azure/cosmos client...");
 const sdkOverhead = await runSdkOverheadSuite(defaultSdkOverheadSettings);
-parts.push(section("Client CPU per read through the real @azure/cosmos client", sdkOverheadTable(sdkOverhead, defaultSdkOverheadSettings)));
+parts.push(section("Client CPU per read through the real @azure/cosmos client", sdkOverheadTables(sdkOverhead, defaultSdkOverheadSettings)));
 
 console.log("Running the WAN suite...");
 const wan = await runWanSuite(defaultWanSettings);

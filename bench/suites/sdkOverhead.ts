@@ -8,6 +8,7 @@ import type { Container, CosmosClientOptions } from "@azure/cosmos";
 import { crossRegionHedgingPolicy, excludedRegionsPolicy, metadataHedgingPolicy, RegionCache, withHedging } from "cosmos-hedging";
 import { startRemoteEmulator } from "../support/remoteEmulator.js";
 import type { RemoteEmulator } from "../support/remoteEmulator.js";
+import { InMemoryAccountAgent, inMemoryRegions } from "../support/inMemoryAccount.js";
 import { markdownTable } from "../support/table.js";
 
 /** The settings of the overhead suite through the real `@azure/cosmos` client. */
@@ -149,11 +150,6 @@ async function readRound(container: Container, reads: number, concurrency: numbe
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
-/** The options every mode's client starts from. */
-export function sdkOverheadBaseOptions(endpoint: string, key: string): CosmosClientOptions {
-  return { endpoint, key, connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations } };
-}
-
 /**
  * One run of one mode, in the process that calls it (the worker's): a
  * client, a warm-up, then the median CPU per read and throughput over the
@@ -181,12 +177,36 @@ export async function measureSdkOverheadRun(mode: Mode, base: CosmosClientOption
   }
 }
 
+/**
+ * Where the reads go: the emulator in a child process over loopback TCP, or
+ * the account of bench/support/inMemoryAccount.ts (no socket, no server).
+ */
+export type SdkOverheadAccount = { readonly kind: "emulator"; readonly endpoint: string; readonly key: string } | { readonly kind: "inMemory" };
+
+/** What a worker process is asked to run. */
+export interface SdkOverheadJob {
+  readonly modeIndex: number;
+  readonly account: SdkOverheadAccount;
+  readonly settings: SdkOverheadSettings;
+}
+
+/** A key any account of the suite accepts (the in-memory one checks none). */
+const inMemoryKey = Buffer.alloc(64, 7).toString("base64");
+
+/** The options every mode's client starts from, for that account. */
+export function sdkOverheadBaseOptions(account: SdkOverheadAccount): CosmosClientOptions {
+  const connectionPolicy = { enableBackgroundEndpointRefreshing: false, preferredLocations };
+  if (account.kind === "emulator") return { endpoint: account.endpoint, key: account.key, connectionPolicy };
+  return { endpoint: inMemoryRegions[0].endpoint, key: inMemoryKey, agent: new InMemoryAccountAgent(), connectionPolicy };
+}
+
 /** Runs one mode in a fresh Node.js process (bench/support/sdkOverheadWorker.ts) and returns what it measured. */
-function runInWorker(modeIndex: number, emulator: RemoteEmulator, settings: SdkOverheadSettings): Promise<SdkOverheadRun> {
+function runInWorker(job: SdkOverheadJob): Promise<SdkOverheadRun> {
+  const { modeIndex } = job;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "bench/support/sdkOverheadWorker.ts"], {
       stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, SDK_OVERHEAD_JOB: JSON.stringify({ modeIndex, endpoint: emulator.endpoint, key: emulator.key, settings }) },
+      env: { ...process.env, SDK_OVERHEAD_JOB: JSON.stringify(job) },
     });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -198,71 +218,94 @@ function runInWorker(modeIndex: number, emulator: RemoteEmulator, settings: SdkO
   });
 }
 
+/** Runs every mode `settings.runs` times against one account, each run in a process of its own, alternating between the modes. */
+async function runModes(account: SdkOverheadAccount, settings: SdkOverheadSettings): Promise<SdkOverheadRow[]> {
+  const runs = sdkOverheadModes.map(() => [] as SdkOverheadRun[]);
+  for (let run = 0; run < settings.runs; run++) {
+    // Each run starts with another mode, so that no mode always runs right after the same one.
+    for (let offset = 0; offset < sdkOverheadModes.length; offset++) {
+      const modeIndex = (run + offset) % sdkOverheadModes.length;
+      runs[modeIndex]!.push(await runInWorker({ modeIndex, account, settings }));
+    }
+  }
+  const median = (values: readonly number[]): number => quantile([...values].sort((a, b) => a - b), 0.5);
+  const plain = runs[0]!;
+  return sdkOverheadModes.map((mode, index) => {
+    const own = runs[index]!;
+    const cpuRatios = own.map((result, run) => result.cpuMicrosPerRead / plain[run]!.cpuMicrosPerRead).sort((a, b) => a - b);
+    return {
+      mode: mode.name,
+      reads: settings.runs * settings.roundsPerRun * settings.readsPerRound,
+      cpuMicrosPerRead: median(own.map((result) => result.cpuMicrosPerRead)),
+      readsPerSecond: median(own.map((result) => result.readsPerSecond)),
+      cpuRelative: quantile(cpuRatios, 0.5),
+      cpuRelativeLow: quantile(cpuRatios, 0.25),
+      cpuRelativeHigh: quantile(cpuRatios, 0.75),
+      throughputRelative: median(own.map((result, run) => result.readsPerSecond / plain[run]!.readsPerSecond)),
+    };
+  });
+}
+
+/** The suite's two tables: over the emulator (what a user pays) and over the in-memory account (what the client's code costs). */
+export interface SdkOverheadResults {
+  readonly emulator: SdkOverheadRow[];
+  readonly inMemory: SdkOverheadRow[];
+}
+
 /**
- * Client CPU per point read through the real `@azure/cosmos` client, the
- * emulator in a child process (so only the client's CPU is counted),
+ * Client CPU per point read through the real `@azure/cosmos` client,
  * keep-alive connections, no hedge ever fired: what the pass-through path
- * costs a user. Each run of each mode has a process of its own, as an
- * application has one client: modes sharing a process and its heap charge
- * each other for their garbage and make the SDK's own code see every
- * mode's shapes. Runs alternate between the modes, and each mode is
- * compared with plain's run next to it, so that a noisy machine slows them alike.
+ * costs a user. Over the emulator in a child process, only the client's CPU
+ * is counted, but loopback TCP and a server sharing the two cores make runs
+ * differ by ±10 %; over the in-memory account (the SDK and Node's HTTP
+ * client in full, no socket or server) runs differ by a few per cent, and
+ * what the client's own code costs stands out. Each run of each mode has a
+ * process of its own, as an application has one client: modes sharing a
+ * process and its heap charge each other for their garbage and make the
+ * SDK's own code see every mode's shapes. Runs alternate between the modes,
+ * and each mode is compared with plain's run next to it.
  */
-export async function runSdkOverheadSuite(settings = defaultSdkOverheadSettings): Promise<SdkOverheadRow[]> {
+export async function runSdkOverheadSuite(settings = defaultSdkOverheadSettings): Promise<SdkOverheadResults> {
+  const inMemory = await runModes({ kind: "inMemory" }, settings);
   const emulator: RemoteEmulator = await startRemoteEmulator();
   try {
-    const seeder = new CosmosClient(sdkOverheadBaseOptions(emulator.endpoint, emulator.key));
+    const account: SdkOverheadAccount = { kind: "emulator", endpoint: emulator.endpoint, key: emulator.key };
+    const seeder = new CosmosClient(sdkOverheadBaseOptions(account));
     const { database } = await seeder.databases.createIfNotExists({ id: "bench" });
     const { container: seeded } = await database.containers.createIfNotExists({ id: "items", partitionKey: { paths: ["/pk"] } });
     await seeded.items.upsert({ id: "item", pk: "pk", value: 1 });
     seeder.dispose();
-
-    const runs = sdkOverheadModes.map(() => [] as SdkOverheadRun[]);
-    for (let run = 0; run < settings.runs; run++) {
-      // Each run starts with another mode, so that no mode always runs right after the same one.
-      for (let offset = 0; offset < sdkOverheadModes.length; offset++) {
-        const index = (run + offset) % sdkOverheadModes.length;
-        runs[index]!.push(await runInWorker(index, emulator, settings));
-      }
-    }
-    const median = (values: readonly number[]): number => quantile([...values].sort((a, b) => a - b), 0.5);
-    const plain = runs[0]!;
-    return sdkOverheadModes.map((mode, index) => {
-      const own = runs[index]!;
-      const cpuRatios = own.map((result, run) => result.cpuMicrosPerRead / plain[run]!.cpuMicrosPerRead).sort((a, b) => a - b);
-      return {
-        mode: mode.name,
-        reads: settings.runs * settings.roundsPerRun * settings.readsPerRound,
-        cpuMicrosPerRead: median(own.map((result) => result.cpuMicrosPerRead)),
-        readsPerSecond: median(own.map((result) => result.readsPerSecond)),
-        cpuRelative: quantile(cpuRatios, 0.5),
-        cpuRelativeLow: quantile(cpuRatios, 0.25),
-        cpuRelativeHigh: quantile(cpuRatios, 0.75),
-        throughputRelative: median(own.map((result, run) => result.readsPerSecond / plain[run]!.readsPerSecond)),
-      };
-    });
+    return { emulator: await runModes(account, settings), inMemory };
   } finally {
     await emulator.close();
   }
 }
 
-export function sdkOverheadTable(rows: readonly SdkOverheadRow[], settings = defaultSdkOverheadSettings): string {
-  return (
-    `Point reads through the real \`@azure/cosmos\` client, the emulator in a child process, keep-alive, ` +
-    `concurrency ${settings.concurrency}; each mode runs ${settings.runs} times, each time in a fresh process (one client, as an application has), ` +
+function table(rows: readonly SdkOverheadRow[]): string {
+  return markdownTable(
+    ["mode", "reads", "client CPU per read", "CPU vs plain (median, p25-p75)", "reads/s", "throughput vs plain (median)"],
+    rows.map((row) => [
+      row.mode,
+      String(row.reads),
+      `${row.cpuMicrosPerRead.toFixed(0)} µs`,
+      `${row.cpuRelative.toFixed(3)} x (${row.cpuRelativeLow.toFixed(2)}-${row.cpuRelativeHigh.toFixed(2)})`,
+      row.readsPerSecond.toFixed(0),
+      `${row.throughputRelative.toFixed(3)} x`,
+    ]),
+  );
+}
+
+/** The suite's two tables, each with what it measured and how. */
+export function sdkOverheadTables(results: SdkOverheadResults, settings = defaultSdkOverheadSettings): string {
+  const method =
+    `keep-alive, concurrency ${settings.concurrency}; each mode runs ${settings.runs} times, each time in a fresh process (one client, as an application has), ` +
     `alternating with the other modes; a run warms up on 2000 reads and measures ${settings.roundsPerRun} rounds of ${settings.readsPerRound} reads (their median). ` +
-    "Client CPU (user and system) from `process.cpuUsage()`; each mode's ratio to plain is taken per run (the median, and the 25th-75th percentiles, over runs), " +
-    "so that load drifting between runs does not land on one mode. Target: CPU at most 1.05 x plain, throughput at least 0.97 x.\n\n" +
-    markdownTable(
-      ["mode", "reads", "client CPU per read", "CPU vs plain (median, p25-p75)", "reads/s", "throughput vs plain (median)"],
-      rows.map((row) => [
-        row.mode,
-        String(row.reads),
-        `${row.cpuMicrosPerRead.toFixed(0)} µs`,
-        `${row.cpuRelative.toFixed(3)} x (${row.cpuRelativeLow.toFixed(2)}-${row.cpuRelativeHigh.toFixed(2)})`,
-        row.readsPerSecond.toFixed(0),
-        `${row.throughputRelative.toFixed(3)} x`,
-      ]),
-    )
+    "Client CPU (user and system) from `process.cpuUsage()`; each mode's ratio to plain is taken per run (the median, and the 25th-75th percentiles, over runs). " +
+    "Target: CPU at most 1.05 x plain, throughput at least 0.97 x.";
+  return (
+    `Over the emulator in a child process (loopback TCP; what a user pays, only the client's CPU counted), ${method}\n\n${table(results.emulator)}\n\n` +
+    "Over an account in memory (bench/support/inMemoryAccount.ts: the SDK and Node's HTTP client in full, connections that are in-memory streams answering at once, " +
+    "account endpoints with `:443` as the service lists them; no socket, TLS or server shares the CPU, so runs differ by a few per cent and the client's own code stands out), " +
+    `same method.\n\n${table(results.inMemory)}`
   );
 }
