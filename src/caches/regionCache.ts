@@ -102,6 +102,9 @@ export interface RegionDemotion {
 /** The most locations a database-account response may list before it is treated as malformed. */
 const maxLocations = 256;
 
+/** How many URL prefixes {@link RegionCache.regionOf} remembers: a few per region, scanned on every request. */
+const maxRememberedPrefixes = 16;
+
 class MalformedTopology extends Error {}
 
 function parseEndpoint(where: string, value: unknown, Failure: new (message: string) => Error): string {
@@ -253,7 +256,8 @@ export class RegionCache {
   private current: AccountTopology | undefined;
   private byOrigin = new Map<string, RegionEndpoint>();
   /** {@link RegionCache.regionOf}'s answers by raw URL prefix (scheme and authority as written), for the current topology. */
-  private readonly byPrefix = new Map<string, RegionEndpoint | undefined>();
+  private readonly prefixes: string[] = [];
+  private readonly prefixRegions: Array<RegionEndpoint | undefined> = [];
   private preferred: readonly string[] = [];
   private initialPreferred: readonly string[] = [];
   private preferredChanged = false;
@@ -419,19 +423,30 @@ export class RegionCache {
 
   /** The region whose endpoint has the URL's origin, or `undefined` for an unknown host. */
   regionOf(url: string): RegionEndpoint | undefined {
-    // Every policy asks for every request, and a client addresses a handful of hosts: remember them by the URL's raw prefix.
+    // Every policy asks for every request, and a client addresses a handful of hosts: remember them by the URL's raw
+    // prefix, found again by a scan that allocates nothing (a map would hash a fresh slice of the URL every time).
+    const { prefixes, prefixRegions } = this;
+    for (let index = 0; index < prefixes.length; index++) {
+      const prefix = prefixes[index] as string;
+      if (url.charCodeAt(prefix.length) === 47 && url.startsWith(prefix)) return prefixRegions[index];
+    }
     const schemeEnd = url.indexOf("://");
     const authorityEnd = schemeEnd === -1 ? -1 : url.indexOf("/", schemeEnd + 3);
     const prefix = authorityEnd === -1 ? undefined : url.slice(0, authorityEnd);
     const cacheable = prefix !== undefined && !prefix.includes("?") && !prefix.includes("#");
-    if (cacheable && this.byPrefix.has(prefix)) return this.byPrefix.get(prefix);
     const origin = requestOriginOf(url);
     const region = origin === undefined ? undefined : this.byOrigin.get(origin);
     if (cacheable) {
-      if (this.byPrefix.size >= maxLocations) this.byPrefix.clear();
-      this.byPrefix.set(prefix, region);
+      if (prefixes.length >= maxRememberedPrefixes) this.forgetPrefixes();
+      prefixes.push(prefix);
+      prefixRegions.push(region);
     }
     return region;
+  }
+
+  private forgetPrefixes(): void {
+    this.prefixes.length = 0;
+    this.prefixRegions.length = 0;
   }
 
   /** The read or write region of that name (any case and spacing), or `undefined`. */
@@ -525,7 +540,7 @@ export class RegionCache {
     this.current = topology;
     this.orders = {};
     this.byOrigin = byOrigin;
-    this.byPrefix.clear();
+    this.forgetPrefixes();
   }
 }
 

@@ -258,6 +258,31 @@ describe("RegionCache", function () {
       assert.equal(cache.regionOf(""), undefined);
     });
 
+    it("answers the same, remembered or not, for URLs on many hosts and for prefixes of one another", function () {
+      const cache = learnedCache();
+      const urls = [
+        ...Array.from({ length: 40 }, (_, index) => `https://host-${index}.example/dbs/db`),
+        "https://acct-westus.documents.azure.com/dbs/db",
+        "https://acct-westus.documents.azure.com:443/dbs/db",
+        "https://acct-westus.documents.azure.com.evil.example/dbs/db",
+        "https://acct-westus.documents.azure.com:4430/dbs/db",
+        "https://acct-westus.documents.azure.com?x=/dbs/db",
+        "https://acct-eastus.documents.azure.com/",
+      ];
+      const first = urls.map((url) => cache.regionOf(url)?.name);
+      assert.deepEqual(first.slice(40), ["West US", "West US", undefined, undefined, "West US", "East US"]);
+      for (let pass = 0; pass < 3; pass++) {
+        assert.deepEqual(
+          urls.map((url) => cache.regionOf(url)?.name),
+          first,
+        );
+        assert.deepEqual(
+          [...urls].reverse().map((url) => cache.regionOf(url)?.name),
+          [...first].reverse(),
+        );
+      }
+    });
+
     it("finds a region that is only a write region", function () {
       const cache = new RegionCache({ topology: { readRegions: [region(westUs)], writeRegions: [region(eastUs)] } });
       assert.equal(cache.regionOf(eastUs[1])?.name, "East US");
