@@ -184,45 +184,81 @@ const attachedToResponses = new ObjectSlot<HedgeDiagnostics>("cosmos-hedging dia
 /** The records of errors, which callers print and inspect, so kept off the error object itself. */
 const attachedToErrors = new WeakMap<object, HedgeDiagnostics>();
 
-/** The JSON of records up to their arms (skipped records: up to their charge), by everything that makes it differ; a client sees few. */
-const cachedPrefixes = new Map<string, string>();
-const maxCachedPrefixes = 512;
-
 /** The JSON of a number as `JSON.stringify` writes it. */
 function jsonNumber(value: number): string {
   return Number.isFinite(value) ? String(value) : "null";
 }
 
+/** The head of a record's JSON, with the fields it depends on. */
+interface CachedHead {
+  /** A skipped record's head runs to its charge; a race's, to its arms. */
+  readonly skipped: boolean;
+  readonly policy: HedgeDiagnostics["policy"];
+  readonly operation: HedgeDiagnostics["operation"];
+  readonly thresholdMs: number | undefined;
+  readonly thresholdStepMs: number | undefined;
+  readonly thresholdSource: HedgeDiagnostics["thresholdSource"];
+  readonly skipReason: HedgeDiagnostics["skipReason"];
+  readonly thresholdRegion: string | undefined;
+  readonly primaryRegion: string | undefined;
+  readonly json: string;
+}
+
 /**
- * The part of a record's key that says where its JSON can be cut and
- * joined again: every field before its arms. Each is an enumeration or a
- * number except the regions, the free text, which go last, so that no name
- * can make two records share a key. Records that share a key were built by
- * one code path, so their fields stand in one order.
+ * The heads of the latest kinds of records, found by comparing fields (a
+ * key string would be built and hashed for every request). A client sees a
+ * few kinds; records that share every field were built by one code path,
+ * so their fields stand in one order.
  */
-function headKey(diagnostics: HedgeDiagnostics): string {
-  return (
-    diagnostics.policy + "|" + diagnostics.operation + "|" + diagnostics.thresholdMs + "|" + diagnostics.thresholdStepMs + "|" +
-    diagnostics.thresholdSource + "|" + diagnostics.skipReason + "|" + (diagnostics.thresholdRegion === undefined ? "" : "=" + diagnostics.thresholdRegion) +
-    "|" + (diagnostics.primaryRegion === undefined ? "" : "=" + diagnostics.primaryRegion)
-  );
+const recentHeads: CachedHead[] = [];
+const maxRecentHeads = 16;
+let nextEvicted = 0;
+
+function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): string {
+  for (const head of recentHeads) {
+    if (
+      head.skipped === skipped && head.operation === diagnostics.operation && head.primaryRegion === diagnostics.primaryRegion &&
+      head.thresholdMs === diagnostics.thresholdMs && head.thresholdSource === diagnostics.thresholdSource && head.policy === diagnostics.policy &&
+      head.thresholdStepMs === diagnostics.thresholdStepMs && head.skipReason === diagnostics.skipReason && head.thresholdRegion === diagnostics.thresholdRegion
+    ) {
+      return head.json;
+    }
+  }
+  const head: CachedHead = {
+    skipped,
+    policy: diagnostics.policy,
+    operation: diagnostics.operation,
+    thresholdMs: diagnostics.thresholdMs,
+    thresholdStepMs: diagnostics.thresholdStepMs,
+    thresholdSource: diagnostics.thresholdSource,
+    skipReason: diagnostics.skipReason,
+    thresholdRegion: diagnostics.thresholdRegion,
+    primaryRegion: diagnostics.primaryRegion,
+    json: skipped ? skippedHeadJson(diagnostics) : headJson(diagnostics),
+  };
+  if (recentHeads.length < maxRecentHeads) recentHeads.push(head);
+  else {
+    recentHeads[nextEvicted] = head;
+    nextEvicted = (nextEvicted + 1) % maxRecentHeads;
+  }
+  return head.json;
+}
+
+/** The JSON of a skipped record without its charge and closing brace. */
+function skippedHeadJson(diagnostics: HedgeDiagnostics): string {
+  const { totalRequestCharge: _charge, ...rest } = diagnostics;
+  return JSON.stringify(rest).slice(0, -1);
 }
 
 /** The JSON of a record's fields before its arms, with the comma after them: `{"policy":...,`. */
-function headJson(key: string, diagnostics: HedgeDiagnostics): string {
-  let head = cachedPrefixes.get(key);
-  if (head === undefined) {
-    const fields: Record<string, unknown> = {};
-    for (const name of Object.keys(diagnostics)) {
-      if (name === "arms") break;
-      fields[name] = diagnostics[name as keyof HedgeDiagnostics];
-    }
-    const json = JSON.stringify(fields);
-    head = json === "{}" ? "{" : json.slice(0, -1) + ",";
-    if (cachedPrefixes.size >= maxCachedPrefixes) cachedPrefixes.clear();
-    cachedPrefixes.set(key, head);
+function headJson(diagnostics: HedgeDiagnostics): string {
+  const fields: Record<string, unknown> = {};
+  for (const name of Object.keys(diagnostics)) {
+    if (name === "arms") break;
+    fields[name] = diagnostics[name as keyof HedgeDiagnostics];
   }
-  return head;
+  const json = JSON.stringify(fields);
+  return json === "{}" ? "{" : json.slice(0, -1) + ",";
 }
 
 /**
@@ -243,7 +279,7 @@ function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
     return undefined;
   }
   // The fields of the arm and of the end of the record in the order `describeArm` and `raceRecord` set them.
-  let json = headJson(headKey(diagnostics), diagnostics) + '"arms":[{"region":' + JSON.stringify(arm.region) + ',"reason":"primary","startOffsetMs":' + jsonNumber(arm.startOffsetMs) + ',"outcome":"returned"';
+  let json = cachedHead(false, diagnostics) + '"arms":[{"region":' + JSON.stringify(arm.region) + ',"reason":"primary","startOffsetMs":' + jsonNumber(arm.startOffsetMs) + ',"outcome":"returned"';
   if (arm.durationMs !== undefined) json += ',"durationMs":' + jsonNumber(arm.durationMs);
   if (arm.status !== undefined) json += ',"status":' + jsonNumber(arm.status);
   if (arm.activityId !== undefined) json += ',"activityId":' + JSON.stringify(arm.activityId);
@@ -261,15 +297,7 @@ function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
 function headerValue(diagnostics: HedgeDiagnostics): string {
   if (diagnostics.terminalState === "skipped" && diagnostics.routing === undefined) {
     // A skipped record differs from the previous one of its kind only in its charge, its last field.
-    const key = "skip|" + headKey(diagnostics);
-    let prefix = cachedPrefixes.get(key);
-    if (prefix === undefined) {
-      const { totalRequestCharge: _charge, ...rest } = diagnostics;
-      prefix = JSON.stringify(rest).slice(0, -1);
-      if (cachedPrefixes.size >= maxCachedPrefixes) cachedPrefixes.clear();
-      cachedPrefixes.set(key, prefix);
-    }
-    return prefix + ',"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + "}";
+    return cachedHead(true, diagnostics) + ',"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + "}";
   }
   return lonePrimaryJson(diagnostics) ?? JSON.stringify(diagnostics);
 }

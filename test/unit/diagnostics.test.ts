@@ -200,6 +200,23 @@ describe("the diagnostics header of races its primary answered alone", () => {
     }
   }
 
+  it("stays each record's own JSON when more kinds of records come than are remembered", () => {
+    const records = Array.from({ length: 40 }, (_, index): HedgeDiagnostics => {
+      const region = `Region ${index % 20}`;
+      const arm: HedgeArmDiagnostics = { region, reason: "primary", startOffsetMs: 0, outcome: "returned", durationMs: index, status: 200, requestCharge: index };
+      return index % 2 === 0
+        ? { policy: "crossRegion", operation: "pointRead", primaryRegion: region, thresholdMs: index, thresholdStepMs: 100, thresholdSource: "options", arms: [arm], hedgeFired: false, totalRequestCharge: index, hedgeWon: false, terminalState: "primaryWon", winningRegion: region }
+        : { policy: "metadata", operation: "collectionRead", primaryRegion: region, arms: [], hedgeFired: false, hedgeWon: false, winningRegion: region, terminalState: "skipped", totalRequestCharge: index, skipReason: "disabled" };
+    });
+    for (let pass = 0; pass < 3; pass++) {
+      for (const record of pass === 1 ? [...records].reverse() : records) {
+        const target = response();
+        attachHedgeDiagnostics(target, record);
+        assert.deepEqual(JSON.parse(target.headers.get(hedgeDiagnosticsHeaderName) ?? "null"), record);
+      }
+    }
+  });
+
   it("reads as the record for any values its fields may hold (property)", () => {
     const text = fc.string({ maxLength: 12, unit: "binary" });
     const number = fc.oneof(fc.double(), fc.integer({ min: 0, max: 100_000 }));
