@@ -1,5 +1,5 @@
 import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-pipeline";
-import type { HttpClient, Pipeline, PipelineRequest } from "@azure/core-rest-pipeline";
+import type { HttpClient, Pipeline, PipelinePolicy, PipelineRequest, SendRequest } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../caches/regionCache.js";
 import type { RegionCacheOptions } from "../caches/regionCache.js";
 import { describe, optionKeys, optionalFunction, optionsObject, regionNameList } from "../options.js";
@@ -176,25 +176,39 @@ function hedgeOnlyWithSdkOptions(request: PipelineRequest): "known" | "unreadabl
   return controls.sdkOptionsKnown === false ? "unreadable" : "missing";
 }
 
+/** How a hedging client sends a request through its pipeline. */
+interface PipelineRoute {
+  /** The pipeline's policies composed over the transport. */
+  readonly send: SendRequest;
+  /**
+   * Whether the arms of a race go from it straight to core-rest-pipeline's
+   * own transport: the client made its transport, and its pipeline holds
+   * its own policies only (a policy of the user's may need a native abort
+   * signal).
+   */
+  readonly armsReachCoreTransport: boolean;
+}
+
 /**
- * Whether the arms of a race go from it straight to core-rest-pipeline's
- * own transport: the client made its transport, and its pipeline still
- * holds its own policies only (a policy of the user's, added later, may
- * need a native abort signal). Rechecked only when the pipeline's order
- * changes.
+ * The route of a request through the client's pipeline, composed once per
+ * order of its policies rather than per request (`Pipeline.sendRequest`
+ * builds a closure per policy for every request): the pipeline's ordered
+ * list changes only when a policy is added or removed.
  */
-function armsReachCoreTransport(pipeline: Pipeline, ownTransport: boolean): () => boolean {
+function pipelineRoutes(pipeline: Pipeline, transport: HttpClient, ownTransport: boolean): () => PipelineRoute {
   const ours = pipeline.getOrderedPolicies();
-  let checked = ours;
-  let onlyOurs = true;
+  let order: readonly PipelinePolicy[] | undefined;
+  let route: PipelineRoute | undefined;
   return () => {
-    if (!ownTransport) return false;
-    const order = pipeline.getOrderedPolicies();
-    if (order !== checked) {
-      checked = order;
-      onlyOurs = order.length === ours.length && order.every((policy, index) => policy === ours[index]);
+    const current = pipeline.getOrderedPolicies();
+    if (route === undefined || current !== order) {
+      order = current;
+      route = {
+        send: current.reduceRight<SendRequest>((next, policy) => (request) => policy.sendRequest(request, next), (request) => transport.sendRequest(request)),
+        armsReachCoreTransport: ownTransport && current.length === ours.length && current.every((policy, index) => policy === ours[index]),
+      };
     }
-    return onlyOurs;
+    return route;
   };
 }
 
@@ -240,7 +254,7 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
   // Below the race, so each arm of a traced race gets an HTTP span with the Azure SDK's conventions, under its own span.
   pipeline.addPolicy(armHttpTracingPolicy());
   const transport = options.httpClient ?? createDefaultHttpClient();
-  const onlyCoreBelowRace = armsReachCoreTransport(pipeline, options.httpClient === undefined);
+  const routeOf = pipelineRoutes(pipeline, transport, options.httpClient === undefined);
   logger.info(hedgingClientSummary(options));
   let warnedWithoutSdkOptions = false;
   const client: HedgingHttpClient = {
@@ -253,8 +267,9 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
           "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient (were its plugins replaced?); it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",
         );
       }
-      if (onlyCoreBelowRace()) markForCoreTransport(request);
-      return pipeline.sendRequest(transport, request);
+      const route = routeOf();
+      if (route.armsReachCoreTransport) markForCoreTransport(request);
+      return route.send(request);
     },
     metrics: () => crossRegion.metrics(),
   };

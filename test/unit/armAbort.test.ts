@@ -129,6 +129,21 @@ describe("arm abort signals", () => {
       assert.ok(armAbortFor(request) instanceof AbortController);
     });
 
+    it("runs a policy added after the first request from the next request on, and not once it is removed", async () => {
+      const seen: string[] = [];
+      const transport: HttpClient = { sendRequest: async (request) => ({ request, status: 200, headers: createHttpHeaders() }) };
+      const client = createHedgingHttpClient({ httpClient: transport, crossRegion: { threshold: 100 } });
+      client.regions.setTopology(regionsOf);
+      const send = (): Promise<unknown> => client.sendRequest(pointRead(eastUs, new AbortController().signal));
+      await send();
+      client.pipeline.addPolicy({ name: "mine", sendRequest: (request, next) => (seen.push(request.url), next(request)) });
+      await send();
+      await send();
+      client.pipeline.removePolicy({ name: "mine" });
+      await send();
+      assert.equal(seen.length, 2);
+    });
+
     it("every request while the pipeline holds the client's own policies only, none while the caller's policy is in it", async () => {
       const client = createHedgingHttpClient({ crossRegion: { threshold: 100 } });
       client.regions.setTopology(regionsOf);
