@@ -175,6 +175,15 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       if (!steeredKinds.has(operation)) return next(request);
+      // Nearly every request: nothing pins, excludes or reorders it, so it goes where the SDK sent it.
+      if (
+        controls.region === undefined &&
+        (controls.excludedRegions === undefined || controls.excludedRegions.length === 0) &&
+        regions.excludedRegions.length === 0 &&
+        !regions.preferredRegionsChangedAtRuntime
+      ) {
+        return next(request);
+      }
       return sendSteered(request, next, operation, controls);
     },
   };
