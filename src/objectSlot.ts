@@ -18,8 +18,9 @@ export class ObjectSlot<T> {
 
   get(target: object): T | undefined {
     const value = (target as Record<symbol, T | undefined>)[this.key];
-    if (value !== undefined || Object.isExtensible(target)) return value;
-    return this.fallback.get(target);
+    if (Object.isExtensible(target)) return value;
+    // A value set after the object was frozen is newer than the property it kept.
+    return this.fallback.get(target) ?? value;
   }
 
   set(target: object, value: T): void {

@@ -56,6 +56,16 @@ describe("hedge diagnostics", () => {
       assert.deepEqual(JSON.parse(target.headers.get(hedgeDiagnosticsHeaderName) ?? "null"), diagnostics);
     });
 
+    it("gives the record of the latest request a response served, when it was frozen in between (a transport that caches what it returns)", () => {
+      const target = response();
+      attachHedgeDiagnostics(target, { ...diagnostics, winningActivityId: "first" });
+      Object.freeze(target);
+      const latest: HedgeDiagnostics = { ...diagnostics, winningActivityId: "latest" };
+      attachHedgeDiagnostics(target, latest);
+      assert.equal(getHedgeDiagnostics(target), latest);
+      assert.equal(getHedgeDiagnostics(target.headers)?.winningActivityId, "latest");
+    });
+
     it("attaches the record to an error and to the response the error carries", () => {
       const carried = response();
       const error = new RestError("Service unavailable", { statusCode: 503, response: carried });

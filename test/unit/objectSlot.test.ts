@@ -44,4 +44,15 @@ describe("ObjectSlot", () => {
     assert.equal(slot.get(target), "before");
     assert.match(inspect(target), /test value/, "a property the object's own inspection shows, under its description");
   });
+
+  it("reads the latest value of an object frozen between two values, not the one it held when frozen", () => {
+    const slot = new ObjectSlot<string>("test value");
+    for (const lock of [Object.freeze, Object.seal, Object.preventExtensions]) {
+      const target = {};
+      slot.set(target, "before");
+      lock(target);
+      slot.set(target, "after");
+      assert.equal(slot.get(target), "after");
+    }
+  });
 });
