@@ -112,8 +112,9 @@ function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, t
   record.hedgeWon = false;
   if (header.primaryRegion !== undefined) record.winningRegion = header.primaryRegion;
   record.terminalState = "skipped";
-  record.totalRequestCharge = totalRequestCharge;
   record.skipReason = skipReason;
+  // Last, as the diagnostics header writes it after a cached head.
+  record.totalRequestCharge = totalRequestCharge;
   return record as HedgeDiagnostics;
 }
 

@@ -264,3 +264,28 @@ describe("the diagnostics header of races its primary answered alone", () => {
     );
   });
 });
+
+describe("the diagnostics header of skipped requests", () => {
+  it("is the record's own JSON, byte for byte, from the first such record on", async () => {
+    const topology = { readRegions: [eastUs, westUs] };
+    const transport: HttpClient = {
+      sendRequest: async (request) => ({ request, status: 200, headers: createHttpHeaders({ "x-ms-request-charge": "1.5" }), bodyAsText: "{}" }),
+    };
+    const cases: ReadonlyArray<readonly [PipelinePolicy, () => PipelineRequest]> = [
+      [crossRegionHedgingPolicy({ regions: new RegionCache({ topology }), enabled: false }), () => pointRead(eastUs)],
+      [crossRegionHedgingPolicy({ regions: new RegionCache({ topology }) }), () => requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: "{}" })],
+      [crossRegionHedgingPolicy({ regions: new RegionCache({ topology: { readRegions: [eastUs] } }) }), () => pointRead(eastUs)],
+      [metadataHedgingPolicy({ regions: new RegionCache({ topology }), enabled: false }), () => requestTo(eastUs, "GET", "dbs/db/colls/c")],
+    ];
+    for (const [policy, makeRequest] of cases) {
+      const pipeline = createEmptyPipeline();
+      pipeline.addPolicy(policy);
+      for (let index = 0; index < 2; index++) {
+        const response = await pipeline.sendRequest(transport, makeRequest());
+        const record = getHedgeDiagnostics(response);
+        assert.equal(record?.terminalState, "skipped");
+        assert.equal(response.headers.get(hedgeDiagnosticsHeaderName), JSON.stringify(record));
+      }
+    }
+  });
+});
