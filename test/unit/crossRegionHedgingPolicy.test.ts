@@ -8,6 +8,7 @@ import type { AccountTopologyInit, RegionEndpoint } from "../../src/caches/regio
 import { hedgeDiagnosticsHeaderName } from "../../src/cosmos/headers.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { classifyOperation } from "../../src/cosmos/operationKind.js";
 import { setRequestControls } from "../../src/hedging/requestControls.js";
 import {
   crossRegionHedgingDefaults,
@@ -103,6 +104,21 @@ describe("crossRegionHedgingPolicy", () => {
         assert.deepEqual(diagnostics.arms, []);
       });
     }
+
+    it("a write a policy of the caller's made by spreading a read it had classified is sent once", async () => {
+      const pipeline = createEmptyPipeline();
+      pipeline.addPolicy({
+        name: "readToReplace",
+        sendRequest: (request, next) => {
+          if (classifyOperation(request) !== "pointRead") return next(request);
+          return next({ ...request, method: "PUT", body: '{"id":"1"}' });
+        },
+      }, { phase: "Serialize" });
+      pipeline.addPolicy(crossRegionHedgingPolicy({ regions: regionsWith(), threshold: 100, drainLosers: false }));
+      const response = await armsSentFor(pipeline, pointRead(eastUs, signal()), 200);
+      assert.deepEqual(harness.transport.received.map((received) => `${received.method} ${received.origin}`), ["PUT https://acct-eastus.documents.azure.com"]);
+      assert.equal(diagnosticsOf(response).operation, "replace");
+    });
 
     const multiWrite: AccountTopologyInit = {
       readRegions: [eastUs, westUs, northEurope],

@@ -55,4 +55,18 @@ describe("ObjectSlot", () => {
       assert.equal(slot.get(target), "after");
     }
   });
+
+  it("gives a copy made by spread or Object.assign no value: a value belongs to the object it was set on", () => {
+    const slot = new ObjectSlot<string>("test value");
+    const original = { id: 1 };
+    slot.set(original, "original's");
+    const spread = { ...original };
+    const assigned = Object.assign({}, original);
+    assert.equal(slot.get(spread), undefined);
+    assert.equal(slot.get(assigned), undefined);
+    slot.set(spread, "spread's");
+    assert.equal(slot.get(spread), "spread's");
+    assert.equal(slot.get(original), "original's");
+    assert.equal(slot.get(Object.freeze({ ...original })), undefined);
+  });
 });
