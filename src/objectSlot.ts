@@ -1,3 +1,9 @@
+/** A slot's value with the object it was set on. */
+interface Held<T> {
+  readonly owner: object;
+  readonly value: T;
+}
+
 /**
  * A value this package keeps on an object it is handed for one request (the
  * request itself, its response, its error): a property under a private
@@ -6,7 +12,9 @@
  * collector must also visit); a property costs a store. An object that
  * takes no new property (frozen, sealed) gets a `WeakMap` entry instead.
  * The symbol is not enumerable by `Object.keys`, `for...in` or
- * `JSON.stringify`; an object spread copies it, with the object it belongs to.
+ * `JSON.stringify`. An object spread or `Object.assign` copies the property
+ * but not the value, which names the object it was set on: a copy changed
+ * on its way (another method or URL) must not answer for the original.
  */
 export class ObjectSlot<T> {
   private readonly key: symbol;
@@ -17,13 +25,15 @@ export class ObjectSlot<T> {
   }
 
   get(target: object): T | undefined {
-    const value = (target as Record<symbol, T | undefined>)[this.key];
-    if (value !== undefined || Object.isExtensible(target)) return value;
-    return this.fallback.get(target);
+    const held = (target as Record<symbol, Held<T> | undefined>)[this.key];
+    const value = held?.owner === target ? held.value : undefined;
+    if (Object.isExtensible(target)) return value;
+    // A value set after the object was frozen is newer than the property it kept.
+    return this.fallback.get(target) ?? value;
   }
 
   set(target: object, value: T): void {
-    if (Object.isExtensible(target)) (target as Record<symbol, T>)[this.key] = value;
+    if (Object.isExtensible(target)) (target as Record<symbol, Held<T>>)[this.key] = { owner: target, value };
     else this.fallback.set(target, value);
   }
 }

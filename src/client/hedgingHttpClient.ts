@@ -268,7 +268,7 @@ export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPlu
         );
       }
       const route = routeOf();
-      if (route.armsReachCoreTransport) markForCoreTransport(request);
+      markForCoreTransport(request, route.armsReachCoreTransport);
       return route.send(request);
     },
     metrics: () => crossRegion.metrics(),

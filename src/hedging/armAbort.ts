@@ -59,19 +59,21 @@ class LightArmAbort implements ArmAbort, AbortSignalLike {
   }
 }
 
-/** Requests whose arms reach core-rest-pipeline's own transport with nothing in between that could need a native signal. */
-const toCoreTransport = new ObjectSlot<true>("cosmos-hedging arms to core transport");
+/** Whether a request's arms reach core-rest-pipeline's own transport with nothing in between that could need a native signal. */
+const toCoreTransport = new ObjectSlot<boolean>("cosmos-hedging arms to core transport");
 
 /**
- * Marks a request whose arms go from the race straight to
+ * Marks whether a request's arms go from the race straight to
  * core-rest-pipeline's own transport (a hedging client over its default
  * transport, with no policy of the user's below the race); only their arms
  * get a light signal. A transport or policy of the user's may hand the
  * signal to an API that takes only a native one (`fetch` does), so every
- * other arm gets a native `AbortController`.
+ * other arm gets a native `AbortController`. A request can come again (a
+ * retry policy re-sends one object, or another client gets it) by another
+ * route, so a mark is cleared as well as set.
  */
-export function markForCoreTransport(request: PipelineRequest): void {
-  toCoreTransport.set(request, true);
+export function markForCoreTransport(request: PipelineRequest, reachesCoreTransport: boolean): void {
+  if (reachesCoreTransport || toCoreTransport.get(request) === true) toCoreTransport.set(request, reachesCoreTransport);
 }
 
 /** A new way to cancel one arm of `request`'s race. */

@@ -112,8 +112,9 @@ function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, t
   record.hedgeWon = false;
   if (header.primaryRegion !== undefined) record.winningRegion = header.primaryRegion;
   record.terminalState = "skipped";
-  record.totalRequestCharge = totalRequestCharge;
   record.skipReason = skipReason;
+  // Last, as the diagnostics header writes it after a cached head.
+  record.totalRequestCharge = totalRequestCharge;
   return record as HedgeDiagnostics;
 }
 
@@ -291,17 +292,23 @@ export async function sendHedged(
   }
   const terminalState = outcome.fallback ? "primaryOutcome" : outcome.returnedIndex > 0 ? "hedgeWon" : "primaryWon";
   const diagnostics = raceRecord(header, arms, outcome.hedgeRefused, terminalState, arms[outcome.returnedIndex]);
-  const { result } = outcome;
-  if (result.response !== undefined) {
-    // Upper policies expect the response of the request they sent, not of a clone.
-    result.response.request = request;
-  }
+  const response = outcome.result.response === undefined ? undefined : answering(outcome.result.response, request);
   const returnedRegion = plan.targets[outcome.returnedIndex];
-  if (result.response !== undefined && returnedRegion !== undefined) plan.pins?.pinNextPage(request, result.response, returnedRegion);
-  finish(result.response ?? result.error, diagnostics, result.response, result.response === undefined ? result.error : undefined);
+  if (response !== undefined && returnedRegion !== undefined) plan.pins?.pinNextPage(request, response, returnedRegion);
+  finish(response ?? outcome.result.error, diagnostics, response, response === undefined ? outcome.result.error : undefined);
   for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, operation, diagnostics, outcome.startedAt, arm));
-  if (result.response === undefined) throw result.error;
-  return result.response;
+  if (response === undefined) throw outcome.result.error;
+  return response;
+}
+
+/**
+ * The arm's response as the answer to `request`: upper policies expect the
+ * response of the request they sent, not of a clone. A response that takes
+ * no change (a transport or policy of the caller's froze it) is answered by
+ * a copy, rather than failing a request that succeeded.
+ */
+function answering(response: PipelineResponse, request: PipelineRequest): PipelineResponse {
+  return Reflect.set(response, "request", request) ? response : { ...response, request };
 }
 
 /**

@@ -14,7 +14,7 @@ import { captureAzureLogs } from "../support/logCapture.js";
 /** A request of a client over core's own transport, whose arms get light signals. */
 function markedRequest(): PipelineRequest {
   const request = pointRead(eastUs, new AbortController().signal);
-  markForCoreTransport(request);
+  markForCoreTransport(request, true);
   return request;
 }
 
@@ -161,6 +161,51 @@ describe("arm abort signals", () => {
       assert.ok(armAbortFor(await take()) instanceof AbortController, "a policy of the caller's below the race may need a native signal");
       client.pipeline.removePolicy({ name: "mine" });
       assert.equal(armAbortFor(await take()) instanceof AbortController, false);
+    });
+
+    it("not a request it marked before, when the request comes back (a retry of the same object) after a policy of the caller's was added", async () => {
+      const client = createHedgingHttpClient({ crossRegion: { threshold: 100 } });
+      client.regions.setTopology(regionsOf);
+      const aborted = new AbortController();
+      aborted.abort();
+      const request = pointRead(eastUs, aborted.signal);
+      // Taken and marked while the pipeline holds the client's own policies; the caller's abort keeps it off the wire.
+      await assert.rejects(client.sendRequest(request), { name: "AbortError" });
+      const seen: AbortSignalLike[] = [];
+      client.pipeline.addPolicy({
+        name: "mine",
+        sendRequest: async (arm) => {
+          if (arm.abortSignal !== undefined) seen.push(arm.abortSignal);
+          return { request: arm, status: 200, headers: createHttpHeaders() };
+        },
+      });
+      // core's retry and bearer-token policies send one request object again.
+      request.abortSignal = new AbortController().signal;
+      await client.sendRequest(request);
+      assert.equal(seen.length, 1);
+      assert.ok(seen[0] instanceof AbortSignal, "the caller's policy below the race must get a native signal");
+    });
+
+    it("not a request another hedging client marked, when it comes to one over the caller's transport", async () => {
+      const own = createHedgingHttpClient({ crossRegion: { threshold: 100 } });
+      own.regions.setTopology(regionsOf);
+      const seen: AbortSignalLike[] = [];
+      const transport: HttpClient = {
+        sendRequest: async (request) => {
+          if (request.abortSignal !== undefined) seen.push(request.abortSignal);
+          return { request, status: 200, headers: createHttpHeaders() };
+        },
+      };
+      const overTheirs = createHedgingHttpClient({ httpClient: transport, crossRegion: { threshold: 100 } });
+      overTheirs.regions.setTopology(regionsOf);
+      const aborted = new AbortController();
+      aborted.abort();
+      const request = pointRead(eastUs, aborted.signal);
+      await assert.rejects(own.sendRequest(request), { name: "AbortError" });
+      request.abortSignal = new AbortController().signal;
+      await overTheirs.sendRequest(request);
+      assert.equal(seen.length, 1);
+      assert.ok(seen[0] instanceof AbortSignal, "a transport of the caller's (fetch) must get a native signal");
     });
   });
 });

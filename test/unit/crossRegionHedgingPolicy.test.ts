@@ -8,6 +8,7 @@ import type { AccountTopologyInit, RegionEndpoint } from "../../src/caches/regio
 import { hedgeDiagnosticsHeaderName } from "../../src/cosmos/headers.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { classifyOperation } from "../../src/cosmos/operationKind.js";
 import { setRequestControls } from "../../src/hedging/requestControls.js";
 import {
   crossRegionHedgingDefaults,
@@ -103,6 +104,21 @@ describe("crossRegionHedgingPolicy", () => {
         assert.deepEqual(diagnostics.arms, []);
       });
     }
+
+    it("a write a policy of the caller's made by spreading a read it had classified is sent once", async () => {
+      const pipeline = createEmptyPipeline();
+      pipeline.addPolicy({
+        name: "readToReplace",
+        sendRequest: (request, next) => {
+          if (classifyOperation(request) !== "pointRead") return next(request);
+          return next({ ...request, method: "PUT", body: '{"id":"1"}' });
+        },
+      }, { phase: "Serialize" });
+      pipeline.addPolicy(crossRegionHedgingPolicy({ regions: regionsWith(), threshold: 100, drainLosers: false }));
+      const response = await armsSentFor(pipeline, pointRead(eastUs, signal()), 200);
+      assert.deepEqual(harness.transport.received.map((received) => `${received.method} ${received.origin}`), ["PUT https://acct-eastus.documents.azure.com"]);
+      assert.equal(diagnosticsOf(response).operation, "replace");
+    });
 
     const multiWrite: AccountTopologyInit = {
       readRegions: [eastUs, westUs, northEurope],
@@ -722,6 +738,24 @@ describe("crossRegionHedgingPolicy", () => {
   });
 
   describe("diagnostics", () => {
+    it("answer with a response a policy of the caller's below the race froze, primary's or hedge's, for the request the caller sent", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100 });
+      pipeline.addPolicy({ name: "freezer", sendRequest: async (request, next) => Object.freeze(await next(request)) });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 10, activityId: "from-east" });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10, activityId: "from-west" });
+      for (const [winner, ms] of [["from-east", 10], ["from-west", 110]] as const) {
+        const request = pointRead(eastUs, signal());
+        const pending = send(pipeline, request);
+        await harness.clock.tickAsync(ms);
+        const response = responseOf(pending);
+        assert.equal(response.headers.get("x-ms-activity-id"), winner);
+        assert.equal(response.request, request);
+        assert.equal(diagnosticsOf(response).winningActivityId, winner);
+        assert.equal(getHedgeDiagnostics(response.headers)?.winningActivityId, winner);
+      }
+    });
+
     it("describe every arm, the winner and the total charge, on the response, its header and the callback", async () => {
       const onDiagnostics = sinon.spy();
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, thresholdStep: 50, onDiagnostics });

@@ -56,6 +56,16 @@ describe("hedge diagnostics", () => {
       assert.deepEqual(JSON.parse(target.headers.get(hedgeDiagnosticsHeaderName) ?? "null"), diagnostics);
     });
 
+    it("gives the record of the latest request a response served, when it was frozen in between (a transport that caches what it returns)", () => {
+      const target = response();
+      attachHedgeDiagnostics(target, { ...diagnostics, winningActivityId: "first" });
+      Object.freeze(target);
+      const latest: HedgeDiagnostics = { ...diagnostics, winningActivityId: "latest" };
+      attachHedgeDiagnostics(target, latest);
+      assert.equal(getHedgeDiagnostics(target), latest);
+      assert.equal(getHedgeDiagnostics(target.headers)?.winningActivityId, "latest");
+    });
+
     it("attaches the record to an error and to the response the error carries", () => {
       const carried = response();
       const error = new RestError("Service unavailable", { statusCode: 503, response: carried });
@@ -252,5 +262,30 @@ describe("the diagnostics header of races its primary answered alone", () => {
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+describe("the diagnostics header of skipped requests", () => {
+  it("is the record's own JSON, byte for byte, from the first such record on", async () => {
+    const topology = { readRegions: [eastUs, westUs] };
+    const transport: HttpClient = {
+      sendRequest: async (request) => ({ request, status: 200, headers: createHttpHeaders({ "x-ms-request-charge": "1.5" }), bodyAsText: "{}" }),
+    };
+    const cases: ReadonlyArray<readonly [PipelinePolicy, () => PipelineRequest]> = [
+      [crossRegionHedgingPolicy({ regions: new RegionCache({ topology }), enabled: false }), () => pointRead(eastUs)],
+      [crossRegionHedgingPolicy({ regions: new RegionCache({ topology }) }), () => requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: "{}" })],
+      [crossRegionHedgingPolicy({ regions: new RegionCache({ topology: { readRegions: [eastUs] } }) }), () => pointRead(eastUs)],
+      [metadataHedgingPolicy({ regions: new RegionCache({ topology }), enabled: false }), () => requestTo(eastUs, "GET", "dbs/db/colls/c")],
+    ];
+    for (const [policy, makeRequest] of cases) {
+      const pipeline = createEmptyPipeline();
+      pipeline.addPolicy(policy);
+      for (let index = 0; index < 2; index++) {
+        const response = await pipeline.sendRequest(transport, makeRequest());
+        const record = getHedgeDiagnostics(response);
+        assert.equal(record?.terminalState, "skipped");
+        assert.equal(response.headers.get(hedgeDiagnosticsHeaderName), JSON.stringify(record));
+      }
+    }
   });
 });

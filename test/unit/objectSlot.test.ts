@@ -44,4 +44,29 @@ describe("ObjectSlot", () => {
     assert.equal(slot.get(target), "before");
     assert.match(inspect(target), /test value/, "a property the object's own inspection shows, under its description");
   });
+
+  it("reads the latest value of an object frozen between two values, not the one it held when frozen", () => {
+    const slot = new ObjectSlot<string>("test value");
+    for (const lock of [Object.freeze, Object.seal, Object.preventExtensions]) {
+      const target = {};
+      slot.set(target, "before");
+      lock(target);
+      slot.set(target, "after");
+      assert.equal(slot.get(target), "after");
+    }
+  });
+
+  it("gives a copy made by spread or Object.assign no value: a value belongs to the object it was set on", () => {
+    const slot = new ObjectSlot<string>("test value");
+    const original = { id: 1 };
+    slot.set(original, "original's");
+    const spread = { ...original };
+    const assigned = Object.assign({}, original);
+    assert.equal(slot.get(spread), undefined);
+    assert.equal(slot.get(assigned), undefined);
+    slot.set(spread, "spread's");
+    assert.equal(slot.get(spread), "spread's");
+    assert.equal(slot.get(original), "original's");
+    assert.equal(slot.get(Object.freeze({ ...original })), undefined);
+  });
 });

@@ -201,6 +201,15 @@ describe("classifyOperation", function () {
     }
   });
 
+  it("classifies a copy made by spread afresh: a read copied into a write is a write", function () {
+    const read = makeRequest(`${coll}/docs/1`, { method: "GET" });
+    assert.equal(classifyOperation(read), "pointRead");
+    const replace = { ...read, method: "PUT" as const, body: "{}" };
+    assert.equal(classifyOperation(replace), "replace");
+    const feed = Object.assign(Object.create(null) as object, read, { url: `${coll}/docs` }) as typeof read;
+    assert.equal(classifyOperation(feed), "readFeed");
+  });
+
   it("never throws on a URL that does not parse", function () {
     assert.equal(
       classifyShape({ method: "GET", url: "/dbs/db/colls/items/docs/1", header: () => undefined }),
