@@ -80,6 +80,11 @@ export function retarget(url: string, region: RegionEndpoint): string {
   if (startsWithAuthority(url, prefixes.origin) || startsWithAuthority(url, prefixes.withDefaultPort)) return url;
   const pathStart = plainPathStart(url);
   if (pathStart !== -1) return prefixes.origin + url.slice(pathStart);
+  return retargetByParsing(url, region);
+}
+
+/** {@link retarget} for any URL: through the URL parser, which also normalizes what it keeps. */
+export function retargetByParsing(url: string, region: RegionEndpoint): string {
   const target = new URL(region.endpoint);
   const result = new URL(url);
   result.protocol = target.protocol;

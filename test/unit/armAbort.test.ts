@@ -11,6 +11,16 @@ import { eastUs, pointRead, westUs } from "../support/hedgingFixtures.js";
 import { useFakeClock } from "../support/leakCheck.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 
+/** A transport of the caller's that answers at once and records the abort signal of every request it gets. */
+function recordingSignals(seen: AbortSignalLike[]): HttpClient {
+  return {
+    sendRequest: async (request) => {
+      if (request.abortSignal !== undefined) seen.push(request.abortSignal);
+      return { request, status: 200, headers: createHttpHeaders() };
+    },
+  };
+}
+
 /** A request of a client over core's own transport, whose arms get light signals. */
 function markedRequest(): PipelineRequest {
   const request = pointRead(eastUs, new AbortController().signal);
@@ -114,12 +124,7 @@ describe("arm abort signals", () => {
 
     it("none when the client runs over a transport of the caller's, which may need a native signal", async () => {
       const seen: AbortSignalLike[] = [];
-      const transport: HttpClient = {
-        sendRequest: async (request) => {
-          if (request.abortSignal !== undefined) seen.push(request.abortSignal);
-          return { request, status: 200, headers: createHttpHeaders() };
-        },
-      };
+      const transport = recordingSignals(seen);
       const client = createHedgingHttpClient({ httpClient: transport, crossRegion: { threshold: 100 } });
       client.regions.setTopology(regionsOf);
       const request = pointRead(eastUs, new AbortController().signal);
@@ -190,12 +195,7 @@ describe("arm abort signals", () => {
       const own = createHedgingHttpClient({ crossRegion: { threshold: 100 } });
       own.regions.setTopology(regionsOf);
       const seen: AbortSignalLike[] = [];
-      const transport: HttpClient = {
-        sendRequest: async (request) => {
-          if (request.abortSignal !== undefined) seen.push(request.abortSignal);
-          return { request, status: 200, headers: createHttpHeaders() };
-        },
-      };
+      const transport = recordingSignals(seen);
       const overTheirs = createHedgingHttpClient({ httpClient: transport, crossRegion: { threshold: 100 } });
       overTheirs.regions.setTopology(regionsOf);
       const aborted = new AbortController();

@@ -5,7 +5,7 @@ import { createPipelineRequest } from "@azure/core-rest-pipeline";
 import fc from "fast-check";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../../src/caches/regionCache.js";
-import { cloneRequestFor, isResendableBody, retarget } from "../../src/hedging/cloneRequest.js";
+import { cloneRequestFor, isResendableBody, retarget, retargetByParsing } from "../../src/hedging/cloneRequest.js";
 import { eastUs, query, westUs } from "../support/hedgingFixtures.js";
 
 const originalRequestSymbol = Symbol.for("@azure/core-client original request");
@@ -138,14 +138,6 @@ describe("cloneRequest", () => {
     });
 
     it("gives what the URL parser gives for any URL of the SDK's shape (property)", () => {
-      const reference = (url: string, region: RegionEndpoint): string => {
-        const target = new URL(region.endpoint);
-        const result = new URL(url);
-        result.protocol = target.protocol;
-        result.hostname = target.hostname;
-        result.port = target.port;
-        return result.toString();
-      };
       const host = fc.constantFrom("acct-eastus.documents.azure.com", "acct-westus.documents.azure.com", "127.0.0.1", "localhost", "[::1]");
       const port = fc.constantFrom("", ":443", ":80", ":8081", ":9443");
       const scheme = fc.constantFrom("https", "http");
@@ -157,7 +149,7 @@ describe("cloneRequest", () => {
           const url = `${s1}://${h1}${p1}${rest}${q}`;
           const region: RegionEndpoint = { name: "Target", endpoint: `${s2}://${h2}${p2}/` };
           const got = retarget(url, region);
-          const expected = reference(url, region);
+          const expected = retargetByParsing(url, region);
           // Already on the region's origin, the URL is kept as written; the parser would only have dropped a default port.
           assert.equal(new URL(got).href, new URL(expected).href);
           if (got !== url) assert.equal(got, expected);
