@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { HttpClient, PipelinePolicy, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { useEmulator } from "../support/emulatorFixture.js";
+import { catchUnhandled } from "../support/unhandledRejections.js";
 import { arrivalOf, settledRequests } from "../support/wire.js";
 
 const preferredLocations = ["West US", "East US", "North Europe"];
@@ -11,14 +12,6 @@ const warmUp = { id: item.id, pk: item.pk };
 const threshold = 50;
 const slow = 800;
 const hedging = { crossRegion: { threshold, thresholdStep: 5_000, drainLosers: false as const } };
-
-/** Collects the unhandled rejections of a test; the listener is removed however the test ends. */
-function catchUnhandled(): { readonly seen: unknown[]; stop(): void } {
-  const seen: unknown[] = [];
-  const listener = (reason: unknown): void => void seen.push(reason);
-  process.on("unhandledRejection", listener);
-  return { seen, stop: () => process.off("unhandledRejection", listener) };
-}
 
 /**
  * A transport of the user's over Node's `fetch`, which hands `request.abortSignal`

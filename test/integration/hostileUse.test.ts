@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 import { useEmulator } from "../support/emulatorFixture.js";
+import { catchUnhandled } from "../support/unhandledRejections.js";
 import { settledRequests } from "../support/wire.js";
 
 const preferredLocations = ["West US", "East US", "North Europe"];
@@ -14,16 +15,6 @@ function deepFreeze<T>(value: T): T {
     for (const field of Object.values(value)) deepFreeze(field);
   }
   return value;
-}
-
-/** Collects the unhandled rejections of a test; the listener is removed however the test ends. */
-function catchUnhandled(): { readonly seen: unknown[]; stop(): void } {
-  const seen: unknown[] = [];
-  const listener = (reason: unknown): void => {
-    seen.push(reason);
-  };
-  process.on("unhandledRejection", listener);
-  return { seen, stop: () => process.off("unhandledRejection", listener) };
 }
 
 /**
