@@ -83,7 +83,11 @@ export function retarget(url: string, region: RegionEndpoint): string {
   return retargetByParsing(url, region);
 }
 
-/** {@link retarget} for any URL: through the URL parser, which also normalizes what it keeps. */
+/**
+ * {@link retarget} for any URL: through the URL parser, which also
+ * normalizes what it keeps. Exported as the oracle that the property test
+ * holds retarget's string paths to.
+ */
 export function retargetByParsing(url: string, region: RegionEndpoint): string {
   const target = new URL(region.endpoint);
   const result = new URL(url);
@@ -119,8 +123,10 @@ const sharedFields = [
  * arm first changes one, and from then on the arm's own copy. Copying every
  * header (core re-normalizes each value) was the largest cost of a race
  * that never hedges, and a primary arm of a signed request is never
- * changed. The original is not changed during its race, so reading through
- * it is reading a copy.
+ * changed. Nothing below the race changes the original (its policies get
+ * the arms); a policy above it that changes the original's headers while
+ * the race runs reaches every arm that has not changed one of its own, as
+ * the README says.
  */
 class ArmHeaders implements HttpHeaders {
   private own: HttpHeaders | undefined;

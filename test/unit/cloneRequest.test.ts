@@ -231,7 +231,7 @@ describe("cloneRequest", () => {
       );
     });
 
-    it("reads the original's headers until the arm changes one (nothing changes the original during its race)", () => {
+    it("reads the original's headers, later changes included, until the arm changes one, and only its own copy from then on", () => {
       const request = original();
       const arm = cloneRequestFor(request, westUs, new AbortController().signal);
       arm.headers.delete("x-not-there");
