@@ -24,6 +24,7 @@ export class ObjectSlot<T> {
     this.key = Symbol(description);
   }
 
+  /** The value last set on `target` itself, or `undefined` (a copy of an object has none of the original's). */
   get(target: object): T | undefined {
     const held = (target as Record<symbol, Held<T> | undefined>)[this.key];
     const value = held?.owner === target ? held.value : undefined;
@@ -32,6 +33,7 @@ export class ObjectSlot<T> {
     return this.fallback.get(target) ?? value;
   }
 
+  /** Sets `target`'s value, replacing any it had. */
   set(target: object, value: T): void {
     if (Object.isExtensible(target)) (target as Record<symbol, Held<T>>)[this.key] = { owner: target, value };
     else this.fallback.set(target, value);

@@ -65,14 +65,15 @@ const toCoreTransport = new ObjectSlot<boolean>("cosmos-hedging arms to core tra
 /**
  * Marks whether a request's arms go from the race straight to
  * core-rest-pipeline's own transport (a hedging client over its default
- * transport, with no policy of the user's below the race); only their arms
- * get a light signal. A transport or policy of the user's may hand the
- * signal to an API that takes only a native one (`fetch` does), so every
- * other arm gets a native `AbortController`. A request can come again (a
- * retry policy re-sends one object, or another client gets it) by another
- * route, so a mark is cleared as well as set.
+ * transport, with no policy of the user's anywhere in its pipeline); only
+ * their arms get a light signal. A transport or policy of the user's may
+ * hand the signal to an API that takes only a native one (`fetch` does), so
+ * every other arm gets a native `AbortController`. A request can come again
+ * (a retry policy re-sends one object, or another client gets it) by
+ * another route, so a mark is cleared as well as set.
  */
 export function markForCoreTransport(request: PipelineRequest, reachesCoreTransport: boolean): void {
+  // Only a mark once set needs clearing: writing `false` on every request of a client over the user's transport would add a property to each for nothing.
   if (reachesCoreTransport || toCoreTransport.get(request) === true) toCoreTransport.set(request, reachesCoreTransport);
 }
 
