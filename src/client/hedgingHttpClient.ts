@@ -192,8 +192,9 @@ interface PipelineRoute {
 /**
  * The route of a request through the client's pipeline, composed once per
  * order of its policies rather than per request (`Pipeline.sendRequest`
- * builds a closure per policy for every request): the pipeline's ordered
- * list changes only when a policy is added or removed.
+ * builds a closure per policy for every request). Core keeps the ordered
+ * list it returns until a policy is added or removed, so a list that is not
+ * the same object as last time is the sign to compose again.
  */
 function pipelineRoutes(pipeline: Pipeline, transport: HttpClient, ownTransport: boolean): () => PipelineRoute {
   const ours = pipeline.getOrderedPolicies();
