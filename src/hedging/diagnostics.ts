@@ -212,6 +212,7 @@ interface CachedHead {
  */
 const recentHeads: CachedHead[] = [];
 const maxRecentHeads = 16;
+/** The index in {@link recentHeads} of the head a new one replaces once it is full (the oldest). */
 let nextEvicted = 0;
 
 function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): string {
@@ -234,7 +235,7 @@ function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): string {
     skipReason: diagnostics.skipReason,
     thresholdRegion: diagnostics.thresholdRegion,
     primaryRegion: diagnostics.primaryRegion,
-    json: skipped ? skippedHeadJson(diagnostics) : headJson(diagnostics),
+    json: skipped ? skippedHeadJson(diagnostics) : raceHeadJson(diagnostics),
   };
   if (recentHeads.length < maxRecentHeads) recentHeads.push(head);
   else {
@@ -250,8 +251,8 @@ function skippedHeadJson(diagnostics: HedgeDiagnostics): string {
   return JSON.stringify(rest).slice(0, -1);
 }
 
-/** The JSON of a record's fields before its arms, with the comma after them: `{"policy":...,`. */
-function headJson(diagnostics: HedgeDiagnostics): string {
+/** The JSON of a race record's fields before its arms, with the comma after them: `{"policy":...,`. */
+function raceHeadJson(diagnostics: HedgeDiagnostics): string {
   const fields: Record<string, unknown> = {};
   for (const name of Object.keys(diagnostics)) {
     if (name === "arms") break;

@@ -199,7 +199,7 @@ describe("the diagnostics header of races its primary answered alone", () => {
       it(`is the record's own JSON, byte for byte: ${policyLabel}, an answer with ${answerLabel}`, async () => {
         const pipeline = createEmptyPipeline();
         pipeline.addPolicy(makePolicy());
-        // Twice: the second record is assembled from what the first left cached.
+        // East US twice (the second record from the head the first left cached), then West US (a head of its own).
         for (const region of [eastUs, eastUs, westUs]) {
           const response = await pipeline.sendRequest(answering(headers), makeRequest(region));
           const record = getHedgeDiagnostics(response);
