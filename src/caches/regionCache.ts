@@ -255,8 +255,9 @@ function requestOriginOf(url: string): string | undefined {
 export class RegionCache {
   private current: AccountTopology | undefined;
   private byOrigin = new Map<string, RegionEndpoint>();
-  /** {@link RegionCache.regionOf}'s answers by raw URL prefix (scheme and authority as written), for the current topology. */
+  /** The raw URL prefixes (scheme and authority as written) {@link RegionCache.regionOf} has answered for, under the current topology. */
   private readonly prefixes: string[] = [];
+  /** Its answer for each of {@link RegionCache.prefixes}, at the same index. */
   private readonly prefixRegions: Array<RegionEndpoint | undefined> = [];
   private preferred: readonly string[] = [];
   private initialPreferred: readonly string[] = [];
@@ -428,6 +429,7 @@ export class RegionCache {
     const { prefixes, prefixRegions } = this;
     for (let index = 0; index < prefixes.length; index++) {
       const prefix = prefixes[index] as string;
+      // A remembered prefix runs to the "/" (47) that starts the path, so the same host with a longer name or port does not match.
       if (url.charCodeAt(prefix.length) === 47 && url.startsWith(prefix)) return prefixRegions[index];
     }
     const schemeEnd = url.indexOf("://");

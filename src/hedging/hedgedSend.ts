@@ -292,7 +292,7 @@ export async function sendHedged(
   }
   const terminalState = outcome.fallback ? "primaryOutcome" : outcome.returnedIndex > 0 ? "hedgeWon" : "primaryWon";
   const diagnostics = raceRecord(header, arms, outcome.hedgeRefused, terminalState, arms[outcome.returnedIndex]);
-  const response = outcome.result.response === undefined ? undefined : answering(outcome.result.response, request);
+  const response = outcome.result.response === undefined ? undefined : asAnswerTo(outcome.result.response, request);
   const returnedRegion = plan.targets[outcome.returnedIndex];
   if (response !== undefined && returnedRegion !== undefined) plan.pins?.pinNextPage(request, response, returnedRegion);
   finish(response ?? outcome.result.error, diagnostics, response, response === undefined ? outcome.result.error : undefined);
@@ -307,7 +307,7 @@ export async function sendHedged(
  * no change (a transport or policy of the caller's froze it) is answered by
  * a copy, rather than failing a request that succeeded.
  */
-function answering(response: PipelineResponse, request: PipelineRequest): PipelineResponse {
+function asAnswerTo(response: PipelineResponse, request: PipelineRequest): PipelineResponse {
   return Reflect.set(response, "request", request) ? response : { ...response, request };
 }
 

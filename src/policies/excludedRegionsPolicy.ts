@@ -175,7 +175,8 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       if (!steeredKinds.has(operation)) return next(request);
-      // Nearly every request: nothing pins, excludes or reorders it, so it goes where the SDK sent it.
+      // Nearly every request: nothing pins, excludes or reorders it, so `route` would leave it where the SDK sent it;
+      // not asking spares it a region lookup and a feed check.
       if (
         controls.region === undefined &&
         (controls.excludedRegions === undefined || controls.excludedRegions.length === 0) &&
