@@ -17,11 +17,17 @@ export interface SdkOverheadSettings {
   runs: number;
   /** Measured rounds per run; the run's figure is their median. */
   roundsPerRun: number;
+  /** Point reads per round. */
   readsPerRound: number;
+  /** Reads in flight at once. */
   concurrency: number;
 }
 
+/** The settings `npm run bench` and `npm run bench:sdk-overhead` use. */
 export const defaultSdkOverheadSettings: SdkOverheadSettings = { runs: 6, roundsPerRun: 6, readsPerRound: 1000, concurrency: 8 };
+
+/** Reads each run's client makes before it is measured (connections open, code warm). */
+const warmUpReads = 2000;
 
 /** The `q` quantile of sorted values, interpolated between neighbours. */
 function quantile(sorted: readonly number[], q: number): number {
@@ -31,9 +37,14 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted[below]! + (sorted[above]! - sorted[below]!) * (at - below);
 }
 
+function median(values: readonly number[]): number {
+  return quantile([...values].sort((a, b) => a - b), 0.5);
+}
+
 /** One mode's figures. */
 export interface SdkOverheadRow {
   mode: string;
+  /** The reads measured over all runs (warm-ups left out). */
   reads: number;
   /** The median over runs of the client's CPU per read (user and system). */
   cpuMicrosPerRead: number;
@@ -42,20 +53,27 @@ export interface SdkOverheadRow {
   /** The 25th and 75th percentiles of those per-run ratios. */
   cpuRelativeLow: number;
   cpuRelativeHigh: number;
+  /** The median over runs of reads a second. */
   readsPerSecond: number;
+  /** The median over runs of this mode's reads a second over plain's in the same run. */
   throughputRelative: number;
 }
 
 /** What one run of one mode measured, as its process reports it. */
 export interface SdkOverheadRun {
+  /** The median over the run's rounds of the client's CPU per read (user and system), in µs. */
   cpuMicrosPerRead: number;
+  /** The median over the run's rounds of reads a second. */
   readsPerSecond: number;
 }
 
 const preferredLocations = ["East US", "West US", "North Europe"];
 
-export interface Mode {
+/** One way of making the client the suite measures. */
+export interface SdkOverheadMode {
+  /** The mode's row label. */
   readonly name: string;
+  /** The client's options, from the options every mode starts from. */
   readonly options: (base: CosmosClientOptions) => CosmosClientOptions;
 }
 
@@ -115,7 +133,7 @@ function byHand(base: CosmosClientOptions, policies: readonly PipelinePolicy[]):
 }
 
 /** The modes, plain `@azure/cosmos` first: every ratio is against it. */
-export const sdkOverheadModes: readonly Mode[] = [
+export const sdkOverheadModes: readonly SdkOverheadMode[] = [
   { name: "plain @azure/cosmos", options: (base) => base },
   { name: "control: plain @azure/cosmos again", options: (base) => ({ ...base }) },
   {
@@ -155,11 +173,11 @@ async function readRound(container: Container, reads: number, concurrency: numbe
  * client, a warm-up, then the median CPU per read and throughput over the
  * measured rounds.
  */
-export async function measureSdkOverheadRun(mode: Mode, base: CosmosClientOptions, settings: SdkOverheadSettings): Promise<SdkOverheadRun> {
+export async function measureSdkOverheadRun(mode: SdkOverheadMode, base: CosmosClientOptions, settings: SdkOverheadSettings): Promise<SdkOverheadRun> {
   const client = new CosmosClient(mode.options(base));
   try {
     const container = client.database("bench").container("items");
-    await readRound(container, 2000, settings.concurrency);
+    await readRound(container, warmUpReads, settings.concurrency);
     const cpu: number[] = [];
     const rate: number[] = [];
     for (let round = 0; round < settings.roundsPerRun; round++) {
@@ -170,7 +188,6 @@ export async function measureSdkOverheadRun(mode: Mode, base: CosmosClientOption
       const used = process.cpuUsage(cpuBefore);
       cpu.push((used.user + used.system) / settings.readsPerRound);
     }
-    const median = (values: number[]): number => quantile([...values].sort((a, b) => a - b), 0.5);
     return { cpuMicrosPerRead: median(cpu), readsPerSecond: median(rate) };
   } finally {
     client.dispose();
@@ -190,7 +207,7 @@ export interface SdkOverheadJob {
   readonly settings: SdkOverheadSettings;
 }
 
-/** A key any account of the suite accepts (the in-memory one checks none). */
+/** The in-memory account's key: the account checks none, but the SDK signs every request with one. */
 const inMemoryKey = Buffer.alloc(64, 7).toString("base64");
 
 /** The options every mode's client starts from, for that account. */
@@ -222,13 +239,12 @@ function runInWorker(job: SdkOverheadJob): Promise<SdkOverheadRun> {
 async function runModes(account: SdkOverheadAccount, settings: SdkOverheadSettings): Promise<SdkOverheadRow[]> {
   const runs = sdkOverheadModes.map(() => [] as SdkOverheadRun[]);
   for (let run = 0; run < settings.runs; run++) {
-    // Each run starts with another mode, so that no mode always runs right after the same one.
+    // Each run starts with the next mode (a rotation), so that no mode always holds the same place in a run.
     for (let offset = 0; offset < sdkOverheadModes.length; offset++) {
       const modeIndex = (run + offset) % sdkOverheadModes.length;
       runs[modeIndex]!.push(await runInWorker({ modeIndex, account, settings }));
     }
   }
-  const median = (values: readonly number[]): number => quantile([...values].sort((a, b) => a - b), 0.5);
   const plain = runs[0]!;
   return sdkOverheadModes.map((mode, index) => {
     const own = runs[index]!;
@@ -299,7 +315,7 @@ function table(rows: readonly SdkOverheadRow[]): string {
 export function sdkOverheadTables(results: SdkOverheadResults, settings = defaultSdkOverheadSettings): string {
   const method =
     `keep-alive, concurrency ${settings.concurrency}; each mode runs ${settings.runs} times, each time in a fresh process (one client, as an application has), ` +
-    `alternating with the other modes; a run warms up on 2000 reads and measures ${settings.roundsPerRun} rounds of ${settings.readsPerRound} reads (their median). ` +
+    `alternating with the other modes; a run warms up on ${warmUpReads} reads and measures ${settings.roundsPerRun} rounds of ${settings.readsPerRound} reads (their median). ` +
     "Client CPU (user and system) from `process.cpuUsage()`; each mode's ratio to plain is taken per run (the median, and the 25th-75th percentiles, over runs). " +
     "Target: CPU at most 1.05 x plain, throughput at least 0.97 x.";
   return (
