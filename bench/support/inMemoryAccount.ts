@@ -32,6 +32,7 @@ const accountBody = JSON.stringify({
 
 const itemBody = JSON.stringify({ id: "item", pk: "pk", value: 1, _rid: "AAAAAAAAAAABAAAAAAAAAA==", _self: "dbs/AAAAAA==/colls/AAAAAAAAAAA=/docs/AAAAAAAAAAABAAAAAAAAAA==/", _etag: '"00000000-0000-0000-0000-000000000000"', _attachments: "attachments/", _ts: 1764547200 });
 
+/** Answers given so far, which number their activity ids. */
 let answered = 0;
 
 /** The bytes of the gateway's answer to a GET of `path`: the account at "/", the item anywhere else. */
@@ -49,10 +50,16 @@ function answer(path: string): Buffer {
   );
 }
 
-/** One connection: parses each request's head (GETs only, so no body) and pushes the answer a moment later. */
+/**
+ * One connection: parses each request's head (GETs only, so no body) and
+ * pushes the answer on a microtask, so that no answer arrives inside the
+ * write that asked for it.
+ */
 class InMemoryConnection extends Duplex {
+  // Stand-ins for the parts of a net.Socket beyond the stream that Node's HTTP client and agent may read or call (here and the no-op methods below).
   readonly remoteAddress = "127.0.0.1";
   readonly remotePort = 443;
+  /** Request bytes written but not yet parsed into a whole head. */
   private pending = "";
 
   override _read(): void {}
