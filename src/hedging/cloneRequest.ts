@@ -51,7 +51,12 @@ function startsWithAuthority(url: string, prefix: string | undefined): boolean {
   return Number.isNaN(after) || after === 47 || after === 63 || after === 35;
 }
 
-/** A host, with a port or not, that the URL parser would take as written: letters, digits, ".", "-", ":", "[" and "]". */
+/**
+ * An authority of host and port characters only (letters, digits, ".", "-",
+ * ":", "[" and "]"): nothing the URL parser would keep when re-pointing
+ * (user info) or read another way (escapes, a backslash), so the whole of
+ * it can be swapped for the region's origin.
+ */
 const plainAuthority = /^[A-Za-z0-9.\-:[\]]+$/;
 
 /**
