@@ -29,6 +29,8 @@ function markedRequest(): PipelineRequest {
 }
 
 describe("arm abort signals", () => {
+  const regionsOf = { readRegions: [eastUs, westUs] };
+
   describe("the light signal of an arm bound for core's own transport", () => {
     it("is not a native AbortSignal, and a request nobody marked gets a native AbortController", () => {
       assert.equal(armAbortFor(markedRequest()) instanceof AbortController, false);
@@ -119,21 +121,7 @@ describe("arm abort signals", () => {
     });
   });
 
-  describe("which requests a hedging client marks", () => {
-    const regionsOf = { readRegions: [eastUs, westUs] };
-
-    it("none when the client runs over a transport of the caller's, which may need a native signal", async () => {
-      const seen: AbortSignalLike[] = [];
-      const transport = recordingSignals(seen);
-      const client = createHedgingHttpClient({ httpClient: transport, crossRegion: { threshold: 100 } });
-      client.regions.setTopology(regionsOf);
-      const request = pointRead(eastUs, new AbortController().signal);
-      await client.sendRequest(request);
-      assert.equal(seen.length, 1);
-      assert.ok(seen[0] instanceof AbortSignal);
-      assert.ok(armAbortFor(request) instanceof AbortController);
-    });
-
+  describe("the route a hedging client composes over its pipeline", () => {
     it("runs a policy added after the first request from the next request on, and not once it is removed", async () => {
       const seen: string[] = [];
       const transport: HttpClient = { sendRequest: async (request) => ({ request, status: 200, headers: createHttpHeaders() }) };
@@ -147,6 +135,20 @@ describe("arm abort signals", () => {
       client.pipeline.removePolicy({ name: "mine" });
       await send();
       assert.equal(seen.length, 2);
+    });
+  });
+
+  describe("which requests a hedging client marks", () => {
+    it("none when the client runs over a transport of the caller's, which may need a native signal", async () => {
+      const seen: AbortSignalLike[] = [];
+      const transport = recordingSignals(seen);
+      const client = createHedgingHttpClient({ httpClient: transport, crossRegion: { threshold: 100 } });
+      client.regions.setTopology(regionsOf);
+      const request = pointRead(eastUs, new AbortController().signal);
+      await client.sendRequest(request);
+      assert.equal(seen.length, 1);
+      assert.ok(seen[0] instanceof AbortSignal);
+      assert.ok(armAbortFor(request) instanceof AbortController);
     });
 
     it("every request while the pipeline holds the client's own policies only, none while the caller's policy is in it", async () => {
