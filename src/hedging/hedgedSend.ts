@@ -141,49 +141,34 @@ function raceRecord(
 }
 
 /**
- * Sends a request unhedged and records why; with `pins`, pins the feed's
- * next page to `servedBy`.
- * @param noteResponse - tell the sink's learner of the response (a later page, sent where its token points, is not).
+ * Sends a request unhedged, where it is addressed, and records why. With
+ * `pins` (a feed's first page, or a later one), the next page is pinned to
+ * `servedBy`, the region this one went to. The learner is told of the
+ * response as it arrives, except for a later page (`"continuationPage"`),
+ * sent where its token points.
  */
-async function sendUnhedged(
+export async function sendSkipped(
   request: PipelineRequest,
   next: SendRequest,
-  header: DiagnosticsHeader,
-  skipReason: HedgeSkipReason,
+  skip: Pick<SkipPlan, "reason" | "header">,
   sink: DiagnosticsSink,
-  pins: FeedPins | undefined,
-  servedBy: RegionEndpoint | undefined,
-  noteResponse: boolean,
+  pins?: FeedPins,
+  servedBy?: RegionEndpoint,
 ): Promise<PipelineResponse> {
+  const { header, reason } = skip;
   let response: PipelineResponse;
   try {
     response = await next(request);
   } catch (error) {
     sink.learner?.learnSkipped(header.primaryRegion);
-    publish(sink, error, skippedRecord(header, skipReason, 0));
+    publish(sink, error, skippedRecord(header, reason, 0));
     throw error;
   }
-  if (noteResponse) sink.learner?.noteResponse(header.primaryRegion, response);
+  if (reason !== "continuationPage") sink.learner?.noteResponse(header.primaryRegion, response);
   sink.learner?.learnSkipped(header.primaryRegion);
-  publish(sink, response, skippedRecord(header, skipReason, requestChargeOf(response) ?? 0));
+  publish(sink, response, skippedRecord(header, reason, requestChargeOf(response) ?? 0));
   if (pins !== undefined && servedBy !== undefined) pins.pinNextPage(request, response, servedBy);
   return response;
-}
-
-/**
- * Sends a request the planner did not hedge, where it was addressed, and
- * records why. With `pins` (a feed's first page), the next page is pinned
- * to `addressed`, the region that served this one.
- */
-export function sendSkipped(
-  request: PipelineRequest,
-  next: SendRequest,
-  skip: SkipPlan,
-  sink: DiagnosticsSink,
-  pins?: FeedPins,
-  addressed?: RegionEndpoint,
-): Promise<PipelineResponse> {
-  return sendUnhedged(request, next, skip.header, skip.reason, sink, pins, addressed, true);
 }
 
 function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
@@ -329,5 +314,5 @@ export function sendLaterPage(
   const issuer = feedPageTarget(feed.pins, feed.regions, request, controls);
   if (issuer !== undefined) request.url = retarget(request.url, issuer);
   const region = issuer ?? feed.regions.regionOf(request.url);
-  return sendUnhedged(request, next, diagnosticsHeader(policy, operation, region, controls), "continuationPage", sink, feed.pins, region, false);
+  return sendSkipped(request, next, { reason: "continuationPage", header: diagnosticsHeader(policy, operation, region, controls) }, sink, feed.pins, region);
 }
