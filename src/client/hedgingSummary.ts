@@ -1,5 +1,5 @@
-import { crossRegionHedgingDefaults } from "../policies/crossRegionHedgingPolicy.js";
-import { metadataHedgingDefaults } from "../policies/metadataHedgingPolicy.js";
+import { crossRegionDefaultThresholdMs, crossRegionHedgingDefaults } from "../policies/crossRegionHedgingPolicy.js";
+import { metadataDefaultThresholdMs, metadataHedgingDefaults } from "../policies/metadataHedgingPolicy.js";
 import type { HedgingHttpClientOptions } from "./hedgingHttpClient.js";
 
 function crossRegionSummary(setting: HedgingHttpClientOptions["crossRegion"], requestTimeout: number): string {
@@ -11,7 +11,7 @@ function crossRegionSummary(setting: HedgingHttpClientOptions["crossRegion"], re
       ? `after ${settings.threshold} ms`
       : settings.threshold !== undefined
         ? "after an adaptive threshold"
-        : `after ${Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2)} ms`;
+        : `after ${crossRegionDefaultThresholdMs(requestTimeout)} ms`;
   const step = settings.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep;
   const writes = settings.enableMultiWriteRegionHedge === true ? ", writes too on multi-write accounts" : "";
   return `data-plane reads hedged ${threshold}, then every ${step} ms${writes}`;
@@ -21,9 +21,7 @@ function metadataSummary(setting: HedgingHttpClientOptions["metadata"], requestT
   if (setting === false) return "metadata hedging off";
   if (setting === "followAccount") return "metadata reads hedged while the account reports per-partition automatic failover";
   const threshold =
-    typeof setting === "object" && setting.threshold !== undefined
-      ? setting.threshold
-      : Math.min(metadataHedgingDefaults.threshold, requestTimeout / 2);
+    typeof setting === "object" && setting.threshold !== undefined ? setting.threshold : metadataDefaultThresholdMs(requestTimeout);
   return `metadata reads hedged after ${threshold} ms`;
 }
 

@@ -51,6 +51,15 @@ export const crossRegionHedgingDefaults = {
   maxRetryAfterMs: 60_000,
 } as const;
 
+/**
+ * The threshold when hedging is on explicitly and none is given: the
+ * default, brought below a short request timeout (to half of it), so that a
+ * hedge can still go out.
+ */
+export function crossRegionDefaultThresholdMs(requestTimeout: number): number {
+  return Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2);
+}
+
 /** Options of the {@link crossRegionHedgingPolicy}. */
 export interface CrossRegionHedgingPolicyOptions {
   /**
@@ -217,9 +226,8 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
     // The SDK aborts the attempt at requestTimeout: a hedge due later could never go out.
     throw new RangeError(`threshold must be below requestTimeout (${requestTimeout} ms); got ${describe(threshold)}.`);
   }
-  // The explicit default threshold is brought below a short request timeout (to half of it), so that a hedge can still go out.
   const explicit = {
-    thresholdMs: Math.min(crossRegionHedgingDefaults.threshold, requestTimeout / 2),
+    thresholdMs: crossRegionDefaultThresholdMs(requestTimeout),
     thresholdStepMs: options.thresholdStep ?? crossRegionHedgingDefaults.thresholdStep,
   };
   const ppaf = {

@@ -36,6 +36,11 @@ export const metadataHedgingDefaults = {
   requestTimeout: 60000,
 } as const;
 
+/** The threshold when none is given: the default, or half of a request timeout too short for it. */
+export function metadataDefaultThresholdMs(requestTimeout: number): number {
+  return Math.min(metadataHedgingDefaults.threshold, requestTimeout / 2);
+}
+
 /** Options of the {@link metadataHedgingPolicy}. */
 export interface MetadataHedgingPolicyOptions {
   /**
@@ -120,7 +125,7 @@ function validate(given: MetadataHedgingPolicyOptions): MetadataSettings {
   const requestTimeout = positiveMilliseconds("requestTimeout", orDefault(options.requestTimeout, metadataHedgingDefaults.requestTimeout));
   let thresholdMs: number;
   if (options.threshold === undefined) {
-    thresholdMs = Math.min(metadataHedgingDefaults.threshold, requestTimeout / 2);
+    thresholdMs = metadataDefaultThresholdMs(requestTimeout);
   } else {
     thresholdMs = positiveMilliseconds("threshold", options.threshold);
     if (thresholdMs >= requestTimeout) {
