@@ -219,7 +219,8 @@ function originOf(url: string): string | undefined {
   }
 }
 
-const defaultPorts: Readonly<Record<string, string>> = { "http:": ":80", "https:": ":443" };
+/** The default port of each URL scheme, as written after a host (`:443`), by the scheme as `URL.protocol` gives it (`https:`). */
+export const defaultPorts: Readonly<Record<string, string>> = { "http:": ":80", "https:": ":443" };
 
 /**
  * The origin of a request URL by string scanning, as `new URL(url).origin`

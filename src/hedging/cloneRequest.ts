@@ -2,6 +2,7 @@ import type { AbortSignalLike } from "@azure/abort-controller";
 import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
 import type { HttpHeaders, PipelineRequest, RawHttpHeaders } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../caches/regionCache.js";
+import { defaultPorts } from "../caches/regionCache.js";
 
 /**
  * Whether a request's body can be sent more than once. Strings, binary
@@ -33,10 +34,10 @@ function prefixesOf(region: RegionEndpoint): EndpointPrefixes {
   let prefixes = endpointPrefixes.get(region);
   if (prefixes === undefined) {
     const endpoint = new URL(region.endpoint);
-    const defaultPort = endpoint.protocol === "https:" ? "443" : endpoint.protocol === "http:" ? "80" : undefined;
+    const defaultPort = defaultPorts[endpoint.protocol];
     prefixes = {
       origin: endpoint.origin,
-      withDefaultPort: endpoint.port === "" && defaultPort !== undefined ? `${endpoint.origin}:${defaultPort}` : undefined,
+      withDefaultPort: endpoint.port === "" && defaultPort !== undefined ? endpoint.origin + defaultPort : undefined,
     };
     endpointPrefixes.set(region, prefixes);
   }
