@@ -3,7 +3,7 @@ import { classifyOperation } from "../cosmos/operationKind.js";
 import { RateLimitedLog, logger } from "../log.js";
 import { topologyChangeLines } from "./topologyLog.js";
 import { normalizeRegionName, regionKey } from "./regionNames.js";
-import { describe, isRegionName, regionNameLimits, regionNameList } from "../options.js";
+import { describe, isRegionName, optionKeys, optionsObject, regionNameLimits, regionNameList } from "../options.js";
 import { packageInfo } from "../packageInfo.js";
 
 /** One region of the account: its name and its regional endpoint. */
@@ -244,6 +244,9 @@ function requestOriginOf(url: string): string | undefined {
   return `${scheme}//${host}`;
 }
 
+/** Every key of {@link RegionCacheOptions}, checked against the interface by the compiler. */
+const regionCacheOptionKeys = optionKeys<RegionCacheOptions>({ topology: true, preferredRegions: true, excludedRegions: true, accountEndpoint: true });
+
 /**
  * The account's regions, shared by every policy of a client: the single
  * source of truth for where a request may go.
@@ -275,9 +278,7 @@ export class RegionCache {
   private readonly warnedOrigins = new Set<string>();
 
   constructor(options: RegionCacheOptions = {}) {
-    if (options === null || typeof options !== "object") {
-      throw new TypeError(`RegionCache options must be an object; got ${describe(options)}.`);
-    }
+    optionsObject("RegionCache options", options, regionCacheOptionKeys);
     if (options.topology !== undefined) this.setTopology(options.topology);
     if (options.preferredRegions !== undefined) {
       this.preferred = regionNameList("preferredRegions", options.preferredRegions);

@@ -370,6 +370,13 @@ describe("RegionCache", function () {
       assert.throws(() => new RegionCache(null as never), { name: "TypeError", message: /^RegionCache options must be an object; got null/ });
       assert.throws(() => new RegionCache("x" as never), { name: "TypeError", message: /^RegionCache options must be an object; got "x"/ });
     });
+
+    it("rejects a misspelt option, naming it and the options there are, instead of ignoring it", function () {
+      assert.throws(() => new RegionCache({ preferedRegions: ["East US"] } as never), {
+        name: "TypeError",
+        message: 'RegionCache options has no option "preferedRegions"; the options are topology, preferredRegions, excludedRegions, accountEndpoint.',
+      });
+    });
   });
 
   describe("preferred and excluded regions", function () {
