@@ -46,7 +46,6 @@ export interface RequestHedgingControls {
 
 const controlHeaderNames: readonly string[] = Object.values(requestControlHeaders);
 
-
 const noControls: RequestHedgingControls = Object.freeze({});
 const sdkOptionsOnly: RequestHedgingControls = Object.freeze({ sdkOptionsKnown: true });
 const controlsByRequest = new ObjectSlot<RequestHedgingControls>("cosmos-hedging request controls");

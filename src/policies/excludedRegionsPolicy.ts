@@ -42,7 +42,6 @@ interface Route {
 
 const stay: Route = Object.freeze({});
 
-
 /**
  * What this policy steers: document operations, and the metadata reads that
  * the metadata hedging policy races (their later pages follow the feed's pin).
