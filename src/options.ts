@@ -58,6 +58,17 @@ export function wholeNumber(option: string, value: unknown, min: number): number
   return value;
 }
 
+/**
+ * A share of a whole: a number above 0 and below 1 (or up to 1 itself with
+ * `wholeAllowed`), or a `RangeError` that names the option and the value.
+ */
+export function share(option: string, value: unknown, wholeAllowed: boolean): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0 || value > 1 || (value === 1 && !wholeAllowed)) {
+    throw new RangeError(`${option} must be a number above 0 and ${wholeAllowed ? "at most" : "below"} 1; got ${describe(value)}.`);
+  }
+  return value;
+}
+
 /** A boolean or `undefined`, or a `TypeError` that names the option. */
 export function optionalBoolean(option: string, value: unknown): boolean | undefined {
   if (value !== undefined && typeof value !== "boolean") {

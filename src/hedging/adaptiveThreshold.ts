@@ -1,5 +1,5 @@
 import type { LatencyClass, LatencyWindows } from "../caches/latencyWindows.js";
-import { describe, optionKeys, optionsObject, orDefault, positiveMilliseconds, wholeNumber } from "../options.js";
+import { optionKeys, optionsObject, orDefault, positiveMilliseconds, share, wholeNumber } from "../options.js";
 
 /**
  * The adaptive threshold's knobs (`threshold: { mode: "adaptive", ... }`;
@@ -51,14 +51,6 @@ export interface AdaptiveThresholdSettings {
   readonly minSamples: number;
 }
 
-/** A share strictly between 0 and 1, or a `RangeError` that names the option and the value. */
-function shareBelowOne(option: string, value: unknown): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0 || value >= 1) {
-    throw new RangeError(`${option} must be a number above 0 and below 1; got ${describe(value)}.`);
-  }
-  return value;
-}
-
 /** Whether a `threshold` option selects the adaptive threshold. */
 export function isAdaptiveThreshold(value: unknown): value is "adaptive" | AdaptiveThresholdOptions {
   return value === "adaptive" || (typeof value === "object" && value !== null && (value as { mode?: unknown }).mode === "adaptive");
@@ -71,7 +63,7 @@ export function isAdaptiveThreshold(value: unknown): value is "adaptive" | Adapt
 export function resolveAdaptiveThreshold(value: "adaptive" | AdaptiveThresholdOptions, fixedDefault: number): AdaptiveThresholdSettings {
   const options: Partial<AdaptiveThresholdOptions> =
     value === "adaptive" ? {} : optionsObject("threshold", value, adaptiveThresholdOptionKeys);
-  const maxExtraLoad = shareBelowOne("threshold.maxExtraLoad", orDefault(options.maxExtraLoad, adaptiveThresholdDefaults.maxExtraLoad));
+  const maxExtraLoad = share("threshold.maxExtraLoad", orDefault(options.maxExtraLoad, adaptiveThresholdDefaults.maxExtraLoad), false);
   const ceiling = positiveMilliseconds("threshold.ceiling", options.ceiling ?? fixedDefault);
   const floor =
     options.floor === undefined ? Math.min(adaptiveThresholdDefaults.floor, ceiling) : positiveMilliseconds("threshold.floor", options.floor);

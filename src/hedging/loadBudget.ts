@@ -1,4 +1,4 @@
-import { describe, optionKeys, optionsObject, orDefault, positiveMilliseconds, wholeNumber } from "../options.js";
+import { describe, optionKeys, optionsObject, orDefault, positiveMilliseconds, share, wholeNumber } from "../options.js";
 import { HedgeBudget } from "./hedgeBudget.js";
 
 /** Options of the data-plane hedge budget (`budget` of the `crossRegionHedgingPolicy`). */
@@ -82,10 +82,8 @@ export function resolveLoadBudget(options: HedgeLoadBudgetOptions, thresholdShar
     throw new TypeError(`budget must be false or an options object; got ${describe(options)}.`);
   }
   optionsObject("budget", options, loadBudgetOptionKeys);
-  const maxExtraLoad = orDefault(options.maxExtraLoad, Math.max(loadBudgetDefaults.maxExtraLoad, thresholdShare));
-  if (typeof maxExtraLoad !== "number" || !Number.isFinite(maxExtraLoad) || maxExtraLoad <= 0 || maxExtraLoad > 1) {
-    throw new RangeError(`budget.maxExtraLoad must be a number above 0 and at most 1; got ${describe(maxExtraLoad)}.`);
-  }
+  // A share of 1 lets every request hedge, which a budget may allow (the adaptive threshold, whose quantile it sets, may not).
+  const maxExtraLoad = share("budget.maxExtraLoad", orDefault(options.maxExtraLoad, Math.max(loadBudgetDefaults.maxExtraLoad, thresholdShare)), true);
   const minHedgesPerSecond = orDefault(options.minHedgesPerSecond, loadBudgetDefaults.minHedgesPerSecond);
   if (typeof minHedgesPerSecond !== "number" || !Number.isFinite(minHedgesPerSecond) || minHedgesPerSecond < 0) {
     throw new RangeError(`budget.minHedgesPerSecond must be a finite number of at least 0; got ${describe(minHedgesPerSecond)}.`);
