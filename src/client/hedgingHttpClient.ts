@@ -171,7 +171,8 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
 function hedgeOnlyWithSdkOptions(request: PipelineRequest): "known" | "unreadable" | "missing" {
   const controls = requestControlsOf(request);
   if (controls.sdkOptionsKnown === true) return "known";
-  setRequestControls(request, { ...controls, hedging: false });
+  // Nor may routing move it: the region it would move to may be one the SDK was told to avoid.
+  setRequestControls(request, { ...controls, hedging: false, sdkOptionsKnown: false });
   // An unreadable list was warned about where it was read; a missing one is warned about here.
   return controls.sdkOptionsKnown === false ? "unreadable" : "missing";
 }

@@ -38,8 +38,10 @@ export interface RequestHedgingControls {
    * `true` when the request came through the `@azure/cosmos` request plugin
    * that `withHedging` installs: the SDK's own per-request options are known,
    * and its `excludedLocations` are part of {@link RequestHedgingControls.excludedRegions}.
-   * `false` when the plugin ran but its list could not be read; unset when
-   * it did not run.
+   * `false` when they are unknown to a client that expects them: the plugin
+   * ran but its list could not be read, or a `withHedging` client got a
+   * request the plugin had not seen; such a request is neither hedged nor
+   * re-pointed. Unset when no plugin is expected (policies added by hand).
    */
   readonly sdkOptionsKnown?: boolean;
 }

@@ -133,6 +133,8 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
       return pinnedRoute(request, access, controls.region, current, controls);
     }
     if (current === undefined) return stay;
+    // The SDK's own exclusions are unknown (unreadable, or its plugin did not run): any other region may be one of them.
+    if (controls.sdkOptionsKnown === false) return stay;
     const candidates = () => regions.applicableRegions(access, controls.excludedRegions).filter((region) => sameScheme(request.url, region));
     if (regions.isExcluded(current, controls.excludedRegions)) {
       const target = candidates()[0];

@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { CosmosClient } from "@azure/cosmos";
+import type { CosmosClientOptions } from "@azure/cosmos";
+import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 import { useEmulator } from "../support/emulatorFixture.js";
@@ -72,6 +75,59 @@ describe("hostile use through the real CosmosClient", function () {
       assert.ok(logs.lines.some((line) => line.includes("pointRead: hedged at")), "the race was logged, from the record as it was before the caller got it");
     } finally {
       logs.restore();
+    }
+  });
+});
+
+describe("hostile use: an excludedLocations list the hedging client cannot read, with routing of its own", function () {
+  const fixture = useEmulator({ items: [item], preferredLocations });
+  // The SDK takes both lists and excludes their region; ours refuse them (more than 256 entries; a blank entry), so the SDK's exclusions are unknown.
+  const unreadable = {
+    "301 entries": ["North Europe", ...Array.from({ length: 300 }, (_, i) => `Nowhere ${i}`)],
+    "a blank entry": ["North Europe", " "],
+  };
+
+  for (const [label, excludedLocations] of Object.entries(unreadable)) {
+    it(`with ${label}, a preferred order changed at runtime does not move the read into the region the SDK was told to avoid`, async function () {
+      const { emulator } = fixture;
+      const { container, hedging: client, diagnostics } = await fixture.client({ hedging: { crossRegion: { threshold: 50, thresholdStep: 5_000 } }, warmUp });
+      client?.regions.setPreferredRegions(["North Europe", "West US", "East US"]);
+      const { resource } = await container.item(item.id, item.pk).read({ excludedLocations });
+      assert.equal(resource?.value, 1);
+      const reads = await settledRequests(emulator, "pointRead");
+      assert.deepEqual(reads.map((read) => read.region), ["West US"], "sent where the SDK sent it, as the warning says");
+      assert.equal(diagnostics.at(-1)?.routing, undefined);
+    });
+  }
+
+  it("with the client's excludedRegions naming the SDK's region, the read stays there rather than go to a region the unreadable list may name", async function () {
+    const { emulator } = fixture;
+    const { container, diagnostics } = await fixture.client({ hedging: { crossRegion: { threshold: 50, thresholdStep: 5_000 }, excludedRegions: ["West US"] }, warmUp });
+    emulator.resetCounters();
+    const { resource } = await container.item(item.id, item.pk).read({ excludedLocations: ["East US", " "] });
+    assert.equal(resource?.value, 1);
+    const reads = await settledRequests(emulator, "pointRead");
+    assert.deepEqual(reads.map((read) => read.region), ["West US"]);
+    assert.equal(diagnostics.at(-1)?.skipReason, "disabled");
+  });
+
+  it("without the request plugin (plugins replaced), a preferred order changed at runtime does not move the read either", async function () {
+    const { emulator } = fixture;
+    const hedged = withHedging(
+      { endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations } },
+      { crossRegion: { threshold: 50, thresholdStep: 5_000 } },
+    );
+    const client = new CosmosClient({ ...hedged, plugins: undefined } as CosmosClientOptions);
+    try {
+      const container = client.database("db").container("items");
+      await container.item(item.id, item.pk).read();
+      emulator.resetCounters();
+      hedged.httpClient.regions.setPreferredRegions(["North Europe", "West US", "East US"]);
+      const { resource } = await container.item(item.id, item.pk).read({ excludedLocations: ["North Europe"] });
+      assert.equal(resource?.value, 1);
+      assert.deepEqual((await settledRequests(emulator, "pointRead")).map((read) => read.region), ["West US"]);
+    } finally {
+      client.dispose();
     }
   });
 });
