@@ -21,7 +21,7 @@ try {
   const slowRegion = preferredLocations[0]!;
   slowDownRegion(account, { region: slowRegion, delayMs: 1500, operations: ["query"] }, options);
   console.log(`${slowRegion}, the preferred region, answers query pages 1500 ms late.`);
-  console.log("The first page is hedged; each later page goes to the region that issued its continuation.\n");
+  console.log("Every page goes first where the SDK sends it, and is hedged: a continuation is valid in every region.\n");
 
   const { result, diagnostics } = await collectHedgeDiagnostics(() =>
     container.items.query("SELECT * FROM c", { maxItemCount: 3 }).fetchAll(),

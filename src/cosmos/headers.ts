@@ -37,6 +37,8 @@ export const requestControlHeaders = {
   hedging: "x-cosmos-hedging",
   /** Written by the `@azure/cosmos` request plugin: the SDK request's `excludedLocations`, a JSON array (possibly empty). */
   sdkExcludedRegions: "x-cosmos-hedging-sdk-excluded-regions",
+  /** Written by the `@azure/cosmos` request plugin on a retry only: how many attempts of the request the SDK made before this one. */
+  sdkRetry: "x-cosmos-hedging-sdk-retry",
 } as const;
 
 /** The value of the {@link requestControlHeaders}.hedging header that turns hedging off. */

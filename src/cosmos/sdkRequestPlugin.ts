@@ -5,6 +5,7 @@ import { requestControlHeaders } from "./headers.js";
 interface CosmosRequestContext {
   headers?: Record<string, unknown>;
   options?: { excludedLocations?: unknown };
+  retryCount?: unknown;
   httpClient?: unknown;
 }
 
@@ -36,6 +37,9 @@ function excludedLocationsHeader(context: CosmosRequestContext): string {
  * hedging policies read (and remove): every arm of a race then stays out of
  * the regions the SDK was told to avoid. Every request carries the header,
  * empty or not, so that a request without it shows the plugin did not run.
+ * A retry of the SDK's (its `retryCount` above 0) also carries a marker, so
+ * that no runtime routing of this package moves a request the SDK moved on
+ * purpose (away from a region answering 503, 410 or timing out).
  * It also warns once when the SDK holds another `httpClient` than the
  * hedging one: an SDK before 4.1.0 ignores the option, and nothing is hedged.
  */
@@ -52,6 +56,10 @@ export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
       }
       if (context.headers !== undefined) {
         context.headers[requestControlHeaders.sdkExcludedRegions] = excludedLocationsHeader(context);
+        // Only a retry carries it, so a first attempt pays nothing: the SDK chose a retry's region on purpose.
+        if (typeof context.retryCount === "number" && context.retryCount > 0) {
+          context.headers[requestControlHeaders.sdkRetry] = String(context.retryCount);
+        }
       }
       return next(context);
     },

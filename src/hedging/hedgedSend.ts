@@ -1,8 +1,7 @@
 import { AbortError } from "@azure/abort-controller";
 import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { AzureLogger } from "@azure/logger";
-import type { FeedPins } from "../caches/feedPins.js";
-import type { RegionCache, RegionEndpoint } from "../caches/regionCache.js";
+import type { RegionEndpoint } from "../caches/regionCache.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
@@ -16,9 +15,7 @@ import type { SkipPlan } from "./planner.js";
 import type { RaceArm, RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { logRace } from "./operatorLog.js";
-import { retarget } from "./cloneRequest.js";
 import { runRace } from "./race.js";
-import { feedPageTarget } from "./targets.js";
 import { startRaceTrace } from "./tracing.js";
 
 /**
@@ -141,19 +138,15 @@ function raceRecord(
 }
 
 /**
- * Sends a request unhedged, where it is addressed, and records why. With
- * `pins` (a feed's first page, or a later one), the next page is pinned to
- * `servedBy`, the region this one went to. The learner is told of the
- * response as it arrives, except for a later page (`"continuationPage"`),
- * sent where its token points.
+ * Sends a request unhedged, where it is addressed, and records why. The
+ * learner is told of the response as it arrives, except for a later page of
+ * a metadata feed (`"continuationPage"`), which hedging never considered.
  */
 export async function sendSkipped(
   request: PipelineRequest,
   next: SendRequest,
   skip: Pick<SkipPlan, "reason" | "header">,
   sink: DiagnosticsSink,
-  pins?: FeedPins,
-  servedBy?: RegionEndpoint,
 ): Promise<PipelineResponse> {
   const { header, reason } = skip;
   let response: PipelineResponse;
@@ -167,7 +160,6 @@ export async function sendSkipped(
   if (reason !== "continuationPage") sink.learner?.noteResponse(header.primaryRegion, response);
   sink.learner?.learnSkipped(header.primaryRegion);
   publish(sink, response, skippedRecord(header, reason, requestChargeOf(response) ?? 0));
-  if (pins !== undefined && servedBy !== undefined) pins.pinNextPage(request, response, servedBy);
   return response;
 }
 
@@ -185,8 +177,6 @@ export interface HedgePlan {
    * that a region lagging behind the session's writes can still answer.
    */
   readonly hedgesWithoutSessionToken?: boolean | undefined;
-  /** A feed's first page: the next page is pinned to the region whose response is returned. */
-  readonly pins?: FeedPins | undefined;
   /** Leaves losers to finish within these bounds; `undefined` aborts them. */
   readonly drain?: LoserDrain | undefined;
 }
@@ -278,8 +268,6 @@ export async function sendHedged(
   const terminalState = outcome.fallback ? "primaryOutcome" : outcome.returnedIndex > 0 ? "hedgeWon" : "primaryWon";
   const diagnostics = raceRecord(header, arms, outcome.hedgeRefused, terminalState, arms[outcome.returnedIndex]);
   const response = outcome.result.response === undefined ? undefined : asAnswerTo(outcome.result.response, request);
-  const returnedRegion = plan.targets[outcome.returnedIndex];
-  if (response !== undefined && returnedRegion !== undefined) plan.pins?.pinNextPage(request, response, returnedRegion);
   finish(response ?? outcome.result.error, diagnostics, response, response === undefined ? outcome.result.error : undefined);
   for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, operation, diagnostics, outcome.startedAt, arm));
   if (response === undefined) throw outcome.result.error;
@@ -294,25 +282,4 @@ export async function sendHedged(
  */
 function asAnswerTo(response: PipelineResponse, request: PipelineRequest): PipelineResponse {
   return Reflect.set(response, "request", request) ? response : { ...response, request };
-}
-
-/**
- * Sends a later page of a feed, unhedged, to the region that issued its
- * token (see {@link feedPageTarget}: a request's own region and its
- * exclusions win over that), and pins the page after it to the region that
- * served this one. The diagnostics name the region the page went to.
- */
-export function sendLaterPage(
-  policy: HedgeDiagnostics["policy"],
-  operation: HedgeDiagnostics["operation"],
-  feed: { readonly pins: FeedPins; readonly regions: RegionCache },
-  request: PipelineRequest,
-  next: SendRequest,
-  sink: DiagnosticsSink,
-  controls: RequestHedgingControls,
-): Promise<PipelineResponse> {
-  const issuer = feedPageTarget(feed.pins, feed.regions, request, controls);
-  if (issuer !== undefined) request.url = retarget(request.url, issuer);
-  const region = issuer ?? feed.regions.regionOf(request.url);
-  return sendSkipped(request, next, { reason: "continuationPage", header: diagnosticsHeader(policy, operation, region, controls) }, sink, feed.pins, region);
 }

@@ -44,6 +44,12 @@ export interface RequestHedgingControls {
    * re-pointed. Unset when no plugin is expected (policies added by hand).
    */
   readonly sdkOptionsKnown?: boolean;
+  /**
+   * Set when the `@azure/cosmos` plugin marked the request as one of the
+   * SDK's retries: the SDK chose its region on purpose, so runtime routing
+   * leaves it there (exclusions and an explicit per-request region still bind).
+   */
+  readonly sdkRetry?: boolean;
 }
 
 const controlHeaderNames: readonly string[] = Object.values(requestControlHeaders);
@@ -234,8 +240,11 @@ export function requestControlsOf(request: PipelineRequest): RequestHedgingContr
   let controls: RequestHedgingControls;
   if (hasControlHeader(request)) {
     const sdkExcluded = parseSdkExclusions(request);
+    const sdkRetry = request.headers.has(requestControlHeaders.sdkRetry);
+    if (sdkRetry) request.headers.delete(requestControlHeaders.sdkRetry);
     const own = overlay(scope.getStore(), parseControlHeaders(request));
     controls = sdkExcluded === "unreadable" ? Object.freeze({ ...own, sdkOptionsKnown: false }) : withSdkExclusions(own, sdkExcluded);
+    if (sdkRetry) controls = Object.freeze({ ...controls, sdkRetry: true });
   } else {
     const original = originalOf(request);
     controls = (original !== undefined ? controlsByRequest.get(original) : undefined) ?? scope.getStore() ?? noControls;

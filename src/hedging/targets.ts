@@ -1,7 +1,4 @@
-import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import type { FeedPins } from "../caches/feedPins.js";
 import type { RegionAccess, RegionCache, RegionEndpoint } from "../caches/regionCache.js";
-import type { RequestHedgingControls } from "./requestControls.js";
 import { regionKey } from "../caches/regionNames.js";
 
 /**
@@ -43,25 +40,4 @@ export function raceTargets(
     if (region !== primary && regionKey(region) !== primaryKey && hasScheme(region, scheme)) targets.push(region);
   }
   return targets;
-}
-
-/**
- * Where a later page of a feed goes: the region that issued its token, as
- * the account knows it now, unless the request may not go there (it is
- * pinned to a region of its own choosing, or the issuer is excluded, which
- * no pin overrides). `undefined` leaves the page where it was sent.
- */
-export function feedPageTarget(
-  pins: FeedPins,
-  regions: RegionCache,
-  request: PipelineRequest,
-  controls: RequestHedgingControls,
-): RegionEndpoint | undefined {
-  if (controls.region !== undefined) return undefined;
-  const issuer = pins.issuerOf(request);
-  if (issuer === undefined) return undefined;
-  const wanted = regionKey(issuer);
-  return regions
-    .applicableRegions("read", controls.excludedRegions)
-    .find((region) => regionKey(region) === wanted && sameScheme(request.url, region));
 }

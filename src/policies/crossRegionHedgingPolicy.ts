@@ -1,10 +1,8 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
-import { FeedPins } from "../caches/feedPins.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
 import { describe, optionalBoolean, optionalFunction, optionKeys, optionsObject, orDefault, positiveMilliseconds, readOnce } from "../options.js";
 import type { RegionRouting } from "../caches/regionRanking.js";
-import { continuesFeed, documentFeedKinds } from "../cosmos/feedPages.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
@@ -12,7 +10,7 @@ import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hed
 import { isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
 import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
 import type { DiagnosticsSink } from "../hedging/hedgedSend.js";
-import { sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
+import { sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { HedgeLoadBudgetOptions } from "../hedging/loadBudget.js";
 import { LoadBudget, resolveLoadBudget } from "../hedging/loadBudget.js";
 import type { LoserDrain, LoserDrainOptions } from "../hedging/loserDrain.js";
@@ -289,8 +287,6 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   const { regions, budget, drain, signer } = settings;
   const health = new RegionHealth(regions, { routing: settings.routing, adaptive: settings.adaptive, throttling: crossRegionHedgingDefaults });
   const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), logger, health);
-  const pins = new FeedPins();
-  const feed = { pins, regions };
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };
 
   async function sendDocumentRequest(
@@ -300,13 +296,11 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     controls: RequestHedgingControls,
   ): Promise<PipelineResponse> {
     budget?.deposit();
-    // A later page goes unhedged to the region that issued its token: a hedge or the ranking would send the token elsewhere.
-    if (continuesFeed(request, operation)) return sendLaterPage("crossRegion", operation, feed, request, next, sink, controls);
+    // A later page of a feed is a read like any other: its continuation token (or change feed etag) is valid in
+    // every region of the account, which is why the SDK itself retries a page in the next region with the same token.
     const addressed = regions.regionOf(request.url);
     const plan = planner.plan(request, operation, addressed, controls);
-    // A feed's first page pins the next one to the region that serves it; nothing else needs a pin.
-    const feedPins = documentFeedKinds.has(operation) ? pins : undefined;
-    if (plan.kind === "skip") return sendSkipped(request, next, plan, sink, feedPins, addressed);
+    if (plan.kind === "skip") return sendSkipped(request, next, plan, sink);
     const isWrite = documentWriteKinds.has(operation);
     const race = {
       targets: plan.targets,
@@ -316,7 +310,6 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
       drain: isWrite ? undefined : drain,
       // A write keeps its session token: it is the read-your-writes guarantee of the write itself.
       hedgesWithoutSessionToken: settings.hedgesWithoutSessionToken && !isWrite,
-      pins: feedPins,
     };
     return sendHedged(request, next, plan.header, race, sink);
   }

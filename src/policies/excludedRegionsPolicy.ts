@@ -6,7 +6,6 @@ import { sameRegion } from "../caches/regionNames.js";
 import { describe, optionKeys, optionsObject } from "../options.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
-import { continuesFeed } from "../cosmos/feedPages.js";
 import { retarget } from "../hedging/cloneRequest.js";
 import { sameScheme } from "../hedging/targets.js";
 import type { RequestHedgingControls, RequestRouting } from "../hedging/requestControls.js";
@@ -121,7 +120,7 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
     return regions.topology?.readRegions[0];
   };
 
-  const route = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls, continues: boolean): Route => {
+  const route = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls): Route => {
     const current = regions.regionOf(request.url);
     if (controls.region !== undefined) {
       if (current === undefined && regions.topology !== undefined) {
@@ -141,8 +140,8 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
       if (target === undefined) return { routing: { exclusionsIgnored: true } };
       return { target, routing: { sdkRegion: current.name, rerouteReason: "excludedRegion" } };
     }
-    // A later page stays with the region that issued its token (the hedging policies' pins); only an exclusion moves it.
-    if (access === "read" && regions.preferredRegionsChangedAtRuntime && !continues && sameRegion(current, sdkFirstReadRegion())) {
+    // A runtime order moves only the SDK's first attempt: a retry went where it went because the SDK moved it there.
+    if (access === "read" && regions.preferredRegionsChangedAtRuntime && controls.sdkRetry !== true && sameRegion(current, sdkFirstReadRegion())) {
       const target = candidates()[0];
       if (target === undefined || sameRegion(current, target)) return stay;
       return { target, routing: { sdkRegion: current.name, rerouteReason: "preferredRegions" } };
@@ -156,8 +155,7 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
     operation: OperationKind,
     controls: RequestHedgingControls,
   ): Promise<PipelineResponse> {
-    const continues = operation === "partitionKeyRangeReadFeedContinuation" || continuesFeed(request, operation);
-    const { target, routing } = route(request, documentWriteKinds.has(operation) ? "write" : "read", controls, continues);
+    const { target, routing } = route(request, documentWriteKinds.has(operation) ? "write" : "read", controls);
     if (routing !== undefined) setRequestControls(request, { ...controls, routing });
     if (target !== undefined) {
       logger.verbose(`Sending a ${operation} to ${target.name} instead of ${routing?.sdkRegion ?? "the SDK's region"} (${routing?.rerouteReason}).`);

@@ -1,5 +1,4 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
-import { FeedPins } from "../caches/feedPins.js";
 import type { RegionCache } from "../caches/regionCache.js";
 import { regionCacheOption } from "../caches/regionCache.js";
 import { describe, optionalBoolean, optionalFunction, optionKeys, optionsObject, orDefault, positiveMilliseconds, readOnce } from "../options.js";
@@ -10,7 +9,7 @@ import { classifyOperation } from "../cosmos/operationKind.js";
 import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
 import { HedgeBudget } from "../hedging/hedgeBudget.js";
 import type { DiagnosticsSink } from "../hedging/hedgedSend.js";
-import { sendHedged, sendLaterPage, sendSkipped } from "../hedging/hedgedSend.js";
+import { diagnosticsHeader, sendHedged, sendSkipped } from "../hedging/hedgedSend.js";
 import type { LoserDrain, LoserDrainOptions } from "../hedging/loserDrain.js";
 import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import { HedgePlanner } from "../hedging/planner.js";
@@ -163,16 +162,13 @@ function validate(given: MetadataHedgingPolicyOptions): MetadataSettings {
  * included) is returned verbatim, even with a hedge in flight; a hedge wins
  * only with a success while the primary has produced nothing better than a
  * regional failure; when neither is good, the primary's outcome is returned
- * or rethrown. Every later page of a PartitionKeyRange feed goes to the
- * region that served the page before it (the hedge's, when a hedge won), so
- * the continuation chain stays in one region; exclusions bind every page.
+ * or rethrown. A later page of a PartitionKeyRange feed goes where the SDK
+ * sent it: its etag is valid in every region of the account.
  */
 export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
   const planner = new HedgePlanner(regions, new MetadataTiming(settings.enabled, settings.thresholdMs, settings.requestTimeout), logger);
-  const pins = new FeedPins();
-  const feed = { pins, regions };
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics };
 
   async function sendMetadataRead(
@@ -183,10 +179,8 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   ): Promise<PipelineResponse> {
     const addressed = regions.regionOf(request.url);
     const plan = planner.plan(request, operation, addressed, controls);
-    // The first page of a PartitionKeyRange feed pins the next one to the region that serves it.
-    const feedPins = operation === "partitionKeyRangeReadFeed" ? pins : undefined;
-    if (plan.kind === "skip") return sendSkipped(request, next, plan, sink, feedPins, addressed);
-    const race = { targets: plan.targets, strategy: new MetadataRaceStrategy(plan.header.thresholdMs ?? 0, budget), signer, drain, pins: feedPins };
+    if (plan.kind === "skip") return sendSkipped(request, next, plan, sink);
+    const race = { targets: plan.targets, strategy: new MetadataRaceStrategy(plan.header.thresholdMs ?? 0, budget), signer, drain };
     return sendHedged(request, next, plan.header, race, sink);
   }
 
@@ -197,8 +191,11 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
       const controls = requestControlsOf(request);
       const operation = classifyOperation(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
-      // Pins are honoured whether or not hedging is on now: a feed whose first page a hedge served needs its later pages there.
-      if (operation === "partitionKeyRangeReadFeedContinuation") return sendLaterPage("metadata", operation, feed, request, next, sink, controls);
+      // A later page goes where the SDK sent it, unhedged: its etag is valid in every region, and hedging covers the first page only.
+      if (operation === "partitionKeyRangeReadFeedContinuation") {
+        const header = diagnosticsHeader("metadata", operation, regions.regionOf(request.url), controls);
+        return sendSkipped(request, next, { reason: "continuationPage", header }, sink);
+      }
       if (!hedgedKinds.has(operation)) return next(request);
       return sendMetadataRead(request, next, operation, controls);
     },

@@ -37,7 +37,7 @@ const expectations: Record<string, RegExp[]> = {
   queryDiagnostics: [
     /^fetchAll: 10 items; (\d+) requests:\n {2}queryPlan /m,
     /^ {2}query +hedgeWon +served by East US/m,
-    /^ {2}query +not hedged \(continuationPage\) +served by East US/m,
+    /^ {2}query +hedgeWon +served by East US[^\n]*\n {2}query +hedgeWon +served by East US/m,
     /^hedges won: [1-9]\d* of \d+ requests/m,
     /^a malformed query failed with 400; requests before the failure: queryPlan/m,
   ],

@@ -338,17 +338,6 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       assert.deepEqual(diagnostics.ranking, { reason: "demoted", addressedRegion: "East US" });
     });
 
-    it("does not move a feed's later pages", async () => {
-      const target = setup({ threshold: "adaptive" });
-      await warmUp(target);
-      await demoteEast(target);
-      const page = query(eastUs, harness.leaks.controller().signal);
-      page.headers.set("x-ms-continuation", "token");
-      const { diagnostics } = await send(target, { east: ok(2) }, page);
-      assert.equal(diagnostics.primaryRegion, "East US");
-      assert.equal(diagnostics.ranking, undefined);
-    });
-
     it("is on with a fixed threshold too, and routing: \"preferred\" turns it off", async () => {
       const demoting = setup({ threshold: 10 });
       await demoteEast(demoting);
