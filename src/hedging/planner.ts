@@ -6,6 +6,7 @@ import { sameRegion } from "../caches/regionNames.js";
 import type { RankedTargets } from "../caches/regionRanking.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { documentWriteKinds } from "../cosmos/operationKind.js";
+import { isRepeatableWrite } from "../cosmos/writeSafety.js";
 import type { AdaptiveEstimate, AdaptiveThresholdSettings } from "./adaptiveThreshold.js";
 import { adaptiveThreshold } from "./adaptiveThreshold.js";
 import { isResendableBody, retarget } from "./cloneRequest.js";
@@ -87,7 +88,10 @@ export class HedgePlanner {
     if (timing.thresholdStepMs !== undefined) header.thresholdStepMs = timing.thresholdStepMs;
     header.thresholdSource = timing.kind === "fixed" ? timing.thresholdSource : "adaptive";
     const isWrite = documentWriteKinds.has(operation);
-    if (isWrite && !this.strategy.writesAllowed(topology)) return { kind: "skip", reason: "notEligible", header };
+    // A write goes twice only where a second application cannot change the result.
+    if (isWrite && (!this.strategy.writesAllowed(topology) || !isRepeatableWrite(request, operation))) {
+      return { kind: "skip", reason: "notEligible", header };
+    }
     if (!isResendableBody(request)) return { kind: "skip", reason: "streamBody", header };
     if (controls.region !== undefined) return { kind: "skip", reason: "pinnedRegion", header };
     if (addressed === undefined) return { kind: "skip", reason: "unknownRegion", header };

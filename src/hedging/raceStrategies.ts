@@ -1,4 +1,5 @@
 import { classifyMetadataResult, isFinalResult, isSuccessResult } from "../cosmos/statusTables.js";
+import { carriesOperationErrors } from "../cosmos/writeSafety.js";
 import type { HedgeBudget } from "./hedgeBudget.js";
 import type { LoadBudget } from "./loadBudget.js";
 import type { RaceStrategy, SettledArm, Verdict } from "./race.js";
@@ -7,7 +8,9 @@ import type { RaceStrategy, SettledArm, Verdict } from "./race.js";
  * The race of a document request: a hedge after the threshold, then one per
  * step; a transient result launches the next hedge at once; the first final
  * result wins, except that a hedge's final error may not beat a primary
- * still in flight. The load budget, when there is one, admits each hedge.
+ * still in flight, and neither may a hedge's batch or bulk answer that
+ * reports a failed operation. The load budget, when there is one, admits
+ * each hedge.
  */
 export class DocumentRaceStrategy implements RaceStrategy {
   readonly earlyLaunchReason = "transientResult";
@@ -16,6 +19,7 @@ export class DocumentRaceStrategy implements RaceStrategy {
     private readonly thresholdMs: number,
     private readonly thresholdStepMs: number,
     private readonly budget: LoadBudget | undefined,
+    private readonly batch = false,
   ) {}
 
   delayBefore(index: number): number {
@@ -24,8 +28,12 @@ export class DocumentRaceStrategy implements RaceStrategy {
 
   judge(arm: SettledArm): Verdict {
     if (!isFinalResult(arm.result)) return "next";
-    // A hedge's final error (a lagging region's 404/0, a 401, a 409) must not beat a primary that may still succeed.
-    return arm.index === 0 || isSuccessResult(arm.result) ? "win" : "hold";
+    if (arm.index === 0) return "win";
+    // A hedge's final error (a lagging region's 404/0, a 401, a 409) must not beat a primary that may still succeed;
+    // nor may its 200 that reports 409s for documents the primary created.
+    const response = arm.result.response;
+    const succeeded = isSuccessResult(arm.result) && !(this.batch && response !== undefined && carriesOperationErrors(response));
+    return succeeded ? "win" : "hold";
   }
 
   admit(): boolean {

@@ -304,7 +304,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     const isWrite = documentWriteKinds.has(operation);
     const race = {
       targets: plan.targets,
-      strategy: new DocumentRaceStrategy(plan.header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget),
+      strategy: new DocumentRaceStrategy(plan.header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget, operation === "batch"),
       signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.
       drain: isWrite ? undefined : drain,

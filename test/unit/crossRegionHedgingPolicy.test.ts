@@ -126,6 +126,26 @@ describe("crossRegionHedgingPolicy", () => {
       multipleWriteLocations: true,
     };
 
+    // A patch or batch is hedged only when every operation in it may be applied twice (see writeSafety).
+    const repeatableBodies: Partial<Record<string, string>> = {
+      patch: JSON.stringify({ operations: [{ op: "set", path: "/v", value: 1 }] }),
+      batch: JSON.stringify([{ operationType: "Create", resourceBody: { id: "1" } }]),
+    };
+
+    for (const [name, method, body, headers] of [
+      ["a patch with incr", "PATCH", JSON.stringify({ operations: [{ op: "incr", path: "/v", value: 1 }] }), {}],
+      ["a bulk request with a patch that appends", "POST", JSON.stringify([{ operationType: "Patch", id: "1", resourceBody: { operations: [{ op: "add", path: "/l/-", value: 1 }] } }]), { "x-ms-cosmos-is-batch-request": "true" }],
+    ] as const) {
+      it(`${name} is sent once even with enableMultiWriteRegionHedge: a second application would change the result`, async () => {
+        const pipeline = pipelineWith({ regions: regionsWith(multiWrite), threshold: 100, enableMultiWriteRegionHedge: true });
+        const path = method === "PATCH" ? "dbs/db/colls/c/docs/1" : "dbs/db/colls/c/docs";
+        const request = requestTo(eastUs, method, path, { headers, body, abortSignal: signal() });
+        const response = await armsSentFor(pipeline, request, 200);
+        assert.equal(harness.transport.received.length, 1);
+        assert.equal(diagnosticsOf(response).skipReason, "notEligible");
+      });
+    }
+
     for (const [operation, method, path, headers] of writes) {
       it(`${operation} is not hedged on a multi-write account without enableMultiWriteRegionHedge`, async () => {
         const pipeline = pipelineWith({ regions: regionsWith(multiWrite), threshold: 100 });
@@ -137,7 +157,8 @@ describe("crossRegionHedgingPolicy", () => {
 
       it(`${operation} is hedged to the write regions on a multi-write account with enableMultiWriteRegionHedge`, async () => {
         const pipeline = pipelineWith({ regions: regionsWith(multiWrite), threshold: 100, enableMultiWriteRegionHedge: true });
-        const request = requestTo(eastUs, method, path, { headers, body: '{"id":"1"}', abortSignal: signal() });
+        const body = repeatableBodies[operation] ?? '{"id":"1"}';
+        const request = requestTo(eastUs, method, path, { headers, body, abortSignal: signal() });
         harness.transport.script(eastUs.endpoint, { status: 201, delayMs: slow });
         harness.transport.script(westUs.endpoint, { status: 201, delayMs: 20 });
         const pending = send(pipeline, request);
@@ -153,7 +174,7 @@ describe("crossRegionHedgingPolicy", () => {
           "North Europe is a read region only",
         );
         assert.equal(harness.transport.received[1]?.method, method);
-        assert.equal(harness.transport.received[1]?.request.body, '{"id":"1"}');
+        assert.equal(harness.transport.received[1]?.request.body, body);
       });
     }
   });
