@@ -2,7 +2,7 @@ import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-p
 import type { HttpClient, Pipeline, PipelinePolicy, PipelineRequest, SendRequest } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../caches/regionCache.js";
 import type { RegionCacheOptions } from "../caches/regionCache.js";
-import { describe, optionKeys, optionalFunction, optionsObject, regionNameList } from "../options.js";
+import { describe, optionKeys, optionalFunction, optionsObject, readOnce, regionNameList } from "../options.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
@@ -214,6 +214,18 @@ function pipelineRoutes(pipeline: Pipeline, transport: HttpClient, ownTransport:
   };
 }
 
+/**
+ * The options as read once, the per-policy objects copied too: the policies
+ * and the info line must see the same values, and an option given through a
+ * getter or a proxy could answer differently when read again.
+ */
+function snapshotOptions(options: HedgingHttpClientOptions): HedgingHttpClientOptions {
+  const copy = readOnce(options, hedgingHttpClientOptionKeys);
+  if (typeof copy.crossRegion === "object" && copy.crossRegion !== null) copy.crossRegion = { ...copy.crossRegion };
+  if (typeof copy.metadata === "object" && copy.metadata !== null) copy.metadata = { ...copy.metadata };
+  return copy;
+}
+
 /** The clients {@link buildHedgingHttpClient} made, so that one is never wrapped in another. */
 const hedgingClients = new WeakSet<HttpClient>();
 
@@ -227,8 +239,8 @@ function isHedgingHttpClient(client: unknown): boolean {
  * expected to carry the SDK's options through the request plugin, and one
  * that does not is sent unhedged.
  */
-export function buildHedgingHttpClient(options: HedgingHttpClientOptions, sdkPluginInstalled: boolean): HedgingHttpClient {
-  optionsObject("createHedgingHttpClient options", options, hedgingHttpClientOptionKeys);
+export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPluginInstalled: boolean): HedgingHttpClient {
+  const options = snapshotOptions(optionsObject("createHedgingHttpClient options", given, hedgingHttpClientOptionKeys));
   optionalFunction("onDiagnostics", options.onDiagnostics);
   if (options.httpClient !== undefined && typeof options.httpClient?.sendRequest !== "function") {
     throw new TypeError(`httpClient must have a sendRequest function; got ${describe(options.httpClient)}.`);

@@ -1,5 +1,5 @@
 import type { HttpClient } from "@azure/core-rest-pipeline";
-import { describe, optionsObject, positiveMilliseconds, regionNameList } from "../options.js";
+import { describe, optionsObject, positiveMilliseconds, readOnce, regionNameList } from "../options.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
 import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
@@ -21,6 +21,36 @@ function singleWriteRegion(crossRegion: HedgingOptions["crossRegion"], useMultip
   if (useMultipleWriteLocations !== false || typeof crossRegion !== "object" || crossRegion === null) return {};
   if (crossRegion.enableMultiWriteRegionHedge !== true) return {};
   return { crossRegion: { ...crossRegion, enableMultiWriteRegionHedge: false } };
+}
+
+/**
+ * The longest attempt `@azure/cosmos` (4.10.1) allows a read of documents
+ * while partition-level failover or the partition-level circuit breaker is
+ * on (`Constants.RequestTimeoutForReadsInMs`), whatever `requestTimeout` says.
+ */
+const sdkPartitionLevelReadTimeoutMs = 2000;
+
+/**
+ * Refuses a fixed data-plane threshold that the SDK's own per-attempt
+ * timeout would always cut short: the SDK aborts the attempt, and its hedge,
+ * before the hedge is due.
+ */
+function checkThresholdAgainstSdkTimeout(crossRegion: HedgingOptions["crossRegion"], connectionPolicy: HedgeableCosmosClientOptions["connectionPolicy"], requestTimeout: number | undefined): void {
+  if (typeof crossRegion !== "object" || crossRegion === null || typeof crossRegion.threshold !== "number") return;
+  const partitionLevel =
+    connectionPolicy?.enablePartitionLevelCircuitBreaker === true
+      ? "connectionPolicy.enablePartitionLevelCircuitBreaker"
+      : connectionPolicy?.enablePartitionLevelFailover === true
+        ? "connectionPolicy.enablePartitionLevelFailover"
+        : undefined;
+  // Past requestTimeout alone, the policy's own check refuses it.
+  if (partitionLevel === undefined) return;
+  const timeout = Math.min(requestTimeout ?? Number.POSITIVE_INFINITY, sdkPartitionLevelReadTimeoutMs);
+  if (crossRegion.threshold >= timeout) {
+    throw new RangeError(
+      `crossRegion.threshold must be below ${timeout} ms, the per-attempt timeout @azure/cosmos applies to reads with ${partitionLevel} on; got ${describe(crossRegion.threshold)}.`,
+    );
+  }
 }
 
 /**
@@ -47,6 +77,10 @@ export interface HedgeableCosmosClientOptions {
     requestTimeout?: number;
     useMultipleWriteLocations?: boolean;
     enableEndpointDiscovery?: boolean;
+    /** With it, the SDK cuts each read's attempt at 2000 ms, so a fixed threshold must sit below that. */
+    enablePartitionLevelCircuitBreaker?: boolean;
+    /** With it, the SDK cuts each read's attempt at 2000 ms once the account reports per-partition failover. */
+    enablePartitionLevelFailover?: boolean;
   };
 }
 
@@ -80,7 +114,9 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   if (cosmosClientOptions === null || typeof cosmosClientOptions !== "object") {
     throw new TypeError(`cosmosClientOptions must be an object; got ${describe(cosmosClientOptions)}.`);
   }
-  optionsObject("hedgingOptions", hedgingOptions, hedgingOptionKeys);
+  // Read once: the checks below and the client must see the same values (see snapshotOptions).
+  const hedging = readOnce(optionsObject("hedgingOptions", hedgingOptions, hedgingOptionKeys), hedgingOptionKeys);
+  if (typeof hedging.crossRegion === "object" && hedging.crossRegion !== null) hedging.crossRegion = { ...hedging.crossRegion };
   const { connectionPolicy, key, httpClient, endpoint } = cosmosClientOptions;
   if (connectionPolicy?.enableEndpointDiscovery === false) {
     // Hedging learns the regions from the database-account reads the SDK makes only while it discovers endpoints.
@@ -93,17 +129,18 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
     connectionPolicy?.preferredLocations === undefined ? undefined : regionNameList("connectionPolicy.preferredLocations", connectionPolicy.preferredLocations);
   const requestTimeout =
     connectionPolicy?.requestTimeout === undefined ? undefined : positiveMilliseconds("connectionPolicy.requestTimeout", connectionPolicy.requestTimeout);
+  checkThresholdAgainstSdkTimeout(hedging.crossRegion, connectionPolicy, requestTimeout);
   // The cache starts from the order the SDK routes by; a different hedging order is a change the SDK does not know of.
   const hedgingClient = buildHedgingHttpClient({
-    ...hedgingOptions,
-    ...singleWriteRegion(hedgingOptions.crossRegion, connectionPolicy?.useMultipleWriteLocations),
+    ...hedging,
+    ...singleWriteRegion(hedging.crossRegion, connectionPolicy?.useMultipleWriteLocations),
     ...(sdkOrder !== undefined ? { preferredRegions: sdkOrder } : { preferredRegions: [] }),
     ...(httpClient !== undefined ? { httpClient } : {}),
     ...(requestTimeout !== undefined ? { requestTimeout } : {}),
     ...(typeof key === "string" && isMasterKey(key) ? { signer: masterKeySigner(key) } : {}),
     ...(typeof endpoint === "string" ? { accountEndpoint: endpoint } : {}),
   }, true);
-  if (hedgingOptions.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedgingOptions.preferredRegions);
+  if (hedging.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedging.preferredRegions);
   // Last, so that it sees the options as every plugin before it left them.
   const { plugins = [] } = cosmosClientOptions as { plugins?: readonly unknown[] };
   return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, sdkRequestPlugin(hedgingClient)] };

@@ -52,6 +52,20 @@ describe("what the package logs for an operator", () => {
       ]);
     });
 
+    it("reports the threshold in force when an option is a getter that answers differently each time it is read", () => {
+      let reads = 0;
+      const crossRegion = {
+        get threshold(): number {
+          reads += 1;
+          return reads === 1 ? 200 : 900;
+        },
+      };
+      const client = createHedgingHttpClient({ crossRegion });
+      assert.equal(reads, 1, "read once, by the snapshot the policy and the line share");
+      assert.deepEqual(messages(logs), ["Hedging client created: data-plane reads hedged after 200 ms, then every 100 ms; metadata reads hedged after 1500 ms."]);
+      assert.ok(client.pipeline.getOrderedPolicies().length > 0);
+    });
+
     it("logs the topology when first learned and when it changes, and nothing when it does not", () => {
       const cache = new RegionCache({ topology: { readRegions: [eastUs, westUs] } });
       cache.setTopology({ readRegions: [eastUs, westUs] });
