@@ -1,10 +1,21 @@
-import type { AccountTopology } from "./regionCache.js";
+/**
+ * What the log lines read of a topology: the shape of `AccountTopology`,
+ * declared here so that the region cache, which logs, and this file, which
+ * words its lines, do not import each other.
+ */
+interface LoggedTopology {
+  readonly readRegions: readonly { readonly name: string; readonly endpoint: string }[];
+  readonly writeRegions: readonly { readonly name: string; readonly endpoint: string }[];
+  readonly multipleWriteLocations: boolean;
+  readonly perPartitionFailover: boolean;
+  readonly crossRegionalHedgingDisabled: boolean;
+}
 
-function regionList(regions: AccountTopology["readRegions"]): string {
+function regionList(regions: LoggedTopology["readRegions"]): string {
   return regions.map((region) => region.name).join(", ") || "none";
 }
 
-function sameRegions(a: AccountTopology["readRegions"], b: AccountTopology["readRegions"]): boolean {
+function sameRegions(a: LoggedTopology["readRegions"], b: LoggedTopology["readRegions"]): boolean {
   return a.length === b.length && a.every((region, i) => region.name === b[i]?.name && region.endpoint === b[i]?.endpoint);
 }
 
@@ -14,7 +25,7 @@ function sameRegions(a: AccountTopology["readRegions"], b: AccountTopology["read
  * per-partition failover and hedging switch when they turn (each of which
  * turns hedging on or off).
  */
-export function topologyChangeLines(previous: AccountTopology | undefined, next: AccountTopology): { key: string; line: string }[] {
+export function topologyChangeLines(previous: LoggedTopology | undefined, next: LoggedTopology): { key: string; line: string }[] {
   const lines: { key: string; line: string }[] = [];
   const shape = `read regions ${regionList(next.readRegions)}; write regions ${regionList(next.writeRegions)}; multi-write ${next.multipleWriteLocations ? "on" : "off"}`;
   if (previous === undefined) {
