@@ -125,6 +125,17 @@ export function timeSeriesChart(options: {
 const regionPalette = ["#4c78a8", "#54a24b", "#b279a2", "#f58518", "#72b7b2", "#9d755d", "#bab0ac"];
 
 /**
+ * The shares with each mode's last second repeated one second later: a
+ * step drawn from a point reaches the next point only, so without it the
+ * last second of every panel would not show.
+ */
+function closedSteps<T extends { second: number; mode: string }>(values: readonly T[]): T[] {
+  const last = new Map<string, number>();
+  for (const value of values) last.set(value.mode, Math.max(last.get(value.mode) ?? value.second, value.second));
+  return [...values, ...values.filter((value) => value.second === last.get(value.mode)).map((value) => ({ ...value, second: value.second + 1 }))];
+}
+
+/**
  * One stacked panel per mode, in the order given: the share of reads each
  * region answered, second by second. A strip above the panels names the
  * fault windows (the panels are filled, so shading them would hide the
@@ -161,7 +172,7 @@ export function servingRegionChart(options: {
         ],
       },
       {
-        data: { values: [...options.values.map((value) => ({ ...value, kind: "share" })), ...edges] },
+        data: { values: [...closedSteps(options.values).map((value) => ({ ...value, kind: "share" })), ...edges] },
         facet: {
           row: {
             field: "mode",
