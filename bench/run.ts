@@ -61,6 +61,6 @@ writeFileSync(
   join(resultsFolder, "latest.md"),
   `# Benchmark results\n\n\`npm run bench\` on ${machine}; the multi-region emulator on loopback. ` +
     `Each table compares its modes in one run; the latency cases offer every mode the same open-loop load ` +
-    `and time each read from its scheduled start (see the README's "How the benchmarks and the demo measure").\n\n${parts.join("\n")}`,
+    `and time each read from its scheduled start (see CONTRIBUTING.md, "How the benchmarks and the demo measure").\n\n${parts.join("\n")}`,
 );
 console.log(`\nWrote ${join(resultsFolder, "latest.md")} and latest.json.`);

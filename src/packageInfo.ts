@@ -1,5 +1,5 @@
 /** The package's name and version, as tracing reports them; a test keeps them equal to package.json. */
 export const packageInfo = {
   name: "cosmos-hedging",
-  version: "0.1.0",
+  version: "0.2.0",
 } as const;

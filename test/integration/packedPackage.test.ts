@@ -78,12 +78,68 @@ const projects: Project[] = [
   { name: "nodenext-esm", packageType: "module", compilerOptions: { ...strict, module: "NodeNext", moduleResolution: "NodeNext" }, source: appSource, runs: true },
   { name: "nodenext-cjs", packageType: "commonjs", compilerOptions: { ...strict, module: "NodeNext", moduleResolution: "NodeNext" }, source: cjsSource, runs: true },
   { name: "bundler", packageType: "module", compilerOptions: { ...strict, module: "ESNext", moduleResolution: "Bundler", noEmit: true }, source: appSource, runs: false },
+  // The resolution that ignores `exports`: cosmos-hedging/testing resolves through the testing/package.json stub the package ships.
+  { name: "node10-cjs", packageType: "commonjs", compilerOptions: { ...strict, module: "CommonJS", moduleResolution: "Node10" }, source: cjsSource, runs: true },
 ];
 
 function filesUnder(dir: string, prefix = ""): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory() ? filesUnder(join(dir, entry.name), `${prefix}${entry.name}/`) : [`${prefix}${entry.name}`],
   );
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/\s/g, "-");
+}
+
+/** The anchors of a Markdown document's headings, a repeated heading numbered as GitHub numbers it. */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  for (const match of markdown.replace(/^```[\s\S]*?^```$/gm, "").matchAll(/^#{1,6} +(.+)$/gm)) {
+    const base = slug(match[1]!);
+    let anchor = base;
+    for (let n = 1; anchors.has(anchor); n += 1) anchor = `${base}-${n}`;
+    anchors.add(anchor);
+  }
+  return anchors;
+}
+
+/** Every link target of a Markdown document, code blocks left out. */
+function linksOf(markdown: string): string[] {
+  return [...markdown.replace(/^ *```[\s\S]*?^ *```$/gm, "").matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!);
+}
+
+/**
+ * The links of the Markdown files under `base` that do not resolve: a relative link to a
+ * file that is not there, or to a heading that file does not have; a link into the
+ * repository (`repository`/blob/main/...) to a file that this checkout does not hold.
+ */
+function deadLinks(base: string, documents: readonly string[], repository: string, checkout: string): string[] {
+  const dead: string[] = [];
+  for (const document of documents) {
+    const markdown = readFileSync(join(base, document), "utf8");
+    for (const target of linksOf(markdown)) {
+      const repositoryPath = new RegExp(`^${repository.replace(/[.]/g, "\\.")}/(?:blob|tree)/main/([^#]+)`).exec(target)?.[1];
+      if (repositoryPath !== undefined) {
+        if (!existsSync(join(checkout, repositoryPath))) dead.push(`${document}: ${target} (not in the repository)`);
+        continue;
+      }
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+      const [path, anchor] = target.split("#") as [string, string | undefined];
+      const file = path === "" ? document : join(dirname(document), path);
+      if (!existsSync(join(base, file))) {
+        dead.push(`${document}: ${target} (no ${file} in the package)`);
+        continue;
+      }
+      if (anchor !== undefined && !anchorsOf(readFileSync(join(base, file), "utf8")).has(anchor)) dead.push(`${document}: ${target} (no heading #${anchor} in ${file})`);
+    }
+  }
+  return dead;
 }
 
 describe("the packed tarball, installed in a fresh app without @azure/cosmos", function () {
@@ -147,6 +203,38 @@ describe("the packed tarball, installed in a fresh app without @azure/cosmos", f
 
   after(function () {
     if (work !== undefined) rmSync(work, { recursive: true, force: true });
+  });
+
+  it("has a README and docs whose links resolve: relative ones inside the tarball, anchors included, and links into the repository to files it holds", function () {
+    const manifest = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as { repository?: { url?: string }; homepage?: string; bugs?: { url?: string } };
+    const repository = manifest.repository?.url?.replace(/^git\+/, "").replace(/\.git$/, "");
+    assert.ok(repository !== undefined && repository.startsWith("https://github.com/"), `repository.url ${manifest.repository?.url}`);
+    assert.equal(manifest.homepage, `${repository}#readme`);
+    assert.equal(manifest.bugs?.url, `${repository}/issues`);
+    const documents = filesUnder(packageDir).filter((file) => file.endsWith(".md"));
+    assert.ok(documents.includes("README.md") && documents.includes("docs/README.md"), `Markdown in the package: ${documents.join(", ")}`);
+    assert.ok(linksOf(readFileSync(join(packageDir, "README.md"), "utf8")).length > 20, "the README's links are found");
+    assert.deepEqual(deadLinks(packageDir, documents, repository, root), []);
+  });
+
+  it("tells a dead link from a live one", function () {
+    const dir = mkdtempSync(join(tmpdir(), "cosmos-hedging-links-"));
+    try {
+      mkdirSync(join(dir, "docs"));
+      writeFileSync(join(dir, "docs", "page.md"), "# A page: the `one`\n\n## Hedging's budget\n");
+      writeFileSync(
+        join(dir, "README.md"),
+        "[ok](docs/page.md#hedgings-budget) [ok](#readme) [ok](https://example.com/x.md) [ok](https://github.com/o/r/blob/main/package.json)\n" +
+          "# README\n[gone](samples/quickstart.ts) [anchor](docs/page.md#budget) [repo](https://github.com/o/r/blob/main/samples/none.ts)\n```ts\n[x](not-a-link.md)\n```\n",
+      );
+      assert.deepEqual(deadLinks(dir, ["README.md", "docs/page.md"], "https://github.com/o/r", root), [
+        "README.md: samples/quickstart.ts (no samples/quickstart.ts in the package)",
+        "README.md: docs/page.md#budget (no heading #budget in docs/page.md)",
+        "README.md: https://github.com/o/r/blob/main/samples/none.ts (not in the repository)",
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("ships no type declaration that imports @azure/cosmos", function () {

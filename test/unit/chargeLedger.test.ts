@@ -57,4 +57,26 @@ describe("the benchmarks' charge ledger", () => {
     assert.deepEqual(await settled, { charge: 1, drainsRunning: 1 });
     assert.equal(clock.now, 1000);
   });
+
+  it("buckets the charge by the second each record arrived, a drained loser's charge included once it has ended", async () => {
+    const ledger = new ChargeLedger();
+    const startedAt = performance.now();
+    clock.tick(400);
+    ledger.onDiagnostics(record("crossRegion", 1));
+    const loser = arm("drained");
+    const raced = record("crossRegion", 1, [arm("returned"), loser]);
+    clock.tick(300);
+    ledger.onDiagnostics(raced);
+    clock.tick(1500);
+    ledger.onDiagnostics(record("crossRegion", 2));
+    ledger.onDiagnostics(record("metadata", 9));
+    setTimeout(() => {
+      loser.drainEnd = "settled";
+      raced.totalRequestCharge += 1;
+    }, 800);
+    const settled = ledger.settledCharge();
+    await runUntilIdle(clock, 10_000);
+    await settled;
+    assert.deepEqual([...ledger.chargeBySecond(startedAt)], [[0, 3], [2, 2]]);
+  });
 });

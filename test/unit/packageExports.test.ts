@@ -148,6 +148,15 @@ describe("package exports", function () {
       );
     });
 
+    it("publishes the docs the README links to, and the testing/ stub that resolvers ignoring the export map read", function () {
+      for (const entry of ["docs/", "testing/package.json"]) assert.ok(manifest.files?.includes(entry), `files ${JSON.stringify(manifest.files)} must include ${entry}`);
+      const stub = JSON.parse(readFileSync(`${root}testing/package.json`, "utf8")) as { main?: string; types?: string };
+      // The same builds the root's legacy main and types fields name, so that both entry points agree under node10 resolution.
+      assert.equal(stub.main, `../${manifest.main?.replace(/^\.\//, "").replace(/index\.js$/, "testing.js")}`);
+      assert.equal(stub.types, `../${manifest.types?.replace(/^\.\//, "").replace(/index\.d\.ts$/, "testing.d.ts")}`);
+      for (const target of [stub.main, stub.types]) assert.ok(existsSync(`${root}testing/${target}`), `${target} does not exist`);
+    });
+
     it("lists types first in each condition of the export map, as TypeScript requires", function () {
       for (const path of [".", "./testing"]) {
         const entry = manifest.exports?.[path] as Record<string, Record<string, string>> | undefined;
