@@ -29,6 +29,12 @@ export interface RecordedRequest {
   readonly status: number | undefined;
   /** The client closed the connection before the answer was written: an aborted request, as the service sees it. */
   readonly cutByClient: boolean;
+  /**
+   * The request was passed on to the backend (no fault answered or reset it, and the
+   * client had not gone by then): a write that reached the service, whether or not its
+   * client waited for the answer.
+   */
+  readonly forwarded: boolean;
 }
 
 type RequestRecord = { -readonly [Field in keyof RecordedRequest]: RecordedRequest[Field] };
@@ -170,6 +176,7 @@ export function serveRegionRequest(
     endedAt: undefined,
     status: undefined,
     cutByClient: false,
+    forwarded: false,
   };
   region.arrived(record);
 
@@ -216,6 +223,7 @@ export function serveRegionRequest(
       req.resume();
       answerFault(res, rule);
     } else {
+      record.forwarded = true;
       upstream = forward(kind, target, req, res);
     }
   };
