@@ -468,9 +468,10 @@ export function newTag(label: string): string {
 export function clientOptionsOf(
   emulator: Emulator,
   tag: string,
-  settings: { requestTimeout: number; circuitBreaker: boolean; hedging: HedgingOptions | false },
+  settings: { requestTimeout: number; circuitBreaker: boolean; hedging: HedgingOptions | false; extra?: Omit<CosmosClientOptions, "endpoint" | "key" | "connectionPolicy"> },
 ): CosmosClientOptions {
   const base: CosmosClientOptions = {
+    ...settings.extra,
     endpoint: emulator.endpoint,
     key: emulator.key,
     userAgentSuffix: tag,
@@ -498,12 +499,12 @@ export function scopedRule(rule: FaultRule, tag: string, kinds: OperationKind[])
 export const operationDeadlineMs = 20_000;
 
 /** Runs an operation to its outcome: aborted at the deadline, and given up a little later if an SDK call takes no signal. */
-async function settle(run: (abortSignal: AbortSignal) => Promise<unknown>): Promise<Outcome> {
+async function settle(run: (abortSignal: AbortSignal) => Promise<unknown>, deadlineMs: number): Promise<Outcome> {
   const controller = new AbortController();
   let giveUp: NodeJS.Timeout | undefined;
-  const abort = setTimeout(() => controller.abort(), operationDeadlineMs);
+  const abort = setTimeout(() => controller.abort(), deadlineMs);
   const deadline = new Promise<never>((_, reject) => {
-    giveUp = setTimeout(() => reject(Object.assign(new Error(`no outcome within ${operationDeadlineMs} ms`), { name: "DeadlineError" })), operationDeadlineMs + 1_000);
+    giveUp = setTimeout(() => reject(Object.assign(new Error(`no outcome within ${deadlineMs} ms`), { name: "DeadlineError" })), deadlineMs + 1_000);
   });
   try {
     return { ok: true, value: await Promise.race([run(controller.signal), deadline]) };
@@ -521,8 +522,19 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
+/** What a test may change of a case's runs. */
+export interface RunOverrides {
+  /** The hedged client's options instead of the account kind's. */
+  readonly hedging?: HedgingOptions;
+  /** Instead of {@link operationDeadlineMs}. */
+  readonly deadlineMs?: number;
+  /** The rule to install instead of the case's fault's (still scoped to the run and the operation's kinds). */
+  readonly rule?: FaultRule;
+}
+
 /** Runs a case's operation once in one mode: a fresh client, warmed up, then the fault, then the operation. */
-export async function runMode(env: AccountEnv, testCase: DifferentialCase, mode: RunMode): Promise<RunResult> {
+export async function runMode(env: AccountEnv, testCase: DifferentialCase, mode: RunMode, overrides: RunOverrides = {}): Promise<RunResult> {
+  const deadlineMs = overrides.deadlineMs ?? operationDeadlineMs;
   const { emulator } = env;
   const tag = newTag(mode);
   const spec = operations[testCase.operation];
@@ -530,7 +542,7 @@ export async function runMode(env: AccountEnv, testCase: DifferentialCase, mode:
   const options = clientOptionsOf(emulator, tag, {
     requestTimeout: requestTimeoutOf(testCase.fault),
     circuitBreaker: testCase.circuitBreaker,
-    hedging: mode === "hedged" ? hedgingOptionsOf(testCase) : false,
+    hedging: mode === "hedged" ? (overrides.hedging ?? hedgingOptionsOf(testCase)) : false,
   });
   const client = new CosmosClient(options);
   const handles: FaultHandle[] = [];
@@ -547,7 +559,8 @@ export async function runMode(env: AccountEnv, testCase: DifferentialCase, mode:
     }
     const install = (): void => {
       if (mode === "baseline") return;
-      handles.push(emulator.region(preferredRegion).addFault(scopedRule(faultRuleOf(testCase.fault), tag, operationKindsOf(testCase.operation))));
+      const rule = overrides.rule ?? faultRuleOf(testCase.fault);
+      handles.push(emulator.region(preferredRegion).addFault(scopedRule(rule, tag, operationKindsOf(testCase.operation))));
     };
     const since = performance.now();
     if (!testCase.betweenPages) install();
@@ -556,7 +569,7 @@ export async function runMode(env: AccountEnv, testCase: DifferentialCase, mode:
     if (testCase.busy) {
       const start = performance.now();
       const all = await Promise.all(
-        Array.from({ length: count }, (_, rep) => settle((abortSignal) => spec.run({ reads, writes, tag, rep, abortSignal, afterFirstPage: () => undefined }))),
+        Array.from({ length: count }, (_, rep) => settle((abortSignal) => spec.run({ reads, writes, tag, rep, abortSignal, afterFirstPage: () => undefined }), deadlineMs)),
       );
       latencies.push(performance.now() - start);
       outcomes.push(...all);
@@ -577,6 +590,7 @@ export async function runMode(env: AccountEnv, testCase: DifferentialCase, mode:
                 installed = true;
               },
             }),
+            deadlineMs,
           ),
         );
         latencies.push(performance.now() - start);
@@ -629,10 +643,10 @@ export interface CaseResult {
 }
 
 /** Runs a case: the fault-free baseline, then plain, then hedged, each from a fresh rule. */
-export async function runCase(env: AccountEnv, testCase: DifferentialCase): Promise<CaseResult> {
-  const baseline = await runMode(env, testCase, "baseline");
-  const plain = await runMode(env, testCase, "plain");
-  const hedged = await runMode(env, testCase, "hedged");
+export async function runCase(env: AccountEnv, testCase: DifferentialCase, overrides: RunOverrides = {}): Promise<CaseResult> {
+  const baseline = await runMode(env, testCase, "baseline", overrides);
+  const plain = await runMode(env, testCase, "plain", overrides);
+  const hedged = await runMode(env, testCase, "hedged", overrides);
   return { testCase, baseline, plain, hedged };
 }
 

@@ -6,6 +6,12 @@ export interface FaultRule {
   operations?: OperationKind[];
   /** A delay before answering or forwarding, on top of the region's base latency: fixed, or uniform in `[min, max]`. */
   delayMs?: number | { min: number; max: number };
+  /**
+   * Forward at once, then hold the backend's answer this long: a region that
+   * applies a write and acknowledges it late, so that a hedge arriving
+   * meanwhile meets the write already done. Ignored with a status, body or reset.
+   */
+  responseDelayMs?: number;
   /** Answer with this status instead of forwarding to the backend. */
   status?: number;
   /** Sent as `x-ms-substatus` with {@link FaultRule.status}. */
@@ -50,7 +56,7 @@ export interface FaultDecision {
 }
 
 function validateRule(rule: FaultRule): void {
-  const { delayMs, probability, count, status, every } = rule;
+  const { delayMs, probability, count, status, every, responseDelayMs } = rule;
   if (typeof delayMs === "number" && !(delayMs >= 0)) throw new RangeError(`delayMs must be >= 0; got ${delayMs}`);
   if (typeof delayMs === "object" && !(delayMs.min >= 0 && delayMs.max >= delayMs.min)) {
     throw new RangeError(`delayMs must satisfy 0 <= min <= max; got ${JSON.stringify(delayMs)}`);
@@ -60,6 +66,9 @@ function validateRule(rule: FaultRule): void {
   }
   if (count !== undefined && !(Number.isInteger(count) && count >= 0)) {
     throw new RangeError(`count must be a non-negative integer; got ${count}`);
+  }
+  if (responseDelayMs !== undefined && !(responseDelayMs >= 0 && Number.isFinite(responseDelayMs))) {
+    throw new RangeError(`responseDelayMs must be a finite number >= 0; got ${responseDelayMs}`);
   }
   if (every !== undefined && !(Number.isInteger(every) && every >= 1)) throw new RangeError(`every must be a whole number >= 1; got ${every}`);
   if (status !== undefined && !(Number.isInteger(status) && status >= 100 && status <= 599)) {
