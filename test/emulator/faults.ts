@@ -6,6 +6,12 @@ export interface FaultRule {
   operations?: OperationKind[];
   /** A delay before answering or forwarding, on top of the region's base latency: fixed, or uniform in `[min, max]`. */
   delayMs?: number | { min: number; max: number };
+  /**
+   * Forward at once, then hold the backend's answer this long: a region that
+   * applies a write and acknowledges it late, so that a hedge arriving
+   * meanwhile meets the write already done. Ignored with a status, body or reset.
+   */
+  responseDelayMs?: number;
   /** Answer with this status instead of forwarding to the backend. */
   status?: number;
   /** Sent as `x-ms-substatus` with {@link FaultRule.status}. */
@@ -22,6 +28,17 @@ export interface FaultRule {
   count?: number;
   /** Apply only to requests that carry this header (a lower-case name), for example `x-ms-session-token`. */
   ifHeader?: string;
+  /**
+   * Apply only to requests whose header `name` (lower-case) contains `includes`: with a
+   * `CosmosClient`'s `userAgentSuffix` in `user-agent`, a rule that only one client's
+   * requests meet, so that tests sharing an emulator can run at once.
+   */
+  ifHeaderValue?: { name: string; includes: string };
+  /**
+   * Apply to one matching request in `every`, the first of each group (the 1st, the
+   * `every + 1`-th, ...): a region that flaps with 2, a periodic straggler with 8. A whole number >= 1.
+   */
+  every?: number;
 }
 
 /** A rule installed on a region. */
@@ -39,7 +56,7 @@ export interface FaultDecision {
 }
 
 function validateRule(rule: FaultRule): void {
-  const { delayMs, probability, count, status } = rule;
+  const { delayMs, probability, count, status, every, responseDelayMs } = rule;
   if (typeof delayMs === "number" && !(delayMs >= 0)) throw new RangeError(`delayMs must be >= 0; got ${delayMs}`);
   if (typeof delayMs === "object" && !(delayMs.min >= 0 && delayMs.max >= delayMs.min)) {
     throw new RangeError(`delayMs must satisfy 0 <= min <= max; got ${JSON.stringify(delayMs)}`);
@@ -50,14 +67,25 @@ function validateRule(rule: FaultRule): void {
   if (count !== undefined && !(Number.isInteger(count) && count >= 0)) {
     throw new RangeError(`count must be a non-negative integer; got ${count}`);
   }
+  if (responseDelayMs !== undefined && !(responseDelayMs >= 0 && Number.isFinite(responseDelayMs))) {
+    throw new RangeError(`responseDelayMs must be a finite number >= 0; got ${responseDelayMs}`);
+  }
+  if (every !== undefined && !(Number.isInteger(every) && every >= 1)) throw new RangeError(`every must be a whole number >= 1; got ${every}`);
   if (status !== undefined && !(Number.isInteger(status) && status >= 100 && status <= 599)) {
     throw new RangeError(`status must be an HTTP status; got ${status}`);
   }
 }
 
+function headerIncludes(value: unknown, part: string): boolean {
+  if (typeof value === "string") return value.includes(part);
+  return Array.isArray(value) && value.some((entry) => typeof entry === "string" && entry.includes(part));
+}
+
 interface InstalledRule {
   readonly rule: FaultRule;
   applied: number;
+  /** The requests that matched the rule's kinds and headers, applied or not: what {@link FaultRule.every} counts. */
+  matched: number;
 }
 
 /** The fault rules of one region, evaluated in insertion order. */
@@ -70,8 +98,13 @@ export class FaultList {
     validateRule(rule);
     // A private copy, so that a caller mutating its rule object cannot change a rule mid-run.
     const installed: InstalledRule = {
-      rule: { ...rule, ...(rule.operations !== undefined ? { operations: [...rule.operations] } : {}) },
+      rule: {
+        ...rule,
+        ...(rule.operations !== undefined ? { operations: [...rule.operations] } : {}),
+        ...(rule.ifHeaderValue !== undefined ? { ifHeaderValue: { ...rule.ifHeaderValue } } : {}),
+      },
       applied: 0,
+      matched: 0,
     };
     this.rules.push(installed);
     return {
@@ -94,6 +127,8 @@ export class FaultList {
       const { rule } = installed;
       if (rule.operations !== undefined && !rule.operations.includes(kind)) continue;
       if (rule.ifHeader !== undefined && headers[rule.ifHeader] === undefined) continue;
+      if (rule.ifHeaderValue !== undefined && !headerIncludes(headers[rule.ifHeaderValue.name], rule.ifHeaderValue.includes)) continue;
+      if (rule.every !== undefined && installed.matched++ % rule.every !== 0) continue;
       if (rule.count !== undefined && installed.applied >= rule.count) continue;
       // Draw only for real probabilities, so adding a certain rule does not shift the sequence of the others.
       if (rule.probability !== undefined && rule.probability < 1 && !(this.random() < rule.probability)) continue;

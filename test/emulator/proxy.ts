@@ -29,6 +29,12 @@ export interface RecordedRequest {
   readonly status: number | undefined;
   /** The client closed the connection before the answer was written: an aborted request, as the service sees it. */
   readonly cutByClient: boolean;
+  /**
+   * The request was passed on to the backend (no fault answered or reset it, and the
+   * client had not gone by then): a write that reached the service, whether or not its
+   * client waited for the answer.
+   */
+  readonly forwarded: boolean;
 }
 
 type RequestRecord = { -readonly [Field in keyof RecordedRequest]: RecordedRequest[Field] };
@@ -170,6 +176,7 @@ export function serveRegionRequest(
     endedAt: undefined,
     status: undefined,
     cutByClient: false,
+    forwarded: false,
   };
   region.arrived(record);
 
@@ -216,7 +223,12 @@ export function serveRegionRequest(
       req.resume();
       answerFault(res, rule);
     } else {
-      upstream = forward(kind, target, req, res);
+      record.forwarded = true;
+      const hold = rule?.responseDelayMs ?? 0;
+      upstream = forward(kind, target, req, res, (answer) => {
+        if (hold > 0 && !res.destroyed) cancelDelay = target.timers.schedule(hold, answer);
+        else answer();
+      });
     }
   };
 
@@ -225,7 +237,36 @@ export function serveRegionRequest(
   else act();
 }
 
-function forward(kind: OperationKind, target: ProxyTarget, req: http.IncomingMessage, res: http.ServerResponse): http.ClientRequest {
+/**
+ * The backend numbers partition key ranges (`"id": 0`); the service names
+ * them with strings (`"id": "0"`), and `@azure/cosmos` relies on it: a range
+ * id of number 0 is falsy, and the SDK then skips what it does per range
+ * (the 2000 ms per-attempt timeout of point reads with the partition-level
+ * circuit breaker, for one).
+ */
+function withStringRangeIds(body: Buffer): Buffer {
+  let feed: { PartitionKeyRanges?: Array<Record<string, unknown>> };
+  try {
+    feed = JSON.parse(body.toString("utf8")) as typeof feed;
+  } catch {
+    return body;
+  }
+  if (!Array.isArray(feed.PartitionKeyRanges)) return body;
+  for (const range of feed.PartitionKeyRanges) {
+    if (typeof range["id"] === "number") range["id"] = String(range["id"]);
+    if (Array.isArray(range["parents"])) range["parents"] = range["parents"].map(String);
+  }
+  return Buffer.from(JSON.stringify(feed));
+}
+
+/** Forwards a request to the backend; `deliver` is handed the writing of the answer, to write it now or later. */
+function forward(
+  kind: OperationKind,
+  target: ProxyTarget,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  deliver: (answer: () => void) => void,
+): http.ClientRequest {
   const upstream = http.request({
     host: "127.0.0.1",
     port: target.backendPort,
@@ -248,7 +289,9 @@ function forward(kind: OperationKind, target: ProxyTarget, req: http.IncomingMes
       const status = backendRes.statusCode ?? 502;
       let body: Buffer = Buffer.concat(chunks);
       if (kind === "accountRead" && status === 200) body = target.accountBody(body);
-      send(res, status, withoutHeaders(backendRes.headers, droppedResponseHeaders), body);
+      if ((kind === "partitionKeyRangeReadFeed" || kind === "partitionKeyRangeReadFeedContinuation") && status === 200) body = withStringRangeIds(body);
+      const headers = withoutHeaders(backendRes.headers, droppedResponseHeaders);
+      deliver(() => send(res, status, headers, body));
     });
   });
   req.pipe(upstream);

@@ -136,6 +136,50 @@ describe("multi-region emulator", function () {
   });
 
   describe("faults", function () {
+    it("applies a rule with every: n to the first request of each n that match it", async function () {
+      const west = emulator.region("West US");
+      west.addFault({ operations: ["pointRead"], status: 404, every: 3 });
+      const statuses: number[] = [];
+      for (let i = 0; i < 7; i++) statuses.push((await container.item("1", "a").read()).statusCode);
+      assert.deepEqual(statuses, [404, 200, 200, 404, 200, 200, 404]);
+      assert.throws(() => west.addFault({ every: 0 }), /every must be a whole number >= 1/);
+    });
+
+    it("applies a rule with ifHeaderValue only to requests whose header contains the value", async function () {
+      const tagged = createTestClient(emulator, { preferredLocations, userAgentSuffix: "tagged-client" });
+      try {
+        const fault = emulator.region("West US").addFault({ operations: ["pointRead"], status: 404, ifHeaderValue: { name: "user-agent", includes: "tagged-client" } });
+        assert.equal((await container.item("1", "a").read()).statusCode, 200);
+        assert.equal((await tagged.database("db").container("items").item("1", "a").read()).statusCode, 404);
+        assert.equal(fault.applied, 1);
+      } finally {
+        tagged.dispose();
+      }
+    });
+
+    it("with responseDelayMs, forwards at once and holds the answer: the write is done before the client hears of it", async function () {
+      const east = emulator.region("East US");
+      east.addFault({ operations: ["create"], responseDelayMs: 400 });
+      const created = container.items.create({ id: "held", pk: "w", value: 7 });
+      const arrival = await arrivalOf(emulator, (request) => request.kind === "create");
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      // Read behind the client's back, with the fault-free rule of another kind: the document is already there.
+      assert.equal((await container.item("held", "w").read()).statusCode, 200);
+      assert.equal((await created).statusCode, 201);
+      assert.ok(performance.now() - arrival.at >= 400 - timerSlackMs);
+      assert.equal(arrival.forwarded, true);
+    });
+
+    it("records whether a request reached the backend: not when a fault answered it", async function () {
+      emulator.region("West US").addFault({ operations: ["pointRead"], status: 503, count: 1 });
+      await container.item("1", "a").read();
+      const reads = emulator.requests.filter((request) => request.kind === "pointRead");
+      assert.deepEqual(reads.map((request) => [request.status, request.forwarded]), [
+        [503, false],
+        [200, true],
+      ]);
+    });
+
     it("delays exactly the operations a rule names", async function () {
       const fault = emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 300 });
       assert.ok((await elapsed(() => container.item("1", "a").read())) >= 300 - timerSlackMs);
@@ -258,6 +302,20 @@ describe("multi-region emulator", function () {
 });
 
 describe("emulated account", function () {
+  it("names partition key ranges with strings, as the service does", async function () {
+    const emulator = await startEmulator();
+    const client = createTestClient(emulator);
+    try {
+      await seedContainer(client, { database: "db", container: "ranges" });
+      const { resources } = await client.database("db").container("ranges").readPartitionKeyRanges().fetchAll();
+      assert.ok(resources.length > 0);
+      assert.ok(resources.every((range) => typeof range.id === "string"), JSON.stringify(resources.map((range) => range.id)));
+    } finally {
+      client.dispose();
+      await emulator.close();
+    }
+  });
+
   it("lists the regional proxies, and setAccount changes the next account read", async function () {
     const emulator = await startEmulator();
     try {
