@@ -150,7 +150,8 @@ describe("never worse than plain @azure/cosmos: issue 22, row by row", function 
       } satisfies CosmosClientOptions);
       const clientA = new CosmosClient(optionsA);
       // The one-line mistake: B's client made from A's options, hedging client and all.
-      const clientB = new CosmosClient({ ...optionsA, endpoint: b.endpoint, key: b.key, userAgentSuffix: tagB });
+      // A fresh defaultHeaders: @azure/cosmos writes each client's user agent (and so its tag) into that object of its options.
+      const clientB = new CosmosClient({ ...optionsA, endpoint: b.endpoint, key: b.key, userAgentSuffix: tagB, defaultHeaders: {} });
       try {
         const containerA = clientA.database("db").container("c");
         const containerB = clientB.database("db").container("c");
