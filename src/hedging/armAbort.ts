@@ -77,6 +77,11 @@ export function markForCoreTransport(request: PipelineRequest, reachesCoreTransp
   if (reachesCoreTransport || toCoreTransport.get(request) === true) toCoreTransport.set(request, reachesCoreTransport);
 }
 
+/** Whether a request goes from the hedging client straight to core-rest-pipeline's own transport (see {@link markForCoreTransport}). */
+export function reachesCoreTransport(request: PipelineRequest): boolean {
+  return toCoreTransport.get(request) === true;
+}
+
 /** A new way to cancel one arm of `request`'s race. */
 export function armAbortFor(request: PipelineRequest): ArmAbort {
   return toCoreTransport.get(request) === true ? new LightArmAbort() : new AbortController();

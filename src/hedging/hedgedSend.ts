@@ -12,10 +12,11 @@ import { recordForCollectors } from "./diagnosticsCollector.js";
 import { describeArm, describeDrainedArm } from "./diagnosticsRecord.js";
 import type { LoserDrain } from "./loserDrain.js";
 import type { SkipPlan } from "./planner.js";
-import type { RaceArm, RaceOutcome, RaceStrategy } from "./race.js";
+import type { ArmSender, RaceArm, RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { logRace } from "./operatorLog.js";
-import { runRace } from "./race.js";
+import { HedgingRace } from "../race/hedgingRace.js";
+import type { RaceTrace } from "./tracing.js";
 import { startRaceTrace } from "./tracing.js";
 
 /**
@@ -167,9 +168,12 @@ function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
   return arms.reduce((sum, arm) => sum + (arm.requestCharge ?? 0), 0);
 }
 
-/** A race to run: its arms' regions (the primary first) and its strategy. */
+/** A race to run: where its primary goes, how its hedges are planned, and its strategy. */
 export interface HedgePlan {
-  readonly targets: readonly RegionEndpoint[];
+  /** The region the request is addressed to, where the primary goes. */
+  readonly primaryRegion: RegionEndpoint;
+  /** The hedges in launch order, or why there are none; asked once, when the first hedge is due. */
+  readonly hedges: () => readonly RegionEndpoint[] | HedgeSkipReason;
   readonly strategy: RaceStrategy;
   readonly signer?: RequestSigner | undefined;
   /**
@@ -179,6 +183,8 @@ export interface HedgePlan {
   readonly hedgesWithoutSessionToken?: boolean | undefined;
   /** Leaves losers to finish within these bounds; `undefined` aborts them. */
   readonly drain?: LoserDrain | undefined;
+  /** Gives the primary an abort signal of the race's up front, so that it can be aborted when it loses (see `RaceInput.eager`). */
+  readonly eager?: boolean | undefined;
 }
 
 /**
@@ -213,8 +219,10 @@ function completeDrain(sink: DiagnosticsSink, operation: OperationKind, diagnost
  * Runs the race and turns its outcome into what the caller expects: the
  * returned arm's response, its error rethrown, or an `AbortError` when the
  * caller aborted. The diagnostics go on whichever of these the caller gets.
+ * The race's span starts when its first hedge is due: a request that never
+ * hedges is not traced.
  */
-export async function sendHedged(
+export function sendHedged(
   request: PipelineRequest,
   next: SendRequest,
   header: DiagnosticsHeader,
@@ -222,42 +230,70 @@ export async function sendHedged(
   sink: DiagnosticsSink,
 ): Promise<PipelineResponse> {
   const { signer } = plan;
+  let trace: RaceTrace | undefined;
+  let dropSessionToken = false;
+  const send: ArmSender = (arm, index, region, reason) => (trace === undefined ? next(arm) : trace.sendArm(next, arm, index, region, reason));
+  const race = new HedgingRace({
+    request,
+    primaryRegion: plan.primaryRegion,
+    hedges: () => {
+      const hedges = plan.hedges();
+      if (typeof hedges === "string") return hedges;
+      dropSessionToken = plan.hedgesWithoutSessionToken === true && request.headers.has(CosmosHeaders.sessionToken);
+      trace = startRaceTrace(request, header);
+      trace.openPrimary(plan.primaryRegion);
+      return hedges;
+    },
+    send,
+    strategy: plan.strategy,
+    prepare: (arm) => {
+      if (dropSessionToken) arm.headers.delete(CosmosHeaders.sessionToken);
+      return signer?.(arm);
+    },
+    drain: plan.drain,
+    eager: plan.eager,
+    onResponse: sink.learner?.noteResponse,
+  });
+  return race.run().then(
+    (outcome) => conclude(request, header, outcome, sink, trace, dropSessionToken),
+    (error: unknown) => {
+      trace?.end(undefined, undefined, error);
+      throw error;
+    },
+  );
+}
+
+/** Turns a race's outcome into the caller's response or error, with its record, log line, span and learning. */
+function conclude(
+  request: PipelineRequest,
+  header: DiagnosticsHeader,
+  outcome: RaceOutcome,
+  sink: DiagnosticsSink,
+  trace: RaceTrace | undefined,
+  dropSessionToken: boolean,
+): PipelineResponse {
   // Read now: the header becomes the published record, which the caller may change.
   const { operation } = header;
-  const dropSessionToken = plan.hedgesWithoutSessionToken === true && request.headers.has(CosmosHeaders.sessionToken);
-  const trace = startRaceTrace(request, header);
-  let outcome: RaceOutcome;
-  try {
-    outcome = await runRace({
-      request,
-      targets: plan.targets,
-      send: trace.traceArms(next),
-      strategy: plan.strategy,
-      prepare: (arm, index) => {
-        if (index === 0) {
-          // The SDK signed the primary a moment ago; only a request nobody signed yet (a core-client pipeline's) needs it.
-          return arm.headers.has(CosmosHeaders.authorization) ? undefined : signer?.(arm);
-        }
-        if (dropSessionToken) arm.headers.delete(CosmosHeaders.sessionToken);
-        return signer?.(arm);
-      },
-      drain: plan.drain,
-      onResponse: sink.learner?.noteResponse,
-    });
-  } catch (error) {
-    trace.end(undefined, undefined, error);
-    throw error;
-  }
   const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
+  sink.learner?.learn(header, outcome);
+  if (outcome.skipReason !== undefined && outcome.arms.length <= 1 && outcome.kind === "decided") {
+    // The plan found no hedge to send when one was due: the request ran unhedged, and its record says why.
+    const response = outcome.result.response;
+    const diagnostics = skippedRecord(header, outcome.skipReason, response === undefined ? 0 : (requestChargeOf(response) ?? 0));
+    publish(sink, response ?? outcome.result.error, diagnostics);
+    if (response === undefined) throw outcome.result.error;
+    return response;
+  }
+  const primary = outcome.arms[0];
+  if (trace !== undefined && primary !== undefined && primary.drain === undefined) trace.closePrimary(primary);
   const arms = outcome.arms.map((arm) => describeArm(arm, outcome.startedAt, returnedIndex));
   if (dropSessionToken) {
     for (let index = 1; index < arms.length; index++) (arms[index] as HedgeArmDiagnostics).sessionTokenOmitted = true;
   }
-  sink.learner?.learn(header, outcome);
   const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
     // The log and the span read the record before it is published: from then on it is the caller's, who may change it.
     logRace(sink, diagnostics);
-    trace.end(diagnostics, response, error);
+    trace?.end(diagnostics, response, error);
     publish(sink, target, diagnostics);
   };
   if (outcome.kind === "aborted") {
@@ -269,7 +305,12 @@ export async function sendHedged(
   const diagnostics = raceRecord(header, arms, outcome.hedgeRefused, terminalState, arms[outcome.returnedIndex]);
   const response = outcome.result.response === undefined ? undefined : asAnswerTo(outcome.result.response, request);
   finish(response ?? outcome.result.error, diagnostics, response, response === undefined ? outcome.result.error : undefined);
-  for (const drained of outcome.drains) void drained.then((arm) => completeDrain(sink, operation, diagnostics, outcome.startedAt, arm));
+  for (const drained of outcome.drains) {
+    void drained.then((arm) => {
+      if (arm.index === 0) trace?.closePrimary(arm);
+      completeDrain(sink, operation, diagnostics, outcome.startedAt, arm);
+    });
+  }
   if (response === undefined) throw outcome.result.error;
   return response;
 }

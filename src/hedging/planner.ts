@@ -1,5 +1,4 @@
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import type { AzureLogger } from "@azure/logger";
 import { latencyClassOf } from "../caches/latencyWindows.js";
 import type { AccountTopology, RegionCache, RegionEndpoint } from "../caches/regionCache.js";
 import { sameRegion } from "../caches/regionNames.js";
@@ -9,7 +8,7 @@ import { documentWriteKinds } from "../cosmos/operationKind.js";
 import { isRepeatableWrite } from "../cosmos/writeSafety.js";
 import type { AdaptiveEstimate, AdaptiveThresholdSettings } from "./adaptiveThreshold.js";
 import { adaptiveThreshold } from "./adaptiveThreshold.js";
-import { isResendableBody, retarget } from "./cloneRequest.js";
+import { isResendableBody } from "./cloneRequest.js";
 import type { HedgePolicyKind, HedgeSkipReason } from "./diagnostics.js";
 import type { DiagnosticsHeader } from "./hedgedSend.js";
 import { diagnosticsHeader } from "./hedgedSend.js";
@@ -50,34 +49,43 @@ export interface SkipPlan {
   readonly header: DiagnosticsHeader;
 }
 
-/** A race to run. The request has been re-pointed at its primary when the ranking chose another region. */
+/**
+ * A race to run: the primary is the request as it was addressed, always;
+ * its hedges are planned when the first one is due (see {@link HedgePlanner.hedges}).
+ */
 export interface RacePlan {
   readonly kind: "race";
-  /** The arms' regions, the primary first. */
-  readonly targets: readonly RegionEndpoint[];
-  /** The diagnostics header: the threshold (`thresholdMs` is always set), the primary, the ranking. */
+  /** Where the request is addressed: the primary's region. */
+  readonly primary: RegionEndpoint;
+  /** The diagnostics header: the threshold (`thresholdMs` is always set), the primary, later the ranking. */
   readonly header: DiagnosticsHeader;
   /** Milliseconds between later hedges, when the race may have more than one. */
   readonly thresholdStepMs: number | undefined;
+  /** The hedges, when planning them was needed up front (an adaptive threshold depends on the first). */
+  readonly hedges?: readonly RegionEndpoint[] | HedgeSkipReason | undefined;
 }
 
 /**
  * Planning, shared by both hedging policies: whether a request may be
  * hedged (the skip-guard chain), when, and to which regions in which order.
- * With a {@link RegionHealth}, throttled regions are left out and reads are
- * ranked; without one (metadata reads), the read order stands.
+ * With a {@link RegionHealth}, throttled regions are left out and the
+ * hedges of a read are ranked; without one (metadata reads), the read order
+ * stands. The primary is never moved: it goes where the SDK sent it, and
+ * ranking orders only the hedges.
  */
 export class HedgePlanner {
   constructor(
     private readonly regions: RegionCache,
     private readonly strategy: PlanningStrategy,
-    private readonly logger: AzureLogger,
     private readonly health?: RegionHealth,
   ) {}
 
   /**
-   * Plans one request: `addressed` is the region its URL points at, found
-   * once by the caller. May re-point `request.url` at a ranked primary.
+   * Plans what must be known before a request is sent: whether it may be
+   * hedged and its threshold. `addressed` is the region its URL points at,
+   * found once by the caller. Which regions the hedges go to waits for
+   * {@link HedgePlanner.hedges}, except with an adaptive threshold, which
+   * depends on the first hedge's region and so plans them now.
    */
   plan(request: PipelineRequest, operation: OperationKind, addressed: RegionEndpoint | undefined, controls: RequestHedgingControls): SkipPlan | RacePlan {
     const header = diagnosticsHeader(this.strategy.policy, operation, addressed, controls);
@@ -95,39 +103,50 @@ export class HedgePlanner {
     if (!isResendableBody(request)) return { kind: "skip", reason: "streamBody", header };
     if (controls.region !== undefined) return { kind: "skip", reason: "pinnedRegion", header };
     if (addressed === undefined) return { kind: "skip", reason: "unknownRegion", header };
-    let candidates = raceTargets(this.regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions);
-    if (candidates.length > this.strategy.maxArms) candidates = candidates.slice(0, this.strategy.maxArms);
-    if (candidates.length < 2) return { kind: "skip", reason: "singleRegion", header };
+    // An account of one region is known at once; which regions exclusions and throttling leave waits for the first hedge.
+    const accountRegions = isWrite ? topology?.writeRegions : topology?.readRegions;
+    if (accountRegions !== undefined && accountRegions.length < 2) return { kind: "skip", reason: "singleRegion", header };
+    if (timing.kind === "fixed") return { kind: "race", primary: addressed, header, thresholdStepMs: timing.thresholdStepMs };
+    const hedges = this.hedges(request, operation, addressed, controls, header);
+    if (typeof hedges === "string") return { kind: "skip", reason: hedges, header };
     const { health } = this;
-    if (health === undefined) return { kind: "race", targets: candidates, header, thresholdStepMs: timing.thresholdStepMs };
-
-    const throttling = health.anyThrottled();
-    const unthrottled = throttling ? [addressed, ...candidates.slice(1).filter((region) => health.throttledForMs(region.name) === 0)] : candidates;
-    if (unthrottled.length < 2) return { kind: "skip", reason: "regionThrottled", header };
     const latencyClass = latencyClassOf(operation);
-    const ranked: RankedTargets = isWrite ? { targets: unthrottled } : health.rank(addressed, unthrottled, latencyClass, controls.excludedRegions);
-    let targets = ranked.targets;
-    if (throttling) {
-      // Ranking may move the addressed region among the hedges; a throttled one must not be hedged into there either.
-      const [rankedFirst, ...rankedHedges] = ranked.targets;
-      targets = rankedFirst === undefined ? unthrottled : [rankedFirst, ...rankedHedges.filter((region) => health.throttledForMs(region.name) === 0)];
-    }
-    const primary = targets[0] ?? addressed;
-    const moved = !sameRegion(primary, addressed);
-    if (moved) {
-      this.logger.verbose(`Sending a ${operation} to ${primary.name} instead of ${addressed.name} (${ranked.reason ?? "ranking"}).`);
-      request.url = retarget(request.url, primary);
-    }
-    header.primaryRegion = primary.name;
-    if (timing.kind === "adaptive") {
-      const rankedPrimary = ranked.reason !== undefined && ranked.reason !== "probe" && moved ? primary.name : undefined;
-      const estimate = this.adaptiveEstimate(health, timing.settings, latencyClass, targets, rankedPrimary);
-      header.thresholdMs = estimate.thresholdMs;
+    const estimate =
+      health === undefined ? undefined : this.adaptiveEstimate(health, timing.settings, latencyClass, [addressed, ...hedges]);
+    header.thresholdMs = estimate?.thresholdMs ?? 0;
+    if (estimate !== undefined) {
       header.thresholdSource = estimate.source;
       if (estimate.region !== undefined) header.thresholdRegion = estimate.region;
     }
+    return { kind: "race", primary: addressed, header, thresholdStepMs: timing.thresholdStepMs, hedges };
+  }
+
+  /**
+   * The hedges of a request in launch order, or why it has none: every
+   * applicable region but the primary, on the request's scheme, without the
+   * throttled ones, ranked (reads only). Records the ranking in `header`.
+   */
+  hedges(
+    request: PipelineRequest,
+    operation: OperationKind,
+    addressed: RegionEndpoint,
+    controls: RequestHedgingControls,
+    header: DiagnosticsHeader,
+  ): readonly RegionEndpoint[] | HedgeSkipReason {
+    const isWrite = documentWriteKinds.has(operation);
+    let candidates = raceTargets(this.regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions);
+    if (candidates.length > this.strategy.maxArms) candidates = candidates.slice(0, this.strategy.maxArms);
+    if (candidates.length < 2) return "singleRegion";
+    const { health } = this;
+    if (health === undefined) return candidates.slice(1);
+    const unthrottled = health.anyThrottled() ? [addressed, ...candidates.slice(1).filter((region) => health.throttledForMs(region.name) === 0)] : candidates;
+    if (unthrottled.length < 2) return "regionThrottled";
+    if (isWrite) return unthrottled.slice(1);
+    const ranked: RankedTargets = health.rank(addressed, unthrottled, latencyClassOf(operation), controls.excludedRegions);
+    // The ranking may put another region first; the primary stays where the SDK sent it, and only the hedges follow the ranking's order.
+    const hedges = ranked.targets.filter((region) => !sameRegion(region, addressed));
     if (ranked.reason !== undefined) header.ranking = { reason: ranked.reason, addressedRegion: addressed.name };
-    return { kind: "race", targets, header, thresholdStepMs: timing.thresholdStepMs };
+    return hedges.length === 0 ? "singleRegion" : hedges;
   }
 
   /** The benefit rule's threshold for the primary and first hedge, or the baseline percentile while it has none. */
@@ -136,7 +155,6 @@ export class HedgePlanner {
     settings: AdaptiveThresholdSettings,
     latencyClass: ReturnType<typeof latencyClassOf>,
     targets: readonly RegionEndpoint[],
-    rankedPrimary: string | undefined,
   ): AdaptiveEstimate {
     const primary = targets[0];
     const firstHedge = targets[1];
@@ -146,9 +164,11 @@ export class HedgePlanner {
         : undefined;
     return (
       benefit ??
+      // Timed by the primary's own latencies: the best region's baseline would hedge at once a read the SDK sent elsewhere
+      // (its failover, or a retry).
       adaptiveThreshold(health.windows, settings, latencyClass, {
         regions: targets.map((region) => region.name),
-        ...(rankedPrimary !== undefined ? { rankedPrimary } : {}),
+        ...(primary !== undefined ? { rankedPrimary: primary.name } : {}),
       })
     );
   }

@@ -4,9 +4,10 @@ import { tracingPolicy } from "@azure/core-rest-pipeline";
 import type { PipelinePolicy, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
 import { packageInfo } from "../packageInfo.js";
-import type { HedgeDiagnostics } from "./diagnostics.js";
+import type { RegionEndpoint } from "../caches/regionCache.js";
+import type { HedgeArmReason, HedgeDiagnostics } from "./diagnostics.js";
 import type { DiagnosticsHeader } from "./hedgedSend.js";
-import type { RaceInput } from "./race.js";
+import type { RaceArm } from "./race.js";
 import { redactCredentials } from "./redact.js";
 
 /**
@@ -66,22 +67,42 @@ export function armHttpTracingPolicy(): PipelinePolicy {
   };
 }
 
-/** Sends one arm of a race, as the race engine calls it. */
-type ArmSender = RaceInput["send"];
-
 /** The span of one race and the spans of its arms. */
 export interface RaceTrace {
-  /** Wraps the sender of the arms: each arm runs in a child span of the race, and so does its HTTP span below. */
-  traceArms(send: (request: PipelineRequest) => Promise<PipelineResponse>): ArmSender;
+  /** Sends one hedge through `send` in a child span of the race, and so its HTTP span below. */
+  sendArm(
+    send: (request: PipelineRequest) => Promise<PipelineResponse>,
+    request: PipelineRequest,
+    index: number,
+    region: RegionEndpoint,
+    reason: HedgeArmReason,
+  ): Promise<PipelineResponse>;
+  /**
+   * Opens the span of the primary, already in flight when the race's span
+   * starts: the caller's request is not re-sent or re-wrapped, so its span
+   * starts with the race's and has no HTTP span of ours below it.
+   */
+  openPrimary(region: RegionEndpoint): void;
+  /** Ends the primary's span with what it got: at the decision, or when its drain ends. */
+  closePrimary(arm: RaceArm): void;
   /** Ends the race span with what the caller gets: the diagnostics, and the error when one is thrown. */
   end(diagnostics: HedgeDiagnostics | undefined, response: PipelineResponse | undefined, error?: unknown): void;
 }
 
 const untraced: RaceTrace = {
-  // The sender itself, which ignores the arm: an untraced race (nearly every one) allocates no wrapper.
-  traceArms: (send) => send,
+  sendArm: (send, request) => send(request),
+  openPrimary: () => undefined,
+  closePrimary: () => undefined,
   end: () => undefined,
 };
+
+/** Sets an arm span's attributes from the response it got. */
+function setResponse(armSpan: TracingSpan, response: PipelineResponse): void {
+  armSpan.setAttribute(spanAttributes.armStatusCode, response.status);
+  const subStatus = subStatusOf(response);
+  if (subStatus !== 0) armSpan.setAttribute(spanAttributes.armSubStatus, subStatus);
+  setIfDefined(armSpan, spanAttributes.armRequestCharge, requestChargeOf(response));
+}
 
 /** An error as a span may show it: its name and message, without credentials. */
 function errorText(error: unknown): string {
@@ -94,7 +115,8 @@ function setIfDefined(span: TracingSpan, name: string, value: string | number | 
 }
 
 /**
- * Starts the span of a race, as a child of the request's tracing context
+ * Starts the span of a race when its first hedge is due (a request that
+ * never hedges gets none), as a child of the request's tracing context
  * (set by core-client callers) or else of the caller's active context, the
  * way Azure SDK clients start theirs. Attributes hold only what the
  * diagnostics hold: no header value, URL or credential.
@@ -117,25 +139,38 @@ export function startRaceTrace(request: PipelineRequest, header: DiagnosticsHead
   setIfDefined(span, spanAttributes.thresholdMs, header.thresholdMs);
   setIfDefined(span, spanAttributes.primaryRegion, header.primaryRegion);
 
-  const traceArms = (send: (request: PipelineRequest) => Promise<PipelineResponse>): ArmSender => async (armRequest, arm) => {
-    const { span: armSpan, updatedOptions: armOptions } = tracingClient.startSpan(
-      `hedge ${header.operation} arm`,
-      { tracingOptions: { tracingContext: raceContext } },
-      { spanKind: "internal" },
-    );
-    armSpan.setAttribute(spanAttributes.armIndex, arm.index);
-    armSpan.setAttribute(spanAttributes.armRegion, arm.region.name);
-    armSpan.setAttribute(spanAttributes.armReason, arm.reason);
+  const startArmSpan = (index: number, region: RegionEndpoint, reason: HedgeArmReason) => {
+    const started = tracingClient.startSpan(`hedge ${header.operation} arm`, { tracingOptions: { tracingContext: raceContext } }, { spanKind: "internal" });
+    started.span.setAttribute(spanAttributes.armIndex, index);
+    started.span.setAttribute(spanAttributes.armRegion, region.name);
+    started.span.setAttribute(spanAttributes.armReason, reason);
+    return started;
+  };
+
+  let primarySpan: TracingSpan | undefined;
+  const openPrimary = (region: RegionEndpoint): void => {
+    primarySpan = startArmSpan(0, region, "primary").span;
+  };
+  const closePrimary = (arm: RaceArm): void => {
+    const armSpan = primarySpan;
+    if (armSpan === undefined) return;
+    primarySpan = undefined;
+    const result = arm.result ?? arm.drain?.result;
+    if (result?.response !== undefined) setResponse(armSpan, result.response);
+    else if (arm.aborted === true || (arm.drain !== undefined && arm.drain.end !== "settled")) armSpan.setAttribute(spanAttributes.armCancelled, true);
+    else if (result !== undefined) armSpan.setStatus({ status: "error", error: errorText(result.error) });
+    armSpan.end();
+  };
+
+  const sendArm: RaceTrace["sendArm"] = async (send, armRequest, index, region, reason) => {
+    const { span: armSpan, updatedOptions: armOptions } = startArmSpan(index, region, reason);
     const armContext = armOptions.tracingOptions.tracingContext;
     // The HTTP span of the arm (armHttpTracingPolicy, below the race) is a child of the arm's span.
     armRequest.tracingOptions = { ...armRequest.tracingOptions, tracingContext: armContext };
     tracedArms.add(armRequest);
     try {
       const response = await tracingClient.withContext(armContext, send, armRequest);
-      armSpan.setAttribute(spanAttributes.armStatusCode, response.status);
-      const subStatus = subStatusOf(response);
-      if (subStatus !== 0) armSpan.setAttribute(spanAttributes.armSubStatus, subStatus);
-      setIfDefined(armSpan, spanAttributes.armRequestCharge, requestChargeOf(response));
+      setResponse(armSpan, response);
       return response;
     } catch (error) {
       // An arm the race cancelled did nothing wrong; only an arm that failed by itself is an error.
@@ -163,5 +198,5 @@ export function startRaceTrace(request: PipelineRequest, header: DiagnosticsHead
     span.end();
   };
 
-  return { traceArms, end };
+  return { sendArm, openPrimary, closePrimary, end };
 }

@@ -24,6 +24,7 @@ import { requestControlsOf } from "../hedging/requestControls.js";
 import type { CrossRegionTimingSettings } from "../hedging/timing.js";
 import { CrossRegionTiming, crossRegionTimings } from "../hedging/timing.js";
 import { policyLogger } from "../log.js";
+import { boundsSockets, primaryMayDrain } from "../race/drainSockets.js";
 import { sendObservingAccount } from "./accountObservation.js";
 
 /** The name of the {@link crossRegionHedgingPolicy}. */
@@ -286,10 +287,10 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
   const health = new RegionHealth(regions, { routing: settings.routing, adaptive: settings.adaptive, throttling: crossRegionHedgingDefaults });
-  const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), logger, health);
+  const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), health);
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };
 
-  async function sendDocumentRequest(
+  function sendDocumentRequest(
     request: PipelineRequest,
     next: SendRequest,
     operation: OperationKind,
@@ -302,16 +303,23 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     const plan = planner.plan(request, operation, addressed, controls);
     if (plan.kind === "skip") return sendSkipped(request, next, plan, sink);
     const isWrite = documentWriteKinds.has(operation);
-    const race = {
-      targets: plan.targets,
-      strategy: new DocumentRaceStrategy(plan.header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget, operation === "batch"),
+    // A drained loser holds its socket: where the agent bounds them, the requests waiting for one would pay for it.
+    const drains = !isWrite && drain !== undefined && !boundsSockets(request);
+    const { header } = plan;
+    const hedges = plan.hedges ?? (() => planner.hedges(request, operation, plan.primary, controls, header));
+    return sendHedged(request, next, header, {
+      primaryRegion: plan.primary,
+      hedges: typeof hedges === "function" ? hedges : () => hedges,
+      strategy: new DocumentRaceStrategy(header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget, operation === "batch"),
       signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.
-      drain: isWrite ? undefined : drain,
+      drain: drains ? drain : undefined,
+      // Losers that may not drain are aborted, the primary included, which needs a signal of the race's on it from the start;
+      // so does a primary whose drained connection the race could not manage.
+      eager: !drains || !primaryMayDrain(request),
       // A write keeps its session token: it is the read-your-writes guarantee of the write itself.
       hedgesWithoutSessionToken: settings.hedgesWithoutSessionToken && !isWrite,
-    };
-    return sendHedged(request, next, plan.header, race, sink);
+    }, sink);
   }
 
   return {

@@ -18,6 +18,7 @@ import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
 import { MetadataTiming } from "../hedging/timing.js";
 import { policyLogger } from "../log.js";
+import { boundsSockets, primaryMayDrain } from "../race/drainSockets.js";
 import { sendObservingAccount } from "./accountObservation.js";
 
 /** The name of the {@link metadataHedgingPolicy}. */
@@ -168,10 +169,10 @@ function validate(given: MetadataHedgingPolicyOptions): MetadataSettings {
 export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
-  const planner = new HedgePlanner(regions, new MetadataTiming(settings.enabled, settings.thresholdMs, settings.requestTimeout), logger);
+  const planner = new HedgePlanner(regions, new MetadataTiming(settings.enabled, settings.thresholdMs, settings.requestTimeout));
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics };
 
-  async function sendMetadataRead(
+  function sendMetadataRead(
     request: PipelineRequest,
     next: SendRequest,
     operation: OperationKind,
@@ -180,8 +181,16 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
     const addressed = regions.regionOf(request.url);
     const plan = planner.plan(request, operation, addressed, controls);
     if (plan.kind === "skip") return sendSkipped(request, next, plan, sink);
-    const race = { targets: plan.targets, strategy: new MetadataRaceStrategy(plan.header.thresholdMs ?? 0, budget), signer, drain };
-    return sendHedged(request, next, plan.header, race, sink);
+    const { header } = plan;
+    const drains = drain !== undefined && !boundsSockets(request);
+    return sendHedged(request, next, header, {
+      primaryRegion: plan.primary,
+      hedges: () => planner.hedges(request, operation, plan.primary, controls, header),
+      strategy: new MetadataRaceStrategy(header.thresholdMs ?? 0, budget),
+      signer,
+      drain: drains ? drain : undefined,
+      eager: !drains || !primaryMayDrain(request),
+    }, sink);
   }
 
   return {

@@ -5,7 +5,7 @@ import type { HttpClient, PipelineRequest, PipelineResponse } from "@azure/core-
 import { AbortError } from "@azure/abort-controller";
 import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import { armAbortFor, markForCoreTransport } from "../../src/hedging/armAbort.js";
-import { runRace } from "../../src/hedging/race.js";
+import { runRace } from "../../src/race/hedgingRace.js";
 import { DocumentRaceStrategy } from "../../src/hedging/raceStrategies.js";
 import { eastUs, pointRead, westUs } from "../support/hedgingFixtures.js";
 import { useFakeClock } from "../support/leakCheck.js";
@@ -105,7 +105,15 @@ describe("arm abort signals", () => {
           // The primary hangs until it is aborted, as core's transport does with its listener.
           return new Promise((_, reject) => signal.addEventListener("abort", () => reject(new AbortError("aborted"))));
         };
-        const pending = runRace({ request, targets: [eastUs, westUs], send, strategy: new DocumentRaceStrategy(100, 50, undefined) });
+        // Eager: the primary gets a signal of the race's, as it does wherever losers are aborted.
+        const pending = runRace({
+          request,
+          primaryRegion: eastUs,
+          hedges: () => [westUs],
+          send,
+          strategy: new DocumentRaceStrategy(100, 50, undefined),
+          eager: true,
+        });
         await clock.tickAsync(100);
         const outcome = await pending;
         assert.equal(outcome.kind === "decided" ? outcome.returnedIndex : undefined, 1);

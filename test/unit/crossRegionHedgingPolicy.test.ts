@@ -655,10 +655,12 @@ describe("crossRegionHedgingPolicy", () => {
         ["original", "arm 1", "arm 2"],
       );
       assert.equal(original.headers.get("x-ms-date"), "original", "signing an arm leaves the caller's request alone");
+      // The primary is the caller's own request (issue 22: the request the SDK built goes out as it built it); each hedge is a copy.
       const arms = harness.transport.received.map((record) => record.request);
-      assert.ok(arms.every((request) => request !== original));
-      assert.equal(new Set([original.headers, ...arms.map((request) => request.headers)]).size, 4);
-      assert.equal(new Set([original.requestId, ...arms.map((request) => request.requestId)]).size, 4);
+      assert.equal(arms[0], original);
+      assert.ok(arms.slice(1).every((request) => request !== original));
+      assert.equal(new Set([original.headers, ...arms.map((request) => request.headers)]).size, 3);
+      assert.equal(new Set([original.requestId, ...arms.map((request) => request.requestId)]).size, 3);
       const originalUrl = new URL(original.url);
       assert.deepEqual(
         signed.map((request) => new URL(request.url).host),
@@ -697,26 +699,32 @@ describe("crossRegionHedgingPolicy", () => {
       const signer = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 30));
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, signer });
       const controller = harness.leaks.controller();
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
       const pending = send(pipeline, pointRead(eastUs, controller.signal));
-      await harness.clock.tickAsync(10);
+      await harness.clock.tickAsync(110);
       controller.abort();
       await harness.clock.tickAsync(30);
       assert.equal((errorOf(pending) as Error).name, "AbortError");
-      assert.equal(harness.transport.received.length, 0);
+      // The primary, the caller's request as it made it, went out at once; the hedge being signed never did.
+      assert.deepEqual(
+        harness.transport.received.map((record) => [record.origin, record.outcome]),
+        [[new URL(eastUs.endpoint).origin, "aborted"]],
+      );
     });
 
     it("a signer that throws fails that arm only, like a harness.transport error", async () => {
       const signer = sinon.spy((request: PipelineRequest) => {
-        if (request.url.includes("eastus")) throw new Error("harness.clock skew");
+        if (request.url.includes("westus")) throw new Error("harness.clock skew");
       });
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100, signer });
-      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 10 });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await harness.clock.tickAsync(10);
+      await harness.clock.tickAsync(110);
       const diagnostics = diagnosticsOf(responseOf(pending));
       assert.equal(diagnostics.terminalState, "hedgeWon");
-      assert.equal(diagnostics.arms[0]?.error?.message, "harness.clock skew");
-      assert.equal(diagnostics.arms[1]?.reason, "transientResult");
+      assert.equal(diagnostics.arms[1]?.error?.message, "harness.clock skew");
+      assert.equal(diagnostics.arms[2]?.reason, "transientResult");
       assert.equal(signer.callCount, 2);
     });
   });

@@ -9,7 +9,7 @@ import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { describeArm } from "../../src/hedging/diagnosticsRecord.js";
 import type { HedgeArmDiagnostics } from "../../src/hedging/diagnostics.js";
-import { runRace } from "../../src/hedging/race.js";
+import { runRace } from "../../src/race/hedgingRace.js";
 import type { RaceOutcome, RaceStrategy, Verdict } from "../../src/hedging/race.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
 import type { CrossRegionHedgingPolicyOptions } from "../../src/policies/crossRegionHedgingPolicy.js";
@@ -499,7 +499,8 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
   function race(input: { strategy: RaceStrategy; prepare?: (request: PipelineRequest) => void | Promise<void> }): Promise<RaceOutcome> {
     return runRace({
       request: pointRead(eastUs, leaks.controller().signal),
-      targets: [eastUs, westUs, northEurope],
+      primaryRegion: eastUs,
+      hedges: () => [westUs, northEurope],
       send: transport.next,
       ...input,
     });
@@ -522,15 +523,15 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
     assert.equal(state.value.fallback, false);
   });
 
-  it("when nothing is in flight and no arm won, the remaining arms launch at once", async () => {
+  it("when nothing is in flight and no arm won, the primary's outcome is returned: what is left does not launch at once (issue 22)", async () => {
     transport.script(eastUs.endpoint, { status: 503, delayMs: 10 });
     transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
-    transport.script(northEurope.endpoint, { status: 503, delayMs: 10 });
-    const outcome = observe(race({ strategy: strategy({ judge: () => "wait" }) }));
+    const outcome = observe(race({ strategy: strategy({ judge: (arm) => (arm.index === 0 ? "next" : "wait") }) }));
     await clock.tickAsync(30);
     assert.deepEqual(
       transport.received.map((record) => record.receivedAt),
-      [0, 10, 20],
+      [0, 10],
+      "the primary's transient result brought one hedge forward; its failure launched nothing more",
     );
     const state = outcome.state();
     assert.ok(state.done && "value" in state && state.value.kind === "decided");
@@ -538,13 +539,14 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
     assert.equal(state.value.fallback, true);
     assert.deepEqual(
       describedArms(state.value).map((arm) => arm.reason),
-      ["primary", "regionalFailure", "regionalFailure"],
+      ["primary", "regionalFailure"],
     );
   });
 
-  it("an arm whose preparation throws settles with that error, which launches the next arm", async () => {
+  it("a hedge whose preparation throws settles with that error, which launches the next arm; the primary is never prepared", async () => {
     const failure = new Error("signing failed");
-    transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+    transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+    transport.script(northEurope.endpoint, { status: 200, delayMs: 10 });
     const prepared: string[] = [];
     const outcome = observe(
       race({
@@ -555,15 +557,16 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
         },
       }),
     );
-    await clock.tickAsync(10);
-    assert.deepEqual(prepared, ["acct-eastus.documents.azure.com", "acct-westus.documents.azure.com"]);
-    assert.equal(transport.received.length, 1, "the arm whose preparation failed was never sent");
+    await clock.tickAsync(threshold + 10);
+    assert.deepEqual(prepared, ["acct-westus.documents.azure.com", "acct-northeurope.documents.azure.com"]);
+    assert.equal(transport.received.length, 2, "the arm whose preparation failed was never sent");
     const state = outcome.state();
     assert.ok(state.done && "value" in state && state.value.kind === "decided");
     assert.deepEqual(
       describedArms(state.value).map((arm) => [arm.reason, arm.error?.message, arm.outcome]),
       [
-        ["primary", "signing failed", "lost"],
+        ["primary", undefined, "aborted"],
+        ["threshold", "signing failed", "lost"],
         ["regionalFailure", undefined, "returned"],
       ],
     );

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describeArm } from "../../src/hedging/diagnosticsRecord.js";
 import type { HedgeArmDiagnostics } from "../../src/hedging/diagnostics.js";
-import { runRace } from "../../src/hedging/race.js";
+import { runRace } from "../../src/race/hedgingRace.js";
 import type { RaceOutcome, RaceStrategy, Verdict } from "../../src/hedging/race.js";
 import { eastUs, northEurope, observe, pointRead, westUs } from "../support/hedgingFixtures.js";
 import { useRaceHarness } from "../support/raceHarness.js";
@@ -28,14 +28,15 @@ describe("race engine at its edges", () => {
     return observe(
       runRace({
         request: pointRead(eastUs, harness.leaks.controller().signal),
-        targets: [eastUs, westUs, northEurope],
+        primaryRegion: eastUs,
+        hedges: () => [westUs, northEurope],
         send: harness.transport.next,
         strategy: raceStrategy,
       }),
     );
   }
 
-  it("returns the primary's outcome when its arm waits and the budget then refuses the hedge that would follow", async () => {
+  it("returns the primary's outcome when its arm waits, without asking the budget for a hedge (nothing launches once nothing is in flight)", async () => {
     harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10 });
     const outcome = race(strategy({ judge: () => "wait", admit: () => false }));
     await harness.clock.tickAsync(10);
@@ -43,7 +44,7 @@ describe("race engine at its edges", () => {
     assert.ok(state.done && "value" in state, "the race ended as soon as nothing was left in flight");
     assert.equal(state.value.kind, "decided");
     assert.ok(state.value.kind === "decided" && state.value.returnedIndex === 0 && state.value.fallback);
-    assert.equal(state.value.hedgeRefused, true);
+    assert.equal(state.value.hedgeRefused, false);
     assert.equal(harness.transport.received.length, 1);
   });
 

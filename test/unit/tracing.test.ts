@@ -57,15 +57,23 @@ describe("tracing", () => {
     assert.deepEqual(packageInfo, { name: manifest.name, version: manifest.version });
   });
 
-  it("traces a hedged read: a race span under the caller's span, a child span per arm, an HTTP span under each arm", async () => {
+  it("traces a hedged read from its hedge on: a race span under the request's context, a child span per arm, an HTTP span under each hedge", async () => {
     harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 5000, requestCharge: 1 });
     harness.transport.script(westUs.endpoint, { status: 200, delayMs: 20, requestCharge: 1.5 });
-    const pending = observe(recording.inSpan("GET /orders/42", () => hedgingClient().sendRequest(signedPointRead())));
-    await harness.clock.tickAsync(200);
-    const { span: caller } = await pending.result();
+    // The operation span of a Cosmos DB client, whose namespace the race span inherits.
+    const operation = createTracingClient({ namespace: "Microsoft.DocumentDB", packageName: "test-service-client" }).startSpan("ServiceClient.getItem", {});
+    const request = signedPointRead();
+    request.tracingOptions = operation.updatedOptions.tracingOptions;
+    const pending = observe(hedgingClient().sendRequest(request));
+    await harness.clock.tickAsync(99);
+    assert.deepEqual(ours(), [], "a read that has not hedged (yet) is not traced: the span starts when the hedge is due");
+    await harness.clock.tickAsync(101);
+    await pending.result();
+    operation.span.end();
+    const caller = only(recording.spans.filter((span) => span.name === "ServiceClient.getItem"), "operation span");
 
     const race = only(ours().filter((span) => span.name === "hedge pointRead"), "race span");
-    assert.equal(race.parent, caller, "the race span is a child of the caller's active span");
+    assert.equal(race.parent, caller, "the race span is a child of the request's tracing context");
     assert.equal(race.kind, "internal");
     assert.deepEqual(race.attributes, {
       "az.namespace": "Microsoft.DocumentDB",
@@ -108,11 +116,27 @@ describe("tracing", () => {
     const http = recording.spans.filter((span) => span.packageName === "@azure/core-rest-pipeline");
     assert.deepEqual(
       http.map((span) => [span.name, span.parent]),
+      [["HTTP GET", hedge]],
+      "core-rest-pipeline's tracingPolicy runs below the race for each hedge; the primary is the caller's request, sent before the race had a span",
+    );
+  });
+
+  it("starts the race span under the caller's active span when a transient primary brings the hedge forward", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10 });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 20 });
+    const pending = observe(recording.inSpan("GET /orders/42", () => hedgingClient().sendRequest(signedPointRead())));
+    await harness.clock.tickAsync(30);
+    const { span: caller } = await pending.result();
+    const race = only(ours().filter((span) => span.name === "hedge pointRead"), "race span");
+    assert.equal(race.parent, caller, "the race span is a child of the caller's active span");
+    assert.equal(race.attributes["cosmos.hedging.terminal_state"], "hedgeWon");
+    const arms = ours().filter((span) => span.name === "hedge pointRead arm");
+    assert.deepEqual(
+      arms.map((arm) => [arm.attributes["cosmos.hedging.arm.reason"], arm.attributes["cosmos.hedging.arm.status_code"], arm.ended]),
       [
-        ["HTTP GET", primary],
-        ["HTTP GET", hedge],
+        ["primary", 503, true],
+        ["transientResult", 200, true],
       ],
-      "core-rest-pipeline's tracingPolicy runs below the race, one HTTP span per arm",
     );
   });
 
@@ -132,14 +156,16 @@ describe("tracing", () => {
   it("starts the race span under the request's own tracing context when a core-client caller sets one", async () => {
     const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs] } });
     const pipeline = createEmptyPipeline();
-    pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: 100 }));
-    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 10 });
+    pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: 100, drainLosers: false }));
+    // The primary answers after the threshold: only a read that hedges is traced.
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 150 });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10_000 });
     const operation = createTracingClient({ namespace: "Microsoft.Test", packageName: "test-service-client" }).startSpan("ServiceClient.getItem", {});
     const request = pointRead(eastUs);
     request.tracingOptions = operation.updatedOptions.tracingOptions;
     // Some other span is active: the request's own context still wins, as it does for core-rest-pipeline's spans.
     const pending = observe(recording.inSpan("unrelated", () => pipeline.sendRequest(harness.transport, request)));
-    await harness.clock.tickAsync(10);
+    await harness.clock.tickAsync(150);
     await pending.result();
     operation.span.end();
     const operationSpan = only(recording.spans.filter((span) => span.name === "ServiceClient.getItem"), "operation span");

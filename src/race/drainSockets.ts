@@ -1,0 +1,97 @@
+import type { Agent } from "node:http";
+import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { CosmosHeaders } from "../cosmos/headers.js";
+import { reachesCoreTransport } from "../hedging/armAbort.js";
+
+/** What a drain may do to the connection of a request it cannot abort through a signal. */
+export interface DrainedConnection {
+  /** Stops the connection from keeping the process alive while it drains. */
+  release(): void;
+  /** Closes the connection: the request fails, its socket leaves the pool. */
+  destroy(): void;
+}
+
+/** The parts of a Node.js `ClientRequest` and socket that a drain reads and uses. */
+interface ClientRequestLike {
+  readonly method?: string;
+  readonly path?: string;
+  getHeader?(name: string): unknown;
+  destroy?(): void;
+}
+interface SocketLike {
+  readonly _httpMessage?: ClientRequestLike | null;
+  unref?(): void;
+}
+
+/**
+ * Whether a request's connection agent bounds its sockets
+ * (`maxSockets` or `maxTotalSockets`, both unbounded by default). A loser
+ * left to drain there holds a socket a waiting request of the same client
+ * needs, so such a race aborts its losers instead (see {@link HedgingRace}).
+ */
+export function boundsSockets(request: PipelineRequest): boolean {
+  const agent = request.agent as { maxSockets?: unknown; maxTotalSockets?: unknown } | undefined;
+  if (agent === undefined || agent === null) return false;
+  return isBound(agent.maxSockets) || isBound(agent.maxTotalSockets);
+}
+
+/**
+ * Whether a race may send the caller's request as its primary without a
+ * signal of its own, leaving it to drain when it loses: only where the
+ * drain can manage its connection. That is a request going straight to
+ * core-rest-pipeline's Node.js transport (which connects through the
+ * request's `agent`, as `@azure/cosmos` always sets it), on an agent that
+ * does not bound its sockets. Anywhere else the primary is sent eagerly.
+ */
+export function primaryMayDrain(request: PipelineRequest): boolean {
+  const agent = request.agent as { sockets?: unknown } | undefined;
+  return reachesCoreTransport(request) && typeof agent?.sockets === "object" && agent.sockets !== null && !boundsSockets(request);
+}
+
+function isBound(value: unknown): boolean {
+  return typeof value === "number" && Number.isFinite(value);
+}
+
+/**
+ * The connection of a request in flight on its agent, found when a drain
+ * starts (a rare moment: a hedge fired and the race was decided), so that a
+ * read that never drains pays nothing for it. The agent's active sockets
+ * each name the `ClientRequest` they carry (`_httpMessage`, the agent's own
+ * link); the request is the one with the arm's method, path, host and
+ * signature. When more than one request matches (concurrent copies of the
+ * same read to the same region within the signature's second) none is
+ * returned: releasing another caller's connection could let the process
+ * exit under a request that caller awaits.
+ */
+export function drainedConnectionOf(request: PipelineRequest): DrainedConnection | undefined {
+  const agent = request.agent as (Agent & { sockets?: Record<string, SocketLike[] | undefined> }) | undefined;
+  if (agent === undefined || agent === null || typeof agent.sockets !== "object" || agent.sockets === null) return undefined;
+  let url: URL;
+  try {
+    url = new URL(request.url);
+  } catch {
+    return undefined;
+  }
+  const path = url.pathname + url.search;
+  const authorization = request.headers.get(CosmosHeaders.authorization);
+  const date = request.headers.get(CosmosHeaders.date);
+  let found: SocketLike | undefined;
+  for (const sockets of Object.values(agent.sockets)) {
+    for (const socket of sockets ?? []) {
+      const message = socket._httpMessage;
+      if (message === undefined || message === null || typeof message.getHeader !== "function") continue;
+      if (message.method !== request.method || message.path !== path) continue;
+      if (String(message.getHeader("host") ?? "") !== url.host) continue;
+      if (message.getHeader(CosmosHeaders.authorization) !== authorization || message.getHeader(CosmosHeaders.date) !== date) continue;
+      if (found !== undefined) return undefined;
+      found = socket;
+    }
+  }
+  if (found === undefined) return undefined;
+  const socket = found;
+  return {
+    // The agent refs a pooled socket again when it hands it to the next request.
+    release: () => socket.unref?.(),
+    destroy: () => socket._httpMessage?.destroy?.(),
+  };
+}

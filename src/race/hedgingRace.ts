@@ -1,0 +1,544 @@
+import type { AbortSignalLike } from "@azure/abort-controller";
+import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
+import type { RegionEndpoint } from "../caches/regionCache.js";
+import type { ArmResult } from "../cosmos/statusTables.js";
+import type { ArmAbort } from "../hedging/armAbort.js";
+import { armAbortFor } from "../hedging/armAbort.js";
+import { cloneRequestFor } from "../hedging/cloneRequest.js";
+import type { HedgeArmReason, HedgeDrainEnd, HedgeSkipReason } from "../hedging/diagnostics.js";
+import { loserDrainDefaults } from "../hedging/loserDrain.js";
+import type { RaceArm, RaceInput, RaceOutcome } from "../hedging/race.js";
+import type { DrainedConnection } from "./drainSockets.js";
+import { drainedConnectionOf } from "./drainSockets.js";
+
+/** A loser running on after its race was decided. */
+interface Drain {
+  readonly decidedAt: number;
+  readonly timer: ReturnType<typeof setTimeout>;
+  readonly done: (arm: RaceArm) => void;
+  /** Whether it holds a slot of the policy's drains (a primary that cannot be aborted drains without one when none is free). */
+  readonly slot: boolean;
+  /** The arm's connection, for a primary the race cannot abort through a signal. */
+  readonly connection: DrainedConnection | undefined;
+  end?: HedgeDrainEnd;
+  endedAt?: number;
+  result?: ArmResult;
+}
+
+interface ArmState {
+  readonly index: number;
+  readonly region: RegionEndpoint;
+  readonly reason: HedgeArmReason;
+  /** Cancels the arm; unset for a primary sent with the caller's own signal, which the race cannot fire. */
+  readonly controller: ArmAbort | undefined;
+  /** The request this arm sends: the caller's for the primary, a copy for each hedge. */
+  readonly request: PipelineRequest;
+  readonly startedAt: number;
+  /** Whether the request has been handed to `send` (a hedge still being prepared has not). */
+  sent?: boolean;
+  /** Whether a transient result of another arm launched it. */
+  early?: boolean;
+  endedAt?: number;
+  result?: ArmResult;
+  aborted?: boolean;
+  drain?: Drain;
+}
+
+const noDrains: readonly Promise<RaceArm>[] = Object.freeze([]);
+
+/**
+ * Reads and discards the streamed body of a response that nobody will read,
+ * so that its connection can go back to the pool; a body longer than
+ * `maxBytes` is destroyed instead, which closes its connection. Bodies the
+ * transport has already read (`bodyAsText`) need nothing.
+ * @returns whether the body was read to its end (or there was none to read).
+ */
+export function discardStreamBody(response: PipelineResponse | undefined, maxBytes: number): Promise<boolean> {
+  if (response?.browserStreamBody !== undefined) {
+    return response.browserStreamBody.cancel().then(
+      () => false,
+      () => false,
+    );
+  }
+  const body = response?.readableStreamBody as (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
+  if (body === undefined) return Promise.resolve(true);
+  return new Promise<boolean>((resolve) => {
+    let bytes = 0;
+    const finish = (complete: boolean): void => {
+      body.removeListener("data", onData);
+      body.removeListener("end", onEnd);
+      body.removeListener("close", onClose);
+      body.removeListener("error", onClose);
+      resolve(complete);
+    };
+    const onData = (chunk: string | Buffer): void => {
+      bytes += chunk.length;
+      if (bytes <= maxBytes) return;
+      finish(false);
+      body.destroy?.();
+    };
+    const onEnd = (): void => finish(true);
+    const onClose = (): void => finish(false);
+    body.on("data", onData);
+    body.on("end", onEnd);
+    body.on("close", onClose);
+    // Listening for errors also keeps a stream destroyed by an abort from throwing.
+    body.on("error", onClose);
+    body.resume();
+  });
+}
+
+/** The timer callback of the first hedge: a module function with the race as its argument, so that no closure is made per request. */
+function thresholdPassed(race: HedgingRace): void {
+  race.thresholdPassed();
+}
+
+/**
+ * One request's race across regions, built lazily: until a hedge is due,
+ * it is the caller's request in flight, one timer and this object.
+ *
+ * Lifecycle, each step a method:
+ * - {@link HedgingRace.run}: the caller's request goes out as the primary,
+ *   as it is, and the threshold timer starts. Nothing listens to the
+ *   caller's signal: aborting it aborts the primary by itself.
+ * - {@link HedgingRace.thresholdPassed}, or the primary settling with a
+ *   `next` verdict: {@link HedgingRace.beginHedging} asks for the plan (the
+ *   hedges' regions), starts listening to the caller's signal and launches
+ *   the first hedge, a copy of the request.
+ * - {@link HedgingRace.launch}: each further hedge goes
+ *   `strategy.delayBefore(i)` after the previous one, or at once when a
+ *   transient result brings it forward; at most one brought-forward hedge is
+ *   in flight at a time, so a total outage never fans out to every region.
+ * - {@link HedgingRace.settle}: the first `win` verdict decides the race;
+ *   when every arm launched so far has settled without a winner, the
+ *   primary's outcome is returned (no further hedge is launched for it), so
+ *   that the caller's own retry moves on.
+ * - {@link HedgingRace.decide} and {@link HedgingRace.end}: no more hedges;
+ *   each loser drains (see `drain`) or is aborted. A primary sent without
+ *   `eager` has no signal of the race's, so it drains whatever `drain`
+ *   says; its connection is released from keeping the process alive, and
+ *   destroyed past the drain's bounds.
+ *
+ * The caller's abort signal aborts every arm, drained ones included, for
+ * as long as any runs. The returned promise rejects only when a strategy
+ * itself throws: an arm's failure is a result, and a loser that settles
+ * after the race is decided reaches nobody but its drain record, so no
+ * rejection goes unhandled. When the race and its drains have ended no
+ * timer or listener of them remains.
+ */
+export class HedgingRace {
+  private readonly startedAt = performance.now();
+  private readonly callerSignal: AbortSignalLike | undefined;
+  private resolve!: (outcome: RaceOutcome) => void;
+  private reject!: (error: unknown) => void;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** The primary's abort, with `eager` only. */
+  private primaryController: ArmAbort | undefined;
+  /** The primary's result while the race has no arms yet. */
+  private primaryResult: ArmResult | undefined;
+  private primaryEndedAt: number | undefined;
+  /** Every arm, the primary first; unset until a hedge is due. */
+  private arms: ArmState[] | undefined;
+  private targets: readonly RegionEndpoint[] | undefined;
+  private skipReason: HedgeSkipReason | undefined;
+  private listening = false;
+  private decided = false;
+  private hedgeRefused = false;
+  /** The first arm held back by a `hold` verdict, while the primary was in flight. */
+  private held: number | undefined;
+  private draining = 0;
+
+  constructor(private readonly input: RaceInput) {
+    this.callerSignal = input.request.abortSignal;
+  }
+
+  /** Sends the primary and starts the threshold timer. @returns how the race ended. */
+  run(): Promise<RaceOutcome> {
+    return new Promise<RaceOutcome>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+      const { request } = this.input;
+      if (this.callerSignal?.aborted === true) {
+        this.decided = true;
+        resolve({ kind: "aborted", startedAt: this.startedAt, arms: [], hedgeRefused: false });
+        return;
+      }
+      if (this.input.eager ?? this.input.drain === undefined) {
+        this.primaryController = armAbortFor(request);
+        request.abortSignal = this.primaryController.signal;
+        this.listen();
+      }
+      this.sendPrimary();
+      this.timer = setTimeout(thresholdPassed, this.input.strategy.delayBefore(1), this);
+    });
+  }
+
+  /** The threshold passed with the primary in flight: the first hedge is due. Called by the race's own timer. */
+  thresholdPassed(): void {
+    this.timer = undefined;
+    this.guard(() => this.beginHedging("threshold"));
+  }
+
+  private sendPrimary(): void {
+    const { request, primaryRegion } = this.input;
+    this.input.send(request, 0, primaryRegion, "primary").then(
+      (response) => {
+        this.input.onResponse?.(primaryRegion.name, response);
+        this.primarySettled({ response });
+      },
+      (error: unknown) => this.primarySettled({ error }),
+    );
+  }
+
+  private primarySettled(result: ArmResult): void {
+    const primary = this.arms?.[0];
+    if (primary !== undefined) {
+      this.guard(() => this.settle(primary, result));
+      return;
+    }
+    if (this.decided) return;
+    this.primaryResult = result;
+    this.primaryEndedAt = performance.now();
+    this.guard(() => {
+      this.cancelTimer();
+      if (this.callerSignal?.aborted === true) {
+        this.abortAlone();
+        return;
+      }
+      const verdict = this.input.strategy.judge({ index: 0, region: this.input.primaryRegion, result });
+      // A transient primary brings the first hedge forward, unless the plan already found none.
+      if (verdict === "next" && this.skipReason === undefined) this.beginHedging(this.input.strategy.earlyLaunchReason);
+      else this.decideAlone(verdict !== "win");
+    });
+  }
+
+  /** A hedge is due: plans the hedges, arms the race, launches the first one. */
+  private beginHedging(reason: HedgeArmReason): void {
+    if (this.decided) return;
+    const hedges = this.input.hedges();
+    if (typeof hedges === "string") {
+      this.skipReason = hedges;
+      if (this.primaryResult !== undefined) this.decideAlone(true);
+      return;
+    }
+    const { request, primaryRegion } = this.input;
+    this.targets = [primaryRegion, ...hedges];
+    const primary: ArmState = {
+      index: 0,
+      region: primaryRegion,
+      reason: "primary",
+      controller: this.primaryController,
+      request,
+      startedAt: this.startedAt,
+      sent: true,
+    };
+    if (this.primaryResult !== undefined) {
+      primary.result = this.primaryResult;
+      if (this.primaryEndedAt !== undefined) primary.endedAt = this.primaryEndedAt;
+    }
+    this.arms = [primary];
+    this.listen();
+    if (this.launch(reason)) return;
+    // The budget refused the first hedge: the primary's own settlement decides, as it would have alone.
+    if (primary.result !== undefined) this.settleAlone(primary);
+  }
+
+  /** A primary that settled before the first hedge could go out, and now has nothing to race. */
+  private settleAlone(primary: ArmState): void {
+    const result = primary.result;
+    if (result === undefined) return;
+    const verdict = this.input.strategy.judge({ index: 0, region: primary.region, result });
+    this.decide(0, verdict !== "win");
+  }
+
+  private listen(): void {
+    if (this.listening || this.callerSignal === undefined) return;
+    this.listening = true;
+    this.callerSignal.addEventListener("abort", this.onCallerAbort);
+  }
+
+  private stopListening(): void {
+    if (!this.listening) return;
+    this.listening = false;
+    this.callerSignal?.removeEventListener("abort", this.onCallerAbort);
+  }
+
+  private readonly onCallerAbort = (): void => {
+    const arms = this.arms;
+    if (arms === undefined) {
+      // An eager primary, before any hedge: its signal is the race's, so the race aborts it.
+      this.primaryController?.abort();
+      this.abortAlone();
+      return;
+    }
+    if (this.decided) {
+      for (const arm of arms) this.cutDrain(arm, "callerAborted");
+      return;
+    }
+    this.end(undefined);
+    this.resolve({ kind: "aborted", startedAt: this.startedAt, arms, hedgeRefused: this.hedgeRefused, skipReason: this.skipReason });
+  };
+
+  /** Runs a step; a fault in a strategy ends the race with that error, not an unhandled rejection. */
+  private guard(step: () => void): void {
+    try {
+      step();
+    } catch (error) {
+      if (!this.decided) this.end(undefined);
+      this.reject(error);
+    }
+  }
+
+  private cancelTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private canLaunchMore(): boolean {
+    return !this.hedgeRefused && this.arms !== undefined && this.targets !== undefined && this.arms.length < this.targets.length;
+  }
+
+  private scheduleNext(): void {
+    this.cancelTimer();
+    if (!this.canLaunchMore()) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.guard(() => this.launch("threshold"));
+    }, this.input.strategy.delayBefore(this.arms?.length ?? 1));
+  }
+
+  /** Launches the next hedge, a copy of the request. @returns whether it went out (the strategy may refuse it). */
+  private launch(reason: HedgeArmReason): boolean {
+    const { arms, targets } = this;
+    if (arms === undefined || targets === undefined) return false;
+    const index = arms.length;
+    const region = targets[index];
+    // Once the strategy has refused a hedge, it is not asked again: a budget
+    // freed later must not revive a race that was already cut short.
+    if (this.decided || this.hedgeRefused || region === undefined) return false;
+    const { strategy, request } = this.input;
+    if (strategy.admit !== undefined && !strategy.admit(index)) {
+      this.hedgeRefused = true;
+      this.cancelTimer();
+      return false;
+    }
+    const controller = armAbortFor(request);
+    const copy = cloneRequestFor(request, region, controller.signal);
+    const arm: ArmState = { index, region, reason, controller, request: copy, startedAt: performance.now() };
+    if (reason !== "threshold") arm.early = true;
+    arms.push(arm);
+    void this.sendHedge(arm);
+    this.scheduleNext();
+    return true;
+  }
+
+  private async sendHedge(arm: ArmState): Promise<void> {
+    let result: ArmResult;
+    try {
+      const preparing = this.input.prepare?.(arm.request, arm.index);
+      // A synchronous preparation sends the arm in the same turn; only an asynchronous one is awaited.
+      if (preparing !== undefined) {
+        await preparing;
+        // The race may have ended while the arm was being prepared; an arm
+        // that lost before it was sent must not go out at all.
+        if (arm.aborted) return;
+      }
+      arm.sent = true;
+      const response = await this.input.send(arm.request, arm.index, arm.region, arm.reason);
+      this.input.onResponse?.(arm.region.name, response);
+      result = { response };
+    } catch (error) {
+      result = { error };
+    }
+    this.guard(() => this.settle(arm, result));
+  }
+
+  /** What an arm's settlement means for the race. */
+  private settle(arm: ArmState, result: ArmResult): void {
+    if (arm.drain !== undefined) {
+      this.settleDrain(arm, arm.drain, result);
+      return;
+    }
+    const arms = this.arms;
+    if (this.decided || arm.aborted || arms === undefined) return;
+    arm.result = result;
+    arm.endedAt = performance.now();
+    const { strategy } = this.input;
+    if (arm.index > 0) strategy.release?.(arm.index);
+    const verdict = strategy.judge({ index: arm.index, region: arm.region, result });
+    const primarySettled = arms[0]?.result !== undefined;
+    if (verdict === "win" || (verdict === "hold" && primarySettled)) {
+      this.decide(arm.index, false);
+      return;
+    }
+    if (verdict === "hold") this.held ??= arm.index;
+    // The primary settled without winning: an answer held back for it wins now.
+    if (arm.index === 0 && this.held !== undefined) {
+      this.decide(this.held, false);
+      return;
+    }
+    // A transient result brings the next hedge forward, one at a time: never while another brought forward is out.
+    if (verdict === "next" && !arms.some((other) => other.early === true && other.result === undefined)) {
+      this.launch(strategy.earlyLaunchReason);
+    }
+    if (this.decided || arms.some((other) => other.result === undefined)) return;
+    // Every arm launched so far settled without a winner: the primary's outcome goes back, and the caller's retry moves on.
+    this.decide(0, true);
+  }
+
+  /** The race decided before any hedge went out: the primary is the only arm. */
+  private decideAlone(fallback: boolean): void {
+    const result = this.primaryResult;
+    if (result === undefined) throw new Error("A race was decided on a primary without a result.");
+    const primary: RaceArm = {
+      index: 0,
+      region: this.input.primaryRegion,
+      reason: "primary",
+      startedAt: this.startedAt,
+      endedAt: this.primaryEndedAt,
+      result,
+    };
+    this.decided = true;
+    this.cancelTimer();
+    this.stopListening();
+    this.resolve({
+      kind: "decided",
+      startedAt: this.startedAt,
+      result,
+      returnedIndex: 0,
+      fallback,
+      arms: [primary],
+      hedgeRefused: false,
+      skipReason: this.skipReason,
+      drains: noDrains,
+    });
+  }
+
+  /** The caller aborted before any hedge went out: its signal aborted the primary itself. */
+  private abortAlone(): void {
+    const primary: RaceArm = {
+      index: 0,
+      region: this.input.primaryRegion,
+      reason: "primary",
+      startedAt: this.startedAt,
+      endedAt: this.primaryEndedAt ?? performance.now(),
+      aborted: true,
+    };
+    this.decided = true;
+    this.cancelTimer();
+    this.stopListening();
+    this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: [primary], hedgeRefused: false, skipReason: this.skipReason });
+  }
+
+  /** Decides the race on an arm's result. */
+  private decide(returnedIndex: number, fallback: boolean): void {
+    const arms = this.arms ?? [];
+    const result = arms[returnedIndex]?.result;
+    if (result === undefined) throw new Error("A race was decided on an arm without a result.");
+    const drains = this.end(returnedIndex);
+    this.resolve({
+      kind: "decided",
+      startedAt: this.startedAt,
+      result,
+      returnedIndex,
+      fallback,
+      arms,
+      hedgeRefused: this.hedgeRefused,
+      skipReason: this.skipReason,
+      drains,
+    });
+  }
+
+  /** Ends the race: no more hedges; losers drain or are aborted. @returns the drains started. */
+  private end(returnedIndex: number | undefined): Promise<RaceArm>[] {
+    this.decided = true;
+    this.cancelTimer();
+    const now = performance.now();
+    const drains: Promise<RaceArm>[] = [];
+    const { drain, strategy } = this.input;
+    for (const arm of this.arms ?? []) {
+      if (arm.result !== undefined) {
+        if (arm.index !== returnedIndex) void discardStreamBody(arm.result.response, drain?.settings.maxDrainBytes ?? 0);
+        continue;
+      }
+      if (arm.index > 0) strategy.release?.(arm.index);
+      if (returnedIndex === undefined) {
+        // The caller's abort: a primary with the caller's own signal was aborted by it already.
+        this.abortArm(arm, now);
+      } else if (arm.controller === undefined) {
+        // A primary sent with the caller's signal only: the race cannot abort it, so it drains.
+        drains.push(this.startDrain(arm, now, drain?.tryStart() === true));
+      } else if (drain !== undefined && arm.sent === true && drain.tryStart()) {
+        // A loser not yet sent never goes out: aborting it costs no connection.
+        drains.push(this.startDrain(arm, now, true));
+      } else {
+        this.abortArm(arm, now);
+      }
+    }
+    if (this.draining === 0) this.stopListening();
+    return drains;
+  }
+
+  private abortArm(arm: ArmState, now: number): void {
+    arm.aborted = true;
+    arm.endedAt = now;
+    arm.controller?.abort();
+  }
+
+  private startDrain(arm: ArmState, decidedAt: number, slot: boolean): Promise<RaceArm> {
+    return new Promise<RaceArm>((done) => {
+      this.draining += 1;
+      const { maxDrainMs } = this.input.drain?.settings ?? loserDrainDefaults;
+      const timer = setTimeout(() => this.cutDrain(arm, "timeLimit"), maxDrainMs);
+      // The loser's own request keeps the process alive while it runs; its bound alone must not.
+      (timer as { unref?: () => void }).unref?.();
+      // Nor may the loser itself: a script that got its answer exits without waiting for it.
+      const connection = drainedConnectionOf(arm.request);
+      connection?.release();
+      arm.drain = { decidedAt, timer, done, slot, connection };
+      // Node's transport reads this when the response headers arrive: a loser whose headers are still to come
+      // hands its body over as a stream, which the drain reads within the byte bound. (A progress callback
+      // would count the bytes too, but aborting a request under one throws from the transport's stream.)
+      arm.request.streamResponseStatusCodes = new Set([Number.POSITIVE_INFINITY]);
+    });
+  }
+
+  /** A drained loser's own settlement: its response came; its body is read (within the byte bound) before the drain ends. */
+  private settleDrain(arm: ArmState, active: Drain, result: ArmResult): void {
+    if (active.end !== undefined) return;
+    active.result = result;
+    active.endedAt = performance.now();
+    const maxBytes = this.input.drain?.settings.maxDrainBytes ?? loserDrainDefaults.maxDrainBytes;
+    void discardStreamBody(result.response, maxBytes).then((complete) => {
+      if (complete) this.endDrain(arm, "settled");
+      else this.cutDrain(arm, "byteLimit");
+    });
+  }
+
+  /** Aborts a drained loser that reached a bound; it ends now, whether or not its transport ever settles. */
+  private cutDrain(arm: ArmState, how: HedgeDrainEnd): void {
+    const active = arm.drain;
+    if (active === undefined || active.end !== undefined) return;
+    active.endedAt ??= performance.now();
+    if (arm.controller !== undefined) arm.controller.abort();
+    else if (how !== "callerAborted") active.connection?.destroy();
+    this.endDrain(arm, how);
+  }
+
+  /** Ends a drain: its slot, its timer, its record; the last one to end stops listening to the caller. */
+  private endDrain(arm: ArmState, how: HedgeDrainEnd): void {
+    const active = arm.drain;
+    if (active === undefined || active.end !== undefined) return;
+    active.end = how;
+    clearTimeout(active.timer);
+    if (active.slot) this.input.drain?.end();
+    this.draining -= 1;
+    if (this.draining === 0) this.stopListening();
+    active.done(arm);
+  }
+}
+
+/** Runs one request's race (see {@link HedgingRace}). */
+export function runRace(input: RaceInput): Promise<RaceOutcome> {
+  return new HedgingRace(input).run();
+}
