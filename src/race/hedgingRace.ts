@@ -377,12 +377,18 @@ export class HedgingRace {
       this.decide(this.held, false);
       return;
     }
+    const inFlight = arms.some((other) => other.result === undefined);
+    // Every arm launched so far (a hedge among them) settled without a winner: the primary's outcome goes back, and the
+    // caller's own retry moves on, rather than the race asking every region left at once.
+    if (!inFlight && arms.length > 1) {
+      this.decide(0, true);
+      return;
+    }
     // A transient result brings the next hedge forward, one at a time: never while another brought forward is out.
     if (verdict === "next" && !arms.some((other) => other.early === true && other.result === undefined)) {
       this.launch(strategy.earlyLaunchReason);
     }
     if (this.decided || arms.some((other) => other.result === undefined)) return;
-    // Every arm launched so far settled without a winner: the primary's outcome goes back, and the caller's retry moves on.
     this.decide(0, true);
   }
 

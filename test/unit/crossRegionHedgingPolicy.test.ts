@@ -840,11 +840,12 @@ describe("crossRegionHedgingPolicy", () => {
 
     it("sum the charge of every arm that answered when the primary's outcome is returned", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100 });
-      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10, requestCharge: 1 });
+      // East answers after the threshold; West's 429 brings North Europe forward while East is still out.
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 150, requestCharge: 1 });
       harness.transport.script(westUs.endpoint, { status: 429, delayMs: 10, requestCharge: 2 });
       harness.transport.script(northEurope.endpoint, { status: 410, delayMs: 10, requestCharge: 0.5 });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await harness.clock.tickAsync(30);
+      await harness.clock.tickAsync(150);
       const diagnostics = diagnosticsOf(responseOf(pending));
       assert.equal(diagnostics.totalRequestCharge, 3.5);
       assert.equal(diagnostics.terminalState, "primaryOutcome");
@@ -900,14 +901,15 @@ describe("crossRegionHedgingPolicy", () => {
       });
       const request = pointRead(eastUs, signal());
       request.headers.set("authorization", encoded);
+      // West fails at the threshold and brings North Europe forward; East fails while North is out.
       harness.transport.script(eastUs.endpoint, {
         error: new Error(`401 from gateway; request headers: authorization: type=master&ver=1.0&sig=${secret}`),
-        delayMs: 10,
+        delayMs: 115,
       });
       harness.transport.script(westUs.endpoint, { error: new Error(`rejected ${encoded}`), delayMs: 10 });
       harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 10, headers: { "x-ms-echo": "nothing secret" } });
       const pending = send(pipeline, request);
-      await harness.clock.tickAsync(30);
+      await harness.clock.tickAsync(120);
       const response = responseOf(pending);
       const attachedRecord = diagnosticsOf(response);
       assert.equal(attachedRecord.arms.length, 3, "both failing arms are described");

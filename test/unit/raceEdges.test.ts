@@ -69,11 +69,12 @@ describe("race engine at its edges", () => {
 
   it("keeps at most 300 characters of an arm's error, thrown as an Error or as anything else", async () => {
     const long = `connect ECONNREFUSED ${"x".repeat(1000)}`;
-    harness.transport.script(eastUs.endpoint, { error: new Error(long), delayMs: 5 });
+    // West goes out at the threshold (100 ms); East's error at 103 ms brings North Europe forward; West fails while North is out.
+    harness.transport.script(eastUs.endpoint, { error: new Error(long), delayMs: 103 });
     harness.transport.script(westUs.endpoint, { error: long, delayMs: 5 });
     harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 5 });
     const outcome = race(strategy());
-    await harness.clock.tickAsync(20);
+    await harness.clock.tickAsync(110);
     const state = outcome.state();
     assert.ok(state.done && "value" in state);
     const errors = describedArms(state.value).map((arm) => arm.error);

@@ -1,0 +1,223 @@
+import assert from "node:assert/strict";
+import { createEmptyPipeline } from "@azure/core-rest-pipeline";
+import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
+import { RegionCache } from "../../../src/caches/regionCache.js";
+import type { RegionEndpoint } from "../../../src/caches/regionCache.js";
+import { markForCoreTransport } from "../../../src/hedging/armAbort.js";
+import { getHedgeDiagnostics } from "../../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../../src/hedging/diagnostics.js";
+import { loserDrainDefaults } from "../../../src/hedging/loserDrain.js";
+import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
+import type { CrossRegionHedgingPolicyOptions } from "../../../src/policies/crossRegionHedgingPolicy.js";
+import { eastUs, northEurope, observe, pointRead, westUs } from "../../support/hedgingFixtures.js";
+import { useRaceHarness } from "../../support/raceHarness.js";
+
+const threshold = 100;
+/** Far beyond any threshold: an arm that answers this late is effectively hanging. */
+const slow = 10_000;
+const authorization = "type%3Dmaster%26ver%3D1.0%26sig%3Dprimary";
+
+/** The parts of a Node.js socket a drain touches, recorded. */
+interface FakeSocket {
+  readonly _httpMessage: { method: string; path: string; getHeader(name: string): unknown; destroy(): void };
+  unref(): void;
+  unrefs: number;
+  destroys: number;
+}
+
+/** A socket of an agent carrying the request `request` would become on the wire. */
+function socketFor(request: PipelineRequest): FakeSocket {
+  const url = new URL(request.url);
+  const headers: Record<string, string | undefined> = {
+    host: url.host,
+    authorization: request.headers.get("authorization"),
+    "x-ms-date": request.headers.get("x-ms-date"),
+  };
+  const socket: FakeSocket = {
+    unrefs: 0,
+    destroys: 0,
+    unref: () => {
+      socket.unrefs += 1;
+    },
+    _httpMessage: {
+      method: request.method,
+      path: url.pathname + url.search,
+      getHeader: (name) => headers[name.toLowerCase()],
+      destroy: () => {
+        socket.destroys += 1;
+      },
+    },
+  };
+  return socket;
+}
+
+describe("HedgingRace: the lazy race", () => {
+  const harness = useRaceHarness();
+
+  function hedged(options: CrossRegionHedgingPolicyOptions = {}, readRegions: readonly RegionEndpoint[] = [eastUs, westUs, northEurope]) {
+    const pipeline = createEmptyPipeline();
+    pipeline.addPolicy(crossRegionHedgingPolicy({ regions: new RegionCache({ topology: { readRegions } }), threshold, ...options }));
+    return (request: PipelineRequest) => observe(pipeline.sendRequest(harness.transport, request));
+  }
+
+  /** A signed point read as `@azure/cosmos` hands it to a hedging client over core's own transport: with its agent. */
+  function sdkRead(agent: object = { sockets: {}, maxSockets: Infinity, maxTotalSockets: Infinity }): { request: PipelineRequest; caller: AbortController } {
+    const caller = harness.leaks.controller();
+    const request = pointRead(eastUs, caller.signal);
+    request.headers.set("authorization", authorization);
+    request.headers.set("x-ms-date", "Tue, 01 Dec 2026 20:00:00 GMT");
+    request.agent = agent as PipelineRequest["agent"];
+    markForCoreTransport(request, true);
+    return { request, caller };
+  }
+
+  function diagnosticsOf(pending: { state(): { done: boolean } }): HedgeDiagnostics {
+    const state = pending.state() as { done: boolean; value?: PipelineResponse; error?: unknown };
+    assert.ok(state.done, "the request has settled");
+    const diagnostics = getHedgeDiagnostics(state.value ?? state.error);
+    assert.ok(diagnostics !== undefined, "diagnostics are attached");
+    return diagnostics;
+  }
+
+  it("sends the caller's request itself as the primary, its signal untouched and not listened to, until a hedge is due", async () => {
+    const { request, caller } = sdkRead();
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 50 });
+    const pending = hedged()(request);
+    await harness.clock.tickAsync(10);
+    const [primary] = harness.transport.received;
+    assert.equal(primary?.request, request, "the primary is the caller's request, not a copy");
+    assert.equal(request.abortSignal, caller.signal);
+    assert.equal(request.url, new URL("dbs/db/colls/c/docs/1", eastUs.endpoint).href);
+    assert.equal(harness.leaks.listenerCount(caller.signal), 1, "only the transport listens to the caller's signal before a hedge exists");
+    await harness.clock.tickAsync(40);
+    assert.equal(diagnosticsOf(pending).terminalState, "primaryWon");
+    assert.equal(harness.clock.countTimers(), 0, "the threshold timer is cleared when the read ends");
+    assert.equal(harness.transport.received.length, 1);
+  });
+
+  it("once a hedge exists, the caller's abort cuts every arm at once: the primary through its own signal, the hedges through the race's", async () => {
+    const { request, caller } = sdkRead();
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+    const pending = hedged({ thresholdStep: slow })(request);
+    await harness.clock.tickAsync(threshold + 10);
+    assert.equal(harness.leaks.listenerCount(caller.signal), 2, "the race listens beside the transport once a hedge exists");
+    caller.abort();
+    await harness.clock.tickAsync(0);
+    assert.deepEqual(
+      harness.transport.received.map((record) => [new URL(record.origin).hostname.split(".")[0], record.outcome, record.settledAt]),
+      [
+        ["acct-eastus", "aborted", threshold + 10],
+        ["acct-westus", "aborted", threshold + 10],
+      ],
+    );
+    const state = pending.state();
+    assert.ok(state.done && "error" in state);
+    assert.equal((state.error as Error).name, "AbortError");
+    assert.equal(harness.leaks.listenerCount(caller.signal), 0);
+  });
+
+  it("a primary that loses drains by nature: its connection stops keeping the process alive at once and is destroyed at the drain's bound", async () => {
+    const sockets: { "acct-eastus.documents.azure.com:443:": FakeSocket[] } = { "acct-eastus.documents.azure.com:443:": [] };
+    const { request } = sdkRead({ sockets, maxSockets: Infinity, maxTotalSockets: Infinity });
+    const socket = socketFor(request);
+    sockets["acct-eastus.documents.azure.com:443:"].push(socket);
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+    const pending = hedged()(request);
+    await harness.clock.tickAsync(threshold + 10);
+    const diagnostics = diagnosticsOf(pending);
+    assert.equal(diagnostics.terminalState, "hedgeWon");
+    assert.equal(diagnostics.arms[0]?.outcome, "drained");
+    assert.deepEqual([socket.unrefs, socket.destroys], [1, 0], "released from keeping the process alive when the drain starts");
+    await harness.clock.tickAsync(loserDrainDefaults.maxDrainMs);
+    assert.deepEqual([socket.unrefs, socket.destroys], [1, 1], "destroyed at the drain's time bound");
+    assert.equal(diagnostics.arms[0]?.drainEnd, "timeLimit");
+    // The fake transport answers the destroyed request at its own time; nobody hears of it.
+    await harness.clock.tickAsync(slow);
+  });
+
+  it("with an agent that bounds its sockets, the race is eager: the primary gets the race's signal and a loser is aborted at the decision, not drained", async () => {
+    for (const bound of [{ maxSockets: 1, maxTotalSockets: Infinity }, { maxSockets: Infinity, maxTotalSockets: 2 }]) {
+      const { request, caller } = sdkRead({ sockets: {}, ...bound });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      const pending = hedged()(request);
+      await harness.clock.tickAsync(threshold + 10);
+      const east = harness.transport.receivedBy(eastUs.endpoint).at(-1);
+      assert.notEqual(east?.request.abortSignal, caller.signal, "the primary carries a signal of the race's");
+      assert.equal(east?.outcome, "aborted", "the losing primary gives its socket back at the decision");
+      assert.deepEqual(
+        diagnosticsOf(pending).arms.map((arm) => arm.outcome),
+        ["aborted", "returned"],
+      );
+    }
+  });
+});
+
+describe("HedgingRace: bounded load in an outage (issue 22)", () => {
+  const harness = useRaceHarness();
+
+  function hedged() {
+    const pipeline = createEmptyPipeline();
+    const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs, northEurope] } });
+    pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold, thresholdStep: 50, drainLosers: false, budget: false }));
+    return (request: PipelineRequest) => observe(pipeline.sendRequest(harness.transport, request));
+  }
+
+  it("a transient primary brings one hedge forward; when it is transient too, the primary's outcome returns and no other region is asked", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 5 });
+    harness.transport.script(westUs.endpoint, { status: 503, delayMs: 5 });
+    // North Europe is not scripted: a request to it would fail the test (every region at once is what this forbids).
+    const pending = hedged()(pointRead(eastUs, harness.leaks.controller().signal));
+    await harness.clock.tickAsync(10);
+    const state = pending.state();
+    assert.ok(state.done && "value" in state);
+    assert.equal(state.value.status, 503);
+    const diagnostics = getHedgeDiagnostics(state.value);
+    assert.equal(diagnostics?.terminalState, "primaryOutcome");
+    assert.deepEqual(
+      diagnostics?.arms.map((arm) => [arm.region, arm.reason, arm.status]),
+      [
+        ["East US", "primary", 503],
+        ["West US", "transientResult", 503],
+      ],
+    );
+    assert.equal(harness.transport.received.length, 2);
+  });
+
+  it("brings hedges forward one at a time: a transient result while a brought-forward hedge is out launches nothing more", async () => {
+    // East hangs; West, at the threshold, answers 503, which brings North Europe forward; East's own 503 then comes while North is out.
+    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: threshold + 20 });
+    harness.transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
+    harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 30 });
+    const pending = hedged()(pointRead(eastUs, harness.leaks.controller().signal));
+    await harness.clock.tickAsync(threshold + 40);
+    const state = pending.state();
+    assert.ok(state.done && "value" in state);
+    const diagnostics = getHedgeDiagnostics(state.value);
+    assert.deepEqual(
+      diagnostics?.arms.map((arm) => [arm.region, arm.reason, arm.startOffsetMs, arm.outcome]),
+      [
+        ["East US", "primary", 0, "lost"],
+        ["West US", "threshold", threshold, "lost"],
+        ["North Europe", "transientResult", threshold + 10, "returned"],
+      ],
+    );
+    assert.equal(harness.transport.received.length, 3);
+  });
+
+  it("a hedge that answers transient while the primary is still out brings the next forward, and the primary's outcome returns once every arm has settled", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: threshold + 50 });
+    harness.transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
+    harness.transport.script(northEurope.endpoint, { status: 503, delayMs: 10 });
+    const pending = hedged()(pointRead(eastUs, harness.leaks.controller().signal));
+    await harness.clock.tickAsync(threshold + 50);
+    const state = pending.state();
+    assert.ok(state.done && "value" in state);
+    const diagnostics = getHedgeDiagnostics(state.value);
+    assert.equal(diagnostics?.terminalState, "primaryOutcome");
+    assert.equal(diagnostics?.winningRegion, "East US");
+    assert.equal(harness.transport.received.length, 3, "one request per region, never more: the SDK's own retry moves on from here");
+  });
+});
