@@ -66,7 +66,7 @@ describe("HedgingRace: the lazy race", () => {
     const request = pointRead(eastUs, caller.signal);
     request.headers.set("authorization", authorization);
     request.headers.set("x-ms-date", "Tue, 01 Dec 2026 20:00:00 GMT");
-    request.agent = agent as PipelineRequest["agent"];
+    request.agent = agent as NonNullable<PipelineRequest["agent"]>;
     markForCoreTransport(request, true);
     return { request, caller };
   }
