@@ -6,13 +6,13 @@ import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
-import type { HedgeArmDiagnostics, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
+import type { HedgeArmDiagnostics, HedgeArmReason, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
 import { recordForCollectors } from "./diagnosticsCollector.js";
 import { describeArm, describeDrainedArm } from "./diagnosticsRecord.js";
 import type { LoserDrain } from "./loserDrain.js";
 import type { SkipPlan } from "./planner.js";
-import type { ArmSender, RaceArm, RaceOutcome, RaceStrategy } from "./race.js";
+import type { RaceArm, RaceInput, RaceOutcome, RaceStrategy } from "./race.js";
 import type { RequestHedgingControls } from "./requestControls.js";
 import { logRace } from "./operatorLog.js";
 import { HedgingRace } from "../race/hedgingRace.js";
@@ -229,38 +229,64 @@ export function sendHedged(
   plan: HedgePlan,
   sink: DiagnosticsSink,
 ): Promise<PipelineResponse> {
-  const { signer } = plan;
-  let trace: RaceTrace | undefined;
-  let dropSessionToken = false;
-  const send: ArmSender = (arm, index, region, reason) => (trace === undefined ? next(arm) : trace.sendArm(next, arm, index, region, reason));
-  const race = new HedgingRace({
-    request,
-    primaryRegion: plan.primaryRegion,
-    hedges: () => {
-      const hedges = plan.hedges();
-      if (typeof hedges === "string") return hedges;
-      dropSessionToken = plan.hedgesWithoutSessionToken === true && request.headers.has(CosmosHeaders.sessionToken);
-      trace = startRaceTrace(request, header);
-      trace.openPrimary(plan.primaryRegion);
-      return hedges;
-    },
-    send,
-    strategy: plan.strategy,
-    prepare: (arm) => {
-      if (dropSessionToken) arm.headers.delete(CosmosHeaders.sessionToken);
-      return signer?.(arm);
-    },
-    drain: plan.drain,
-    eager: plan.eager,
-    onResponse: sink.learner?.noteResponse,
-  });
-  return race.run().then(
-    (outcome) => conclude(request, header, outcome, sink, trace, dropSessionToken),
-    (error: unknown) => {
-      trace?.end(undefined, undefined, error);
-      throw error;
-    },
-  );
+  return new HedgingRace(new HedgedRequest(request, next, header, plan, sink)).run();
+}
+
+/**
+ * One hedged request as its race sees it: the race's input, and what turns
+ * its outcome into the caller's answer. One object with methods rather than
+ * a closure per hook, as every request makes one.
+ */
+class HedgedRequest implements RaceInput<PipelineResponse> {
+  readonly primaryRegion: RegionEndpoint;
+  readonly strategy: RaceStrategy;
+  readonly drain: LoserDrain | undefined;
+  readonly eager: boolean | undefined;
+  readonly onResponse: RaceInput["onResponse"];
+  private trace: RaceTrace | undefined;
+  private dropSessionToken = false;
+
+  constructor(
+    readonly request: PipelineRequest,
+    private readonly next: SendRequest,
+    private readonly header: DiagnosticsHeader,
+    private readonly plan: HedgePlan,
+    private readonly sink: DiagnosticsSink,
+  ) {
+    this.primaryRegion = plan.primaryRegion;
+    this.strategy = plan.strategy;
+    this.drain = plan.drain;
+    this.eager = plan.eager;
+    this.onResponse = sink.learner?.noteResponse;
+  }
+
+  send(arm: PipelineRequest, index: number, region: RegionEndpoint, reason: HedgeArmReason): Promise<PipelineResponse> {
+    return this.trace === undefined ? this.next(arm) : this.trace.sendArm(this.next, arm, index, region, reason);
+  }
+
+  /** The first hedge is due: its plan, and the race's span from now on. */
+  hedges(): readonly RegionEndpoint[] | HedgeSkipReason {
+    const hedges = this.plan.hedges();
+    if (typeof hedges === "string") return hedges;
+    const { request } = this;
+    this.dropSessionToken = this.plan.hedgesWithoutSessionToken === true && request.headers.has(CosmosHeaders.sessionToken);
+    this.trace = startRaceTrace(request, this.header);
+    this.trace.openPrimary(this.primaryRegion);
+    return hedges;
+  }
+
+  prepare(arm: PipelineRequest): void | Promise<void> {
+    if (this.dropSessionToken) arm.headers.delete(CosmosHeaders.sessionToken);
+    return this.plan.signer?.(arm);
+  }
+
+  conclude(outcome: RaceOutcome): PipelineResponse {
+    return conclude(this.request, this.header, outcome, this.sink, this.trace, this.dropSessionToken);
+  }
+
+  fail(error: unknown): void {
+    this.trace?.end(undefined, undefined, error);
+  }
 }
 
 /** Turns a race's outcome into the caller's response or error, with its record, log line, span and learning. */

@@ -44,8 +44,12 @@ export interface RaceStrategy {
  */
 export type ArmSender = (request: PipelineRequest, index: number, region: RegionEndpoint, reason: HedgeArmReason) => Promise<PipelineResponse>;
 
-/** Everything a race needs. */
-export interface RaceInput {
+/**
+ * Everything a race needs. With `conclude`, the race's promise settles with
+ * what it makes of the outcome (or rejects with what it throws) instead of
+ * the outcome itself.
+ */
+export interface RaceInput<T = RaceOutcome> {
   /**
    * The caller's request. It goes out as the primary as it is: not copied,
    * re-pointed or re-signed; the hedges are copies of it. Only with
@@ -76,6 +80,10 @@ export interface RaceInput {
   readonly eager?: boolean | undefined;
   /** Told of every arm's response as it arrives, a drained loser's included, with the arm's region. */
   readonly onResponse?: ((region: string, response: PipelineResponse) => void) | undefined;
+  /** Turns the outcome into what the race's promise settles with; unset, it settles with the outcome. */
+  conclude?(outcome: RaceOutcome): T;
+  /** Told when the race fails (a strategy threw), before its promise rejects with that error. */
+  fail?(error: unknown): void;
 }
 
 /**

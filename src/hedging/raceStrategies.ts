@@ -10,14 +10,15 @@ import type { RaceStrategy, SettledArm, Verdict } from "./race.js";
  * result wins, except that a hedge's final error may not beat a primary
  * still in flight, and neither may a hedge's batch or bulk answer that
  * reports a failed operation. The load budget, when there is one, admits
- * each hedge.
+ * each hedge. It keeps no state of a race, so requests with the same
+ * timing share one.
  */
 export class DocumentRaceStrategy implements RaceStrategy {
   readonly earlyLaunchReason = "transientResult";
 
   constructor(
-    private readonly thresholdMs: number,
-    private readonly thresholdStepMs: number,
+    readonly thresholdMs: number,
+    readonly thresholdStepMs: number,
     private readonly budget: LoadBudget | undefined,
     private readonly batch = false,
   ) {}

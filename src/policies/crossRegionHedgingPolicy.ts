@@ -289,6 +289,14 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   const health = new RegionHealth(regions, { routing: settings.routing, adaptive: settings.adaptive, throttling: crossRegionHedgingDefaults });
   const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), health);
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };
+  /** The strategy of the latest timing (a batch's judges its answer apart): nearly every request has the same one, and a strategy keeps no state of a race. */
+  let strategy: DocumentRaceStrategy | undefined;
+  const strategyFor = (thresholdMs: number, thresholdStepMs: number): DocumentRaceStrategy => {
+    if (strategy === undefined || strategy.thresholdMs !== thresholdMs || strategy.thresholdStepMs !== thresholdStepMs) {
+      strategy = new DocumentRaceStrategy(thresholdMs, thresholdStepMs, budget);
+    }
+    return strategy;
+  };
 
   function sendDocumentRequest(
     request: PipelineRequest,
@@ -310,7 +318,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     return sendHedged(request, next, header, {
       primaryRegion: plan.primary,
       hedges: typeof hedges === "function" ? hedges : () => hedges,
-      strategy: new DocumentRaceStrategy(header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget, operation === "batch"),
+      strategy: operation === "batch" ? new DocumentRaceStrategy(header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget, true) : strategyFor(header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0),
       signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.
       drain: drains ? drain : undefined,

@@ -89,7 +89,7 @@ export function discardStreamBody(response: PipelineResponse | undefined, maxByt
 }
 
 /** The timer callback of the first hedge: a module function with the race as its argument, so that no closure is made per request. */
-function thresholdPassed(race: HedgingRace): void {
+function thresholdPassed(race: { thresholdPassed(): void }): void {
   race.thresholdPassed();
 }
 
@@ -126,10 +126,10 @@ function thresholdPassed(race: HedgingRace): void {
  * rejection goes unhandled. When the race and its drains have ended no
  * timer or listener of them remains.
  */
-export class HedgingRace {
+export class HedgingRace<T = RaceOutcome> {
   private readonly startedAt = performance.now();
   private readonly callerSignal: AbortSignalLike | undefined;
-  private resolve!: (outcome: RaceOutcome) => void;
+  private resolveWith!: (value: T) => void;
   private reject!: (error: unknown) => void;
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** The primary's abort, with `eager` only. */
@@ -142,25 +142,26 @@ export class HedgingRace {
   private targets: readonly RegionEndpoint[] | undefined;
   private skipReason: HedgeSkipReason | undefined;
   private listening = false;
+  private abortListener: (() => void) | undefined;
   private decided = false;
   private hedgeRefused = false;
   /** The first arm held back by a `hold` verdict, while the primary was in flight. */
   private held: number | undefined;
   private draining = 0;
 
-  constructor(private readonly input: RaceInput) {
+  constructor(private readonly input: RaceInput<T>) {
     this.callerSignal = input.request.abortSignal;
   }
 
-  /** Sends the primary and starts the threshold timer. @returns how the race ended. */
-  run(): Promise<RaceOutcome> {
-    return new Promise<RaceOutcome>((resolve, reject) => {
-      this.resolve = resolve;
+  /** Sends the primary and starts the threshold timer. @returns how the race ended, or what `conclude` made of it. */
+  run(): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.resolveWith = resolve;
       this.reject = reject;
       const { request } = this.input;
       if (this.callerSignal?.aborted === true) {
         this.decided = true;
-        resolve({ kind: "aborted", startedAt: this.startedAt, arms: [], hedgeRefused: false });
+        this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: [], hedgeRefused: false });
         return;
       }
       if (this.input.eager ?? this.input.drain === undefined) {
@@ -254,16 +255,18 @@ export class HedgingRace {
   private listen(): void {
     if (this.listening || this.callerSignal === undefined) return;
     this.listening = true;
-    this.callerSignal.addEventListener("abort", this.onCallerAbort);
+    // Made here, not with the race: a read that never hedges never listens.
+    this.abortListener ??= () => this.callerAborted();
+    this.callerSignal.addEventListener("abort", this.abortListener);
   }
 
   private stopListening(): void {
-    if (!this.listening) return;
+    if (!this.listening || this.abortListener === undefined) return;
     this.listening = false;
-    this.callerSignal?.removeEventListener("abort", this.onCallerAbort);
+    this.callerSignal?.removeEventListener("abort", this.abortListener);
   }
 
-  private readonly onCallerAbort = (): void => {
+  private callerAborted(): void {
     const arms = this.arms;
     if (arms === undefined) {
       // An eager primary, before any hedge: its signal is the race's, so the race aborts it.
@@ -277,7 +280,21 @@ export class HedgingRace {
     }
     this.end(undefined);
     this.resolve({ kind: "aborted", startedAt: this.startedAt, arms, hedgeRefused: this.hedgeRefused, skipReason: this.skipReason });
-  };
+  }
+
+  /** Settles the race's promise with its outcome, or with what `conclude` makes of it (which may throw: the caller's error). */
+  private resolve(outcome: RaceOutcome): void {
+    const { conclude } = this.input;
+    if (conclude === undefined) {
+      this.resolveWith(outcome as T);
+      return;
+    }
+    try {
+      this.resolveWith(conclude.call(this.input, outcome));
+    } catch (error) {
+      this.reject(error);
+    }
+  }
 
   /** Runs a step; a fault in a strategy ends the race with that error, not an unhandled rejection. */
   private guard(step: () => void): void {
@@ -285,6 +302,7 @@ export class HedgingRace {
       step();
     } catch (error) {
       if (!this.decided) this.end(undefined);
+      this.input.fail?.(error);
       this.reject(error);
     }
   }
@@ -546,5 +564,5 @@ export class HedgingRace {
 
 /** Runs one request's race (see {@link HedgingRace}). */
 export function runRace(input: RaceInput): Promise<RaceOutcome> {
-  return new HedgingRace(input).run();
+  return new HedgingRace<RaceOutcome>(input).run();
 }

@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import http from "node:http";
+import { fileURLToPath } from "node:url";
+import { performance } from "node:perf_hooks";
+import type { CosmosClient } from "@azure/cosmos";
+import { createDefaultHttpClient } from "@azure/core-rest-pipeline";
+import type { HttpClient } from "@azure/core-rest-pipeline";
+import { withHedging } from "../../src/client/withHedging.js";
+import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
+import { useEmulator } from "../support/emulatorFixture.js";
+import { createTestClient } from "../support/cosmos.js";
+
+const items = Array.from({ length: 6 }, (_, i) => ({ id: `item-${i}`, pk: `pk-${i % 3}`, value: i }));
+const preferredLocations = ["West US", "East US", "North Europe"];
+/** A straggler this late is one no drain waits for (the drain's bound is 5 s). */
+const straggler = 10_000;
+
+/** Runs the drain child script; resolves with how long its process lived after `client.dispose()`. */
+function runChild(env: Record<string, unknown>): Promise<{ afterDisposeMs: number; line: { status: number; terminalState: string } }> {
+  const script = fileURLToPath(new URL("../support/drainChild.ts", import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", script], {
+      env: { ...process.env, DRAIN_CHILD: JSON.stringify(env) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      const exitedAt = Date.now();
+      if (code !== 0) {
+        reject(new Error(`the child exited with ${code}: ${err}`));
+        return;
+      }
+      const line = JSON.parse(out.trim().split("\n").at(-1) ?? "{}") as { disposedAt: number; status: number; terminalState: string };
+      resolve({ afterDisposeMs: exitedAt - line.disposedAt, line });
+    });
+  });
+}
+
+describe("a drained loser never costs a later request, nor keeps a process alive (issue 22 item 4)", function () {
+  this.timeout(60_000);
+  const fixture = useEmulator({ items, preferredLocations });
+
+  it("a script that made one hedged read exits as promptly after client.dispose() as with drainLosers: false, a 10 s straggler in the preferred region notwithstanding", async function () {
+    const settings = (drainLosers: boolean) => ({
+      endpoint: fixture.emulator.endpoint,
+      key: fixture.emulator.key,
+      preferredLocations,
+      drainLosers,
+      database: fixture.database,
+      container: fixture.containerId,
+    });
+    fixture.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: straggler });
+    const drained = await runChild(settings(true));
+    const aborted = await runChild(settings(false));
+    for (const run of [drained, aborted]) assert.deepEqual([run.line.status, run.line.terminalState], [200, "hedgeWon"]);
+    assert.ok(drained.afterDisposeMs < 2000, `with the loser drained the process lived ${drained.afterDisposeMs} ms after dispose (drainLosers: false: ${aborted.afterDisposeMs} ms)`);
+    assert.ok(aborted.afterDisposeMs < 2000, `drainLosers: false lived ${aborted.afterDisposeMs} ms after dispose`);
+  });
+
+  describe("with an agent of the user's that bounds its sockets, every 8th preferred-region read 3 s late", function () {
+    const reads = 24;
+    const late = 3000;
+
+    /** 24 point reads one after another; every 8th gets a 3 s delay in West US. @returns their median latency and the requests per read. */
+    async function readThrough(client: CosmosClient): Promise<{ p50: number; requestsPerRead: number }> {
+      const container = client.database(fixture.database).container(fixture.containerId);
+      // The account and container caches, warm before counting.
+      await container.item("item-0", "pk-0").read();
+      fixture.emulator.resetCounters();
+      const latencies: number[] = [];
+      for (let i = 0; i < reads; i++) {
+        if (i % 8 === 0) fixture.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: late, count: 1 });
+        const start = performance.now();
+        const response = await container.item(`item-${i % 6}`, `pk-${i % 3}`).read();
+        latencies.push(performance.now() - start);
+        assert.equal(response.statusCode, 200);
+      }
+      const sorted = [...latencies].sort((a, b) => a - b);
+      return { p50: sorted[Math.floor(sorted.length / 2)] ?? Number.NaN, requestsPerRead: fixture.emulator.count("pointRead") / reads };
+    }
+
+    for (const maxSockets of [1, 2]) {
+      it(`maxSockets: ${maxSockets}: the median and the requests per read are those of drainLosers: false`, async function () {
+        const run = async (hedging: HedgingOptions): Promise<{ p50: number; requestsPerRead: number }> => {
+          const agent = new http.Agent({ keepAlive: true, maxSockets });
+          // @azure/cosmos marks a request to an http endpoint insecure-allowed only with its own agent; the emulator speaks http.
+          const transport = createDefaultHttpClient();
+          const httpClient: HttpClient = { sendRequest: (request) => transport.sendRequest(Object.assign(request, { allowInsecureConnection: true })) };
+          const options = { endpoint: fixture.emulator.endpoint, key: fixture.emulator.key, agent, httpClient, connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations } };
+          const client = createTestClient(fixture.emulator, withHedging(options, hedging));
+          try {
+            return await readThrough(client);
+          } finally {
+            client.dispose();
+            agent.destroy();
+            fixture.emulator.clearFaults();
+          }
+        };
+        const drained = await run({ metadata: false });
+        const aborted = await run({ crossRegion: { drainLosers: false }, metadata: false });
+        // With the loser left holding a socket, the reads behind it each waited out the 500 ms threshold (p50 506 ms before).
+        assert.ok(drained.p50 < 250, `p50 ${drained.p50.toFixed(0)} ms (drainLosers: false: ${aborted.p50.toFixed(0)} ms)`);
+        assert.equal(drained.requestsPerRead, aborted.requestsPerRead, "the requests per read");
+        assert.equal(drained.requestsPerRead, (reads + reads / 8) / reads, "one hedge for each late read, no more");
+      });
+    }
+  });
+});

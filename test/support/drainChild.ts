@@ -1,0 +1,36 @@
+/**
+ * A short script, run in a child process by the drain integration test: one
+ * hedged point read through the real CosmosClient, then `client.dispose()`.
+ * It prints one JSON line when it has disposed, so that the parent can time
+ * how long the process lives on after that. Its settings come in
+ * `DRAIN_CHILD` (JSON: endpoint, key, preferred regions, drainLosers).
+ */
+import { CosmosClient } from "@azure/cosmos";
+import { withHedging } from "../../src/client/withHedging.js";
+import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+
+interface ChildSettings {
+  readonly endpoint: string;
+  readonly key: string;
+  readonly preferredLocations: string[];
+  readonly drainLosers: boolean;
+  readonly database: string;
+  readonly container: string;
+}
+
+const settings = JSON.parse(process.env["DRAIN_CHILD"] ?? "{}") as ChildSettings;
+const client = new CosmosClient(
+  withHedging(
+    {
+      endpoint: settings.endpoint,
+      key: settings.key,
+      connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: settings.preferredLocations },
+    },
+    { crossRegion: { threshold: 100, drainLosers: settings.drainLosers }, metadata: false },
+  ),
+);
+const container = client.database(settings.database).container(settings.container);
+const response = await container.item("item-1", "pk-1").read();
+const record = getHedgeDiagnostics(response.headers);
+client.dispose();
+process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status: response.statusCode, terminalState: record?.terminalState })}\n`);
