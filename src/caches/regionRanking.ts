@@ -3,13 +3,13 @@ import type { RegionCache, RegionEndpoint } from "./regionCache.js";
 import { normalizeRegionName } from "./regionNames.js";
 
 /**
- * How the `crossRegionHedgingPolicy` orders the regions of a read:
- * `"preferred"` keeps the region the request addressed as the primary and
- * hedges in the preferred order; `"demotion"` demotes a region after
+ * How the `crossRegionHedgingPolicy` orders the hedges of a read (the
+ * primary always goes where the SDK sent it): `"preferred"` hedges in the
+ * preferred order; `"demotion"` demotes a region after
  * {@link demotionDefaults}.consecutiveWins straight hedge wins of another
- * region over it, sends reads first to that region and probes the demoted
- * one until it serves well again; `"thompson"` samples a latency posterior
- * per region for every read and orders the primary and the hedges by it.
+ * region over it, hedges first to that region and puts the demoted one last
+ * until it serves well again; `"thompson"` samples a latency posterior per
+ * region for every read and orders the hedges by it.
  */
 export type RegionRouting = "preferred" | "demotion" | "thompson";
 

@@ -103,7 +103,9 @@ export interface CrossRegionHedgingPolicyOptions {
   /**
    * Hedge writes too, on multi-write accounts only. Default `false`: a write
    * is never sent twice unless you opt in knowing that a hedged write can
-   * reach two regions (with 409 or 412 on one of them).
+   * reach two regions (with 409 or 412 on one of them). A hedgeable write
+   * pays up front for an abort signal of the race's on its primary (see
+   * `drainLosers`): its losers are always aborted.
    */
   enableMultiWriteRegionHedge?: boolean;
   /**
@@ -142,11 +144,12 @@ export interface CrossRegionHedgingPolicyOptions {
    */
   hedgesWithoutSessionToken?: boolean;
   /**
-   * How reads choose their primary and hedge order (see {@link RegionRouting}):
-   * `"preferred"`, `"demotion"` or `"thompson"`. Default `"demotion"`, with
-   * a fixed threshold too, so that reads leave a browned-out region once
-   * the budget runs dry; `"preferred"` is the .NET SDK's behaviour. Writes
-   * always keep their region and the preferred order.
+   * How reads order their hedges (see {@link RegionRouting}): `"preferred"`,
+   * `"demotion"` or `"thompson"`. Default `"demotion"`, with a fixed
+   * threshold too, so that a read's hedges go first to the regions that
+   * have been answering; `"preferred"` is the .NET SDK's behaviour. The
+   * primary always goes where the SDK sent it: a ranking orders only the
+   * hedges. Writes keep the preferred order.
    */
   routing?: RegionRouting;
   /**
@@ -158,7 +161,19 @@ export interface CrossRegionHedgingPolicyOptions {
    * `false` aborts them at once, which saves their bandwidth and costs a
    * new connection to their region. Losers of hedged writes are always
    * aborted: one still waiting for its connection would otherwise be sent
-   * after its race was decided.
+   * after its race was decided. So are losers whose connection agent bounds
+   * its sockets (a finite `maxSockets` or `maxTotalSockets`): a drained one
+   * would hold a socket the requests behind it wait for.
+   *
+   * Cost: with draining (over the hedging client's own transport), the
+   * request the SDK built is the primary as it is, and a read that never
+   * hedges costs a timer and a small state object; a losing primary drains
+   * by nature, its connection released from keeping the process alive.
+   * Where losers must be aborted (`false`, hedged writes, bounded agents,
+   * or a transport of your own, on which a drained connection cannot be
+   * managed) the primary needs an abort signal of the race's before it is
+   * sent: every such request pays an `AbortController` and a listener on
+   * the SDK's signal.
    */
   drainLosers?: boolean | LoserDrainOptions;
 }
