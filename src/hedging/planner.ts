@@ -10,8 +10,8 @@ import type { AdaptiveEstimate, AdaptiveThresholdSettings } from "./adaptiveThre
 import { adaptiveThreshold } from "./adaptiveThreshold.js";
 import { isResendableBody } from "./cloneRequest.js";
 import type { HedgePolicyKind, HedgeSkipReason } from "./diagnostics.js";
-import type { DiagnosticsHeader } from "./hedgedSend.js";
-import { diagnosticsHeader } from "./hedgedSend.js";
+import type { DiagnosticsHeader } from "./diagnosticsHeader.js";
+import { diagnosticsHeader } from "./diagnosticsHeader.js";
 import type { RegionHealth } from "./regionHealth.js";
 import type { RequestHedgingControls, RequestHedgingSetting } from "./requestControls.js";
 import { raceTargets } from "./targets.js";

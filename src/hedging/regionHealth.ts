@@ -12,7 +12,7 @@ import { adaptiveThresholdDefaults } from "./adaptiveThreshold.js";
 import { isSuccessResult } from "../cosmos/statusTables.js";
 import { decidedDurationMs, drainedDurationMs, timedOut } from "./armFacts.js";
 import { HedgeDecisions } from "./hedgeDecision.js";
-import type { DiagnosticsHeader, RaceLearner } from "./hedgedSend.js";
+import type { DiagnosticsHeader, RaceLearner } from "./diagnosticsHeader.js";
 import type { LoadBudget } from "./loadBudget.js";
 import type { LoserDrain } from "./loserDrain.js";
 import type { HedgingMetrics } from "./metrics.js";

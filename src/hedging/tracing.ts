@@ -6,7 +6,7 @@ import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
 import { packageInfo } from "../packageInfo.js";
 import type { RegionEndpoint } from "../caches/regionCache.js";
 import type { HedgeArmReason, HedgeDiagnostics } from "./diagnostics.js";
-import type { DiagnosticsHeader } from "./hedgedSend.js";
+import type { DiagnosticsHeader } from "./diagnosticsHeader.js";
 import type { RaceArm } from "./race.js";
 import { redactCredentials } from "./redact.js";
 

@@ -6,7 +6,7 @@ import { RegionCache } from "../../src/caches/regionCache.js";
 import type { RegionEndpoint } from "../../src/caches/regionCache.js";
 import { demotionDefaults } from "../../src/caches/regionRanking.js";
 import type { ArmResult } from "../../src/cosmos/statusTables.js";
-import type { DiagnosticsHeader } from "../../src/hedging/hedgedSend.js";
+import type { DiagnosticsHeader } from "../../src/hedging/diagnosticsHeader.js";
 import type { RaceArm, RaceOutcome } from "../../src/hedging/race.js";
 import { RegionHealth } from "../../src/hedging/regionHealth.js";
 import { crossRegionHedgingDefaults } from "../../src/policies/crossRegionHedgingPolicy.js";
