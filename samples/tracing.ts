@@ -2,8 +2,9 @@
  * Tracing: hedging reports through `@azure/core-tracing`, the way Azure SDK
  * clients do, so OpenTelemetry with `@azure/opentelemetry-instrumentation-azure-sdk`
  * (or the Azure Monitor distro, which registers it for you) records it with
- * no code of yours: a span per race under your own span, a child span per
- * arm, and core-rest-pipeline's HTTP span under each arm. This sample
+ * no code of yours: a span per race that hedged (it starts when the hedge is
+ * due) under your own span, a child span per arm, and core-rest-pipeline's
+ * HTTP span under each hedge (the primary is the SDK's own request). This sample
  * exports the spans to memory and prints the tree of one hedged read.
  *
  * Run: npm run sample -- tracing
@@ -70,7 +71,7 @@ try {
     }
   });
   // The losing arm is left to finish (so that its connection goes back to the pool): its spans end after the read returns.
-  const allEnded = (): boolean => exporter.getFinishedSpans().filter((span) => span.name.startsWith("HTTP ")).length >= 2;
+  const allEnded = (): boolean => exporter.getFinishedSpans().filter((span) => span.name === "hedge pointRead arm").length >= 2;
   for (let waited = 0; !allEnded() && waited < 5000; waited += 50) await sleep(50);
 
   const spans = exporter.getFinishedSpans();

@@ -61,7 +61,7 @@ export interface RacePlan {
   readonly header: DiagnosticsHeader;
   /** Milliseconds between later hedges, when the race may have more than one. */
   readonly thresholdStepMs: number | undefined;
-  /** The hedges, when planning them was needed up front (an adaptive threshold depends on the first). */
+  /** The hedges, when planning them was needed up front (an adaptive threshold depends on the first; exclusions may leave none). */
   readonly hedges?: readonly RegionEndpoint[] | HedgeSkipReason | undefined;
 }
 
@@ -106,9 +106,12 @@ export class HedgePlanner {
     // An account of one region is known at once; which regions exclusions and throttling leave waits for the first hedge.
     const accountRegions = isWrite ? topology?.writeRegions : topology?.readRegions;
     if (accountRegions !== undefined && accountRegions.length < 2) return { kind: "skip", reason: "singleRegion", header };
-    if (timing.kind === "fixed") return { kind: "race", primary: addressed, header, thresholdStepMs: timing.thresholdStepMs };
+    // Exclusions (rare) may leave no region to hedge into: planned now, so that such a request is recorded as skipped.
+    const excluding = (controls.excludedRegions?.length ?? 0) > 0 || this.regions.excludedRegions.length > 0;
+    if (timing.kind === "fixed" && !excluding) return { kind: "race", primary: addressed, header, thresholdStepMs: timing.thresholdStepMs };
     const hedges = this.hedges(request, operation, addressed, controls, header);
     if (typeof hedges === "string") return { kind: "skip", reason: hedges, header };
+    if (timing.kind === "fixed") return { kind: "race", primary: addressed, header, thresholdStepMs: timing.thresholdStepMs, hedges };
     const { health } = this;
     const latencyClass = latencyClassOf(operation);
     const estimate =
