@@ -107,7 +107,10 @@ interface Prediction {
 /**
  * Data-plane race (DESIGN.md section 3): the primary at 0; hedge 1 after the
  * threshold, each later hedge a step after the previous launch; a transient
- * result or transport error launches the next hedge at once; the first final
+ * result or transport error brings the next hedge forward, one at a time (not
+ * while another brought forward is in flight), and once every arm launched
+ * (a hedge among them) has settled without a winner, the primary's outcome
+ * returns without launching more (issue 22 item 5); the first final
  * result wins, except that a hedge's final error (status 400 and up) is held
  * while the primary is in flight and wins only once the primary has settled
  * without a final result; with none, the primary's outcome once every arm
@@ -116,6 +119,8 @@ interface Prediction {
 function modelDataPlane(arms: readonly ArmSpec[], armCount: number, threshold: number, step: number): Prediction {
   const launchedAt: number[] = [0];
   const settled = new Set<number>();
+  /** The hedges a transient result brought forward. */
+  const early = new Set<number>();
   let timerAt: number | undefined = armCount > 1 ? threshold : undefined;
   let ambiguous = false;
   let held: number | undefined;
@@ -148,7 +153,10 @@ function modelDataPlane(arms: readonly ArmSpec[], armCount: number, threshold: n
       continue;
     }
     if (first.arm === 0 && held !== undefined) return { ...base, returned: held, fallback: false };
-    if (launchedAt.length < armCount) {
+    if (settled.size === launchedAt.length && launchedAt.length > 1) return { ...base, returned: 0, fallback: true };
+    const earlyInFlight = [...early].some((arm) => !settled.has(arm));
+    if (launchedAt.length < armCount && !earlyInFlight) {
+      early.add(launchedAt.length);
       launch(now);
       continue;
     }
