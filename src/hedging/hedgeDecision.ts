@@ -22,6 +22,25 @@ export const hedgeDecisionDefaults = {
   refreshMs: 1_000,
 } as const;
 
+/**
+ * How strongly a read still running after `waitedMs` looks like a straggler,
+ * from 0 to 1: 0 up to its primary region's healthy tail (a read there may
+ * just be slowish), rising linearly to 1 at twice the tail, where the
+ * healthy reads have long answered and what still runs is mostly reads that
+ * straggle. Without a known tail (a region whose window is young) it is 1:
+ * nothing tells such a read from a straggler, and it is budgeted as before.
+ * The budget spends its last hedges in this order (see `LoadBudget`).
+ */
+export function stragglerEvidence(waitedMs: number, healthyTailMs: number | undefined): number {
+  if (healthyTailMs === undefined || !(healthyTailMs > 0)) return 1;
+  return Math.min(1, Math.max(0, (waitedMs - healthyTailMs) / healthyTailMs));
+}
+
+/** The wait at which a read reaches straggler evidence `evidence` (0 to 1): the inverse of {@link stragglerEvidence}. */
+export function waitForEvidence(evidence: number, healthyTailMs: number): number {
+  return healthyTailMs * (1 + Math.min(1, Math.max(0, evidence)));
+}
+
 /** Where the benefit rule sends the first hedge of a read, or that it sees no benefit in one. */
 export interface HedgeDelay {
   /** Milliseconds after the primary's launch. */

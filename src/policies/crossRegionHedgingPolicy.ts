@@ -7,6 +7,7 @@ import type { RegionRouting } from "../caches/regionRanking.js";
 import { continuesFeed, documentFeedKinds } from "../cosmos/feedPages.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
+import { latencyClassOf } from "../caches/latencyWindows.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hedging/adaptiveThreshold.js";
 import { isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
@@ -20,6 +21,7 @@ import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
 import { HedgePlanner } from "../hedging/planner.js";
 import { DocumentRaceStrategy } from "../hedging/raceStrategies.js";
+import type { RacePrimary } from "../hedging/raceStrategies.js";
 import { RegionHealth } from "../hedging/regionHealth.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
@@ -263,6 +265,12 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
   };
 }
 
+/** The primary of a race whose straggler evidence the budget can read: a learned read class and a known region. */
+function racePrimary(tails: RegionHealth, region: string | undefined, operation: OperationKind): RacePrimary | undefined {
+  const latencyClass = latencyClassOf(operation);
+  return region === undefined || latencyClass === undefined ? undefined : { tails, region, latencyClass };
+}
+
 /**
  * Hedges Cosmos DB document reads across regions: when the region the SDK
  * chose has not answered within the threshold, the same request goes to the
@@ -310,7 +318,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     const isWrite = documentWriteKinds.has(operation);
     const race = {
       targets: plan.targets,
-      strategy: new DocumentRaceStrategy(plan.header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget),
+      strategy: new DocumentRaceStrategy(plan.header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget, budget && racePrimary(health, plan.header.primaryRegion, operation)),
       signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.
       drain: isWrite ? undefined : drain,
