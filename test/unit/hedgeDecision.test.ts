@@ -226,11 +226,11 @@ describe("the benefit rule through crossRegionHedgingPolicy", () => {
 });
 
 describe("stragglerEvidence", () => {
-  it("is 0 up to the healthy tail, rises linearly to 1 at twice it, and stays there", () => {
+  it("is 0 up to half the healthy tail, rises linearly to 1 at the tail, and stays there", () => {
+    assert.equal(stragglerEvidence(2, 10), 0);
     assert.equal(stragglerEvidence(5, 10), 0);
-    assert.equal(stragglerEvidence(10, 10), 0);
-    assert.equal(stragglerEvidence(15, 10), 0.5);
-    assert.equal(stragglerEvidence(20, 10), 1);
+    assert.equal(stragglerEvidence(7.5, 10), 0.5);
+    assert.equal(stragglerEvidence(10, 10), 1);
     assert.equal(stragglerEvidence(1000, 10), 1);
   });
 
@@ -239,11 +239,11 @@ describe("stragglerEvidence", () => {
     assert.equal(stragglerEvidence(1, 0), 1);
   });
 
-  it("waitForEvidence is its inverse, clamped to the same range", () => {
-    assert.equal(waitForEvidence(0, 10), 10);
-    assert.equal(waitForEvidence(0.5, 10), 15);
-    assert.equal(waitForEvidence(1, 10), 20);
-    assert.equal(waitForEvidence(Number.POSITIVE_INFINITY, 10), 20);
+  it("waitForEvidence is its inverse, clamped to the same range: never past the tail", () => {
+    assert.equal(waitForEvidence(0, 10), 5);
+    assert.equal(waitForEvidence(0.5, 10), 7.5);
+    assert.equal(waitForEvidence(1, 10), 10);
+    assert.equal(waitForEvidence(Number.POSITIVE_INFINITY, 10), 10);
     for (const evidence of [0, 0.25, 0.75, 1]) assert.equal(stragglerEvidence(waitForEvidence(evidence, 8), 8), evidence);
   });
 });

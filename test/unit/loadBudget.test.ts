@@ -313,36 +313,38 @@ describe("LoadBudget", () => {
       // Seven full-evidence hedges more leave 7 of the 13.75 in reserve.
       for (let i = 0; i < 7; i++) assert.equal(target.tryWithdraw(1), true);
       const needed = target.evidenceNeeded();
-      const strategy = new DocumentRaceStrategy(11, 100, target, primary);
+      // A fixed threshold of 5 ms, half the tail: no evidence yet when it passes.
+      const strategy = new DocumentRaceStrategy(5, 100, target, primary);
       const delay = strategy.delayBefore(1);
-      // Tail 10 ms, twice the tail is full evidence: the wait is 10 * (1 + needed), in whole milliseconds as timers fire.
-      assert.equal(delay, Math.ceil(10 * (1 + needed)), `${delay} for ${needed}`);
-      assert.ok(delay > 11 && delay <= 20, String(delay));
-      await clock.tickAsync(11);
-      assert.equal(new DocumentRaceStrategy(11, 100, target, primary, performance.now() - 11).admit(), false, "a read that barely passed its threshold is refused");
-      await clock.tickAsync(Math.ceil(delay) - 11);
+      // Tail 10 ms, full evidence at the tail: the wait is 10 * (1 + needed) / 2, in whole milliseconds as timers fire.
+      assert.equal(delay, Math.ceil((10 * (1 + needed)) / 2), `${delay} for ${needed}`);
+      assert.ok(delay > 5 && delay <= 10, String(delay));
+      await clock.tickAsync(5);
+      assert.equal(new DocumentRaceStrategy(5, 100, target, primary, performance.now() - 5).admit(), false, "a read that barely passed its threshold is refused");
+      await clock.tickAsync(delay - 5);
       assert.equal(strategy.admit(), true, "the same read, once it has waited as long as asked, gets the hedge");
     });
 
     it("a burst of slowish reads cannot starve the stragglers that follow", async () => {
       const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
       for (let i = 0; i < 300; i++) target.deposit();
-      // 60 reads whose threshold passes at 11 ms and that are hedged there, as a fixed threshold just past the tail would.
+      // 60 reads whose threshold passes at 5 ms, half the tail, and that are hedged there, as a fixed threshold below the tail would.
       let slowish = 0;
       for (let i = 0; i < 60; i++) {
-        const strategy = new DocumentRaceStrategy(11, 100, target, primary);
+        const strategy = new DocumentRaceStrategy(5, 100, target, primary);
         await clock.tickAsync(strategy.delayBefore(1));
-        // A slowish read answers within 20 ms: one whose hedge waits longer never asks.
-        if (strategy.delayBefore(1) <= 11 && strategy.admit()) {
+        // A slowish read answers before the tail: one whose hedge waits longer never asks.
+        if (strategy.delayBefore(1) <= 5 && strategy.admit()) {
           target.release();
           slowish += 1;
         }
       }
       assert.ok(slowish <= 55 - 13, `the burst leaves the reserve: ${slowish}`);
-      // Then ten stragglers, which outlast twice the tail: every one is hedged.
+      // Then ten stragglers, which outlast the tail: every one is hedged, by the tail at the latest.
       let stragglers = 0;
       for (let i = 0; i < 10; i++) {
-        const strategy = new DocumentRaceStrategy(11, 100, target, primary);
+        const strategy = new DocumentRaceStrategy(5, 100, target, primary);
+        assert.ok(strategy.delayBefore(1) <= 10);
         await clock.tickAsync(strategy.delayBefore(1));
         if (strategy.admit()) {
           target.release();
@@ -354,10 +356,10 @@ describe("LoadBudget", () => {
 
     it("without a known tail the read counts as a likely straggler and is budgeted as before", () => {
       const target = shortBudget();
-      const unknown = new DocumentRaceStrategy(11, 100, target, { tails: { healthyTailMs: () => undefined }, region, latencyClass: "pointRead" });
-      assert.equal(unknown.delayBefore(1), 11);
+      const unknown = new DocumentRaceStrategy(5, 100, target, { tails: { healthyTailMs: () => undefined }, region, latencyClass: "pointRead" });
+      assert.equal(unknown.delayBefore(1), 5);
       assert.equal(unknown.admit(), true);
-      assert.equal(new DocumentRaceStrategy(11, 100, target).admit(), true, "nor without a primary");
+      assert.equal(new DocumentRaceStrategy(5, 100, target).admit(), true, "nor without a primary");
     });
   });
 
