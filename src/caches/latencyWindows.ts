@@ -31,16 +31,17 @@ export function latencyClassOf(operation: OperationKind): LatencyClass | undefin
 /** The shape of a {@link LatencyWindows} when none is given. */
 export const latencyWindowDefaults = {
   /** Milliseconds each bucket covers. */
-  bucketMs: 2_000,
-  /** Buckets per window: the window covers the last 28 to 30 seconds. */
-  buckets: 15,
+  bucketMs: 5_000,
+  /** Buckets per window: the window covers the last 25 to 30 seconds. */
+  buckets: 6,
   /**
    * The newest buckets the survival (the benefit rule's view) is read from:
-   * the last 8 to 10 seconds, so that the delay follows what the region does
+   * the last 5 to 10 seconds, so that the delay follows what the region does
    * now and a slow start (a cold client's first reads) is forgotten within
-   * seconds, not the half minute the baseline keeps.
+   * seconds, not the half minute the baseline keeps. Six buckets of five
+   * seconds cost twice the sketches of the three of ten they replace.
    */
-  survivalBuckets: 5,
+  survivalBuckets: 2,
   /**
    * Milliseconds a merged view of a window is reused before it is merged
    * again; a view is merged sooner while the window is young (under a
@@ -59,11 +60,11 @@ export const latencyWindowDefaults = {
 
 /** Options of a {@link LatencyWindows}. */
 export interface LatencyWindowsOptions {
-  /** Milliseconds each bucket covers. Default 2000. */
+  /** Milliseconds each bucket covers. Default 5000. */
   bucketMs?: number;
-  /** Buckets per window. Default 15. */
+  /** Buckets per window. Default 6. */
   buckets?: number;
-  /** The newest buckets the survival is read from; at most `buckets`. Default 5. */
+  /** The newest buckets the survival is read from; at most `buckets`. Default 2. */
   survivalBuckets?: number;
   /** Milliseconds a merged view of a window is reused. Default 1000. */
   refreshMs?: number;

@@ -96,7 +96,7 @@ describe("LatencyWindows", () => {
     assert.deepEqual(windows.summary("East US"), { samples: 1, p50: 0, p95: 0, p99: 0 });
   });
 
-  it("slides: latencies leave the window after fifteen two-second buckets, with no timer", async () => {
+  it("slides: latencies leave the window after six five-second buckets, with no timer", async () => {
     const windows = new LatencyWindows();
     recordMany(windows, "East US", Array.from({ length: 10 }, () => 100));
     await clock.tickAsync(10_000);
@@ -135,7 +135,7 @@ describe("LatencyWindows", () => {
     assert.equal(windows.baseline("East US", "pointRead", 0.95, 99), 2, "no need to wait for the refresh");
   });
 
-  it("reads the survival from the last 8 to 10 seconds once they hold a hundred latencies, so a slow start is forgotten", async () => {
+  it("reads the survival from the last 5 to 10 seconds once they hold a hundred latencies, so a slow start is forgotten", async () => {
     const windows = new LatencyWindows();
     // A cold client's first second: a hundred reads, a fifth of them slow.
     recordMany(windows, "East US", Array.from({ length: 100 }, (_, i) => (i % 5 === 0 ? 40 : 2)));
@@ -157,7 +157,7 @@ describe("LatencyWindows", () => {
   });
 
   it("validates its options, naming them", () => {
-    assert.throws(() => new LatencyWindows({ survivalBuckets: 20 }), /survivalBuckets must be at most buckets \(15\); got 20/);
+    assert.throws(() => new LatencyWindows({ survivalBuckets: 20 }), /survivalBuckets must be at most buckets \(6\); got 20/);
     assert.throws(() => new LatencyWindows({ bucketMs: 0 }), /bucketMs .*got 0/);
     assert.throws(() => new LatencyWindows({ buckets: 1.5 }), /buckets .*got 1\.5/);
     assert.throws(() => new LatencyWindows({ refreshMs: -1 }), /refreshMs .*got -1/);
