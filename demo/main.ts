@@ -17,6 +17,14 @@ import { ChargeLedger } from "../bench/support/chargeLedger.js";
 import { chargeOf, describeRead, disposeAll, fixedMode, modeClientOptions, oracleMode, plainMode } from "../bench/support/modes.js";
 import type { ModeSpec } from "../bench/support/modes.js";
 import { adaptiveMode, thompsonMode } from "../bench/support/benchModes.js";
+import { onsetLine, secondP99s, sweepMode } from "../bench/support/hindsight.js";
+
+/**
+ * The fixed threshold (one hedge) that the bench's straggler case found best
+ * in hindsight (bench/results/adaptive.md): the demo cannot sweep, so it
+ * shows that line as the yardstick beside the learner.
+ */
+const hindsightBestMs = 25;
 
 const outputFolder = resolve(process.env["DEMO_OUTPUT"] ?? "demo-output");
 
@@ -31,7 +39,7 @@ const warmUpMs = 2000;
 
 /** Plain @azure/cosmos and each hedging mode of the package, side by side; on the emulator also the oracle, the yardstick. */
 function demoModes(account: DemoAccount): ModeSpec[] {
-  const modes = [plainMode, fixedMode(100), adaptiveMode(), thompsonMode];
+  const modes = [plainMode, fixedMode(100), { ...sweepMode(hindsightBestMs), name: `fixed ${hindsightBestMs} ms, one hedge (hindsight-best in the bench)` }, adaptiveMode(), thompsonMode];
   return account.emulator === undefined ? modes : [...modes, oracleMode];
 }
 
@@ -158,6 +166,17 @@ async function main(): Promise<void> {
     );
     const charges = await Promise.all(results.map((result, m) => chargeOf(ledgers[m], result.reads)));
     console.log(`${summaryTable(results, charges, oracleName, total)}\n`);
+    const stragglersFrom = timeline[0]?.seconds ?? 0;
+    const episode = (result: FinishedTimeline) => ({
+      mode: result.name,
+      secondP99s: secondP99s(
+        result.reads.map((read) => ({ scheduledMs: read.second * 1000, latencyMs: read.latencyMs })),
+        stragglersFrom * 1000,
+        (stragglersFrom + (timeline[1]?.seconds ?? 0)) * 1000,
+      ),
+    });
+    const fixed100 = results.find((result) => result.name === fixedMode(100).name);
+    console.log(`${onsetLine(results.filter((result) => result.name.startsWith("adaptive")).map(episode), fixed100 === undefined ? undefined : episode(fixed100))}\n`);
     const windows = faultWindows(timeline);
     const reference = oracleName === undefined ? {} : { reference: oracleName };
     const written = await writeCharts(outputFolder, {
