@@ -21,7 +21,7 @@ import { onsetLine, secondP99s, sweepMode } from "../bench/support/hindsight.js"
 
 /**
  * The fixed threshold (one hedge) that the bench's straggler case found best
- * in hindsight (bench/results/adaptive.md): the demo cannot sweep, so it
+ * in hindsight (bench/results/adaptive.md: 25 ms in run 1, 35 ms in run 2): the demo cannot sweep, so it
  * shows that line as the yardstick beside the learner.
  */
 const hindsightBestMs = 25;
