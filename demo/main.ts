@@ -20,6 +20,14 @@ import type { ModeSpec } from "../bench/support/modes.js";
 import { adaptiveMode, thompsonMode } from "../bench/support/benchModes.js";
 import { describeOutcome, excessOver, latenciesBetween, percentileEstimate, ranking } from "./summary.js";
 import type { ModeOutcome } from "./summary.js";
+import { onsetLine, secondP99s, sweepMode } from "../bench/support/hindsight.js";
+
+/**
+ * The fixed threshold (one hedge) that the bench's straggler case found best
+ * in hindsight (bench/results/adaptive.md: 25 ms in run 1, 35 ms in run 2): the demo cannot sweep, so it
+ * shows that line as the yardstick beside the learner.
+ */
+const hindsightBestMs = 25;
 
 const outputFolder = resolve(process.env["DEMO_OUTPUT"] ?? "demo-output");
 
@@ -41,7 +49,7 @@ const busyStartLagMs = 50;
 
 /** Plain @azure/cosmos and each hedging mode of the package, side by side; on the emulator also the oracle, the yardstick. */
 function demoModes(account: DemoAccount): ModeSpec[] {
-  const modes = [plainMode, fixedMode(100), adaptiveMode(), thompsonMode];
+  const modes = [plainMode, fixedMode(100), { ...sweepMode(hindsightBestMs), name: `fixed ${hindsightBestMs} ms, one hedge (hindsight-best in the bench)` }, adaptiveMode(), thompsonMode];
   return account.emulator === undefined ? modes : [...modes, oracleMode];
 }
 
@@ -186,6 +194,17 @@ async function main(): Promise<void> {
     progress.end();
     const settled = await Promise.all(ledgers.map((ledger) => ledger?.settledCharge()));
 
+    const stragglersFrom = timeline[0]?.seconds ?? 0;
+    const episode = (result: FinishedTimeline) => ({
+      mode: result.name,
+      secondP99s: secondP99s(
+        result.reads.map((read) => ({ scheduledMs: read.second * 1000, latencyMs: read.latencyMs })),
+        stragglersFrom * 1000,
+        (stragglersFrom + (timeline[1]?.seconds ?? 0)) * 1000,
+      ),
+    });
+    const fixed100 = results.find((result) => result.name === fixedMode(100).name);
+    console.log(`${onsetLine(results.filter((result) => result.name.startsWith("adaptive")).map(episode), fixed100 === undefined ? undefined : episode(fixed100))}\n`);
     const windows = faultWindows(timeline);
     const windowOf = (label: string) => windows.find((window) => window.label === label)!;
     // The oracle is the yardstick where there is one; on a real account, plain @azure/cosmos.

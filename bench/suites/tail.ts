@@ -13,6 +13,7 @@ import type { OfferedLoad, OpenLoopResult } from "../support/openLoop.js";
 import { describeLoad, runOpenLoop } from "../support/openLoop.js";
 import type { ModeTimeline, Phase, ReadDetail, TimedRead } from "../support/timeline.js";
 import { runTimeline } from "../support/timeline.js";
+import { secondP99s } from "../support/hindsight.js";
 
 const itemCount = 100;
 const preferred = "East US";
@@ -60,6 +61,8 @@ export interface TailRow {
   /** The 99th percentile of how late reads started after their scheduled time. */
   startLagP99: number;
   errors: number;
+  /** The p99 of the reads scheduled in each second since the case's fault began (index 0: its first second). */
+  secondP99s: (number | undefined)[];
 }
 
 /** Healthy regions: what hedging costs when nothing is wrong. */
@@ -176,6 +179,7 @@ async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: 
     boundHits: result.boundHits,
     startLagP99: result.startLag.valueAt(99),
     errors: result.errors,
+    secondP99s: secondP99s(result.reads),
   };
 }
 
@@ -317,6 +321,8 @@ export interface BrownOutRow {
   boundHits: number;
   startLagP99: number;
   errors: number;
+  /** The p99 of the reads scheduled in each second of the brown-out (index 0: its first second). */
+  secondP99s: (number | undefined)[];
 }
 
 function recorderOf(reads: readonly TimedRead[]): LatencyRecorder {
@@ -410,6 +416,11 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
         boundHits: timeline.load.boundHits,
         startLagP99: timeline.load.startLag.valueAt(99),
         errors: timeline.load.errors,
+        secondP99s: secondP99s(
+          timeline.reads.map((read) => ({ scheduledMs: read.second * 1000, latencyMs: read.latencyMs })),
+          start * 1000,
+          end * 1000,
+        ),
       };
     });
   } finally {

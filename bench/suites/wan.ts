@@ -15,6 +15,7 @@ import { LatencyRecorder, ms } from "../support/stats.js";
 import type { LatencySummary } from "../support/stats.js";
 import { markdownTable } from "../support/table.js";
 import { startWanRig } from "../support/wanRig.js";
+import { sweepHedging, sweepThresholdsMs } from "../support/hindsight.js";
 
 const eastUs = "East US";
 const westUs = "West US";
@@ -87,6 +88,13 @@ export const wanModes: readonly WanMode[] = [
   },
   { name: "oracle (plain, West US preferred)", preferred: [westUs, eastUs, northEurope] },
 ];
+
+/** The sweep of fixed thresholds (one hedge each, losers drained) that finds the hindsight-best one for the adaptive modes. */
+export const wanSweepModes: readonly WanMode[] = sweepThresholdsMs.map((thresholdMs) => ({
+  name: `sweep: fixed ${thresholdMs} ms, one hedge`,
+  preferred: preferredOrder,
+  hedging: sweepHedging(thresholdMs),
+}));
 
 /** Which arm opened the measured reads' new connections, from the response that came back on each. */
 export interface ConnectionOpeners {

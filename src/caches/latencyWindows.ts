@@ -31,9 +31,17 @@ export function latencyClassOf(operation: OperationKind): LatencyClass | undefin
 /** The shape of a {@link LatencyWindows} when none is given. */
 export const latencyWindowDefaults = {
   /** Milliseconds each bucket covers. */
-  bucketMs: 10_000,
-  /** Buckets per window: the window covers the last 20 to 30 seconds. */
-  buckets: 3,
+  bucketMs: 5_000,
+  /** Buckets per window: the window covers the last 25 to 30 seconds. */
+  buckets: 6,
+  /**
+   * The newest buckets the survival (the benefit rule's view) is read from:
+   * the last 5 to 10 seconds, so that the delay follows what the region does
+   * now and a slow start (a cold client's first reads) is forgotten within
+   * seconds, not the half minute the baseline keeps. Six buckets of five
+   * seconds cost twice the sketches of the three of ten they replace.
+   */
+  survivalBuckets: 2,
   /**
    * Milliseconds a merged view of a window is reused before it is merged
    * again; a view is merged sooner while the window is young (under a
@@ -52,10 +60,12 @@ export const latencyWindowDefaults = {
 
 /** Options of a {@link LatencyWindows}. */
 export interface LatencyWindowsOptions {
-  /** Milliseconds each bucket covers. Default 10000. */
+  /** Milliseconds each bucket covers. Default 5000. */
   bucketMs?: number;
-  /** Buckets per window. Default 3. */
+  /** Buckets per window. Default 6. */
   buckets?: number;
+  /** The newest buckets the survival is read from; at most `buckets`. Default 2. */
+  survivalBuckets?: number;
   /** Milliseconds a merged view of a window is reused. Default 1000. */
   refreshMs?: number;
 }
@@ -104,6 +114,10 @@ interface MergedView {
   readonly censored: number;
   /** Every latency: answers and censored ones. */
   readonly observed: DDSketch | undefined;
+  /** The answers of the newest `survivalBuckets` buckets, baseline and tail. */
+  readonly recentAnswers: DDSketch | undefined;
+  /** How many censored latencies those buckets held. */
+  readonly recentCensored: number;
   /** Built on the first survival query of the view. */
   survival?: LatencySurvival;
 }
@@ -158,14 +172,20 @@ class Window {
     let baseline: DDSketch | undefined;
     let tail: DDSketch | undefined;
     let censored: DDSketch | undefined;
+    let recentAnswers: DDSketch | undefined;
+    let recentCensored = 0;
+    const recentFrom = epoch - this.settings.survivalBuckets + 1;
     for (const bucket of this.buckets) {
       baseline = mergeInto(baseline, bucket.baseline);
       tail = mergeInto(tail, bucket.tail);
       censored = mergeInto(censored, bucket.censored);
+      if (bucket.epoch < recentFrom) continue;
+      recentAnswers = mergeInto(mergeInto(recentAnswers, bucket.baseline), bucket.tail);
+      recentCensored += bucket.censored?.count ?? 0;
     }
     const answers = tail === undefined ? baseline : mergeInto(mergeInto(undefined, baseline), tail);
     const observed = censored === undefined ? answers : mergeInto(mergeInto(undefined, answers), censored);
-    this.view = { at: now, epoch, held: observed?.count ?? 0, baseline, answers, censored: censored?.count ?? 0, observed };
+    this.view = { at: now, epoch, held: observed?.count ?? 0, baseline, answers, censored: censored?.count ?? 0, observed, recentAnswers, recentCensored };
     this.recordedSinceView = 0;
     return this.view;
   }
@@ -302,9 +322,13 @@ export class LatencyWindows {
   private readonly settings: Required<LatencyWindowsOptions>;
 
   constructor(options: LatencyWindowsOptions = {}) {
+    const buckets = wholeNumber("buckets", options.buckets ?? latencyWindowDefaults.buckets, 1);
+    const survivalBuckets = wholeNumber("survivalBuckets", options.survivalBuckets ?? Math.min(buckets, latencyWindowDefaults.survivalBuckets), 1);
+    if (survivalBuckets > buckets) throw new RangeError(`survivalBuckets must be at most buckets (${buckets}); got ${survivalBuckets}.`);
     this.settings = {
       bucketMs: positiveMilliseconds("bucketMs", options.bucketMs ?? latencyWindowDefaults.bucketMs),
-      buckets: wholeNumber("buckets", options.buckets ?? latencyWindowDefaults.buckets, 1),
+      buckets,
+      survivalBuckets,
       refreshMs: positiveMilliseconds("refreshMs", options.refreshMs ?? latencyWindowDefaults.refreshMs),
     };
   }
@@ -339,12 +363,15 @@ export class LatencyWindows {
    * The survival function of a region's latency in one class (see
    * {@link LatencySurvival}), built once per merged view of the window, so
    * it changes no more often than the view; `undefined` when the window is
-   * empty.
+   * empty. It is read from the newest `survivalBuckets` buckets when they
+   * hold at least a hundred latencies, else from the whole window.
    */
   survival(region: string, latencyClass: LatencyClass): LatencySurvival | undefined {
     const view = this.view(region, latencyClass);
     if (view === undefined || view.held === 0) return undefined;
-    view.survival ??= new LatencySurvival(binsOf(view.answers), view.censored);
+    // A quiet region's newest buckets hold too few latencies for a tail: it is read over the whole window instead.
+    const recent = (view.recentAnswers?.count ?? 0) + view.recentCensored >= youngWindow;
+    view.survival ??= recent ? new LatencySurvival(binsOf(view.recentAnswers), view.recentCensored) : new LatencySurvival(binsOf(view.answers), view.censored);
     return view.survival;
   }
 

@@ -22,6 +22,28 @@ export const hedgeDecisionDefaults = {
   refreshMs: 1_000,
 } as const;
 
+/**
+ * How strongly a read still running after `waitedMs` looks like a straggler,
+ * from 0 to 1: 0 up to half its primary region's healthy tail (the 99th
+ * percentile of its healthy latencies; a read there is an ordinary one),
+ * rising linearly to 1 at the tail itself, which only one healthy read in a
+ * hundred outlasts. A threshold at or past the tail (the benefit rule's
+ * usually is) hedges with full evidence; a fixed threshold set below it
+ * hedges many healthy-but-slowish reads, with less. Without a known tail (a
+ * region whose window is young) it is 1: nothing tells such a read from a
+ * straggler, and it is budgeted as before. The budget spends its last
+ * hedges in this order (see `LoadBudget`).
+ */
+export function stragglerEvidence(waitedMs: number, healthyTailMs: number | undefined): number {
+  if (healthyTailMs === undefined || !(healthyTailMs > 0)) return 1;
+  return Math.min(1, Math.max(0, (2 * waitedMs) / healthyTailMs - 1));
+}
+
+/** The wait at which a read reaches straggler evidence `evidence` (0 to 1): the inverse of {@link stragglerEvidence}; at most the tail. */
+export function waitForEvidence(evidence: number, healthyTailMs: number): number {
+  return (healthyTailMs * (1 + Math.min(1, Math.max(0, evidence)))) / 2;
+}
+
 /** Where the benefit rule sends the first hedge of a read, or that it sees no benefit in one. */
 export interface HedgeDelay {
   /** Milliseconds after the primary's launch. */

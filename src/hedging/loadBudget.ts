@@ -50,6 +50,14 @@ export const loadBudgetDefaults = {
   windowMs: 10_000,
   /** Milliseconds of the long window, over which the share (or the floor, when more) binds. */
   longWindowMs: 60_000,
+  /**
+   * The share of what the short window allows (its floor plus its share of
+   * the requests) kept for the reads most likely to be stragglers: a hedge
+   * with no straggler evidence must leave this much in the balance, one
+   * with full evidence may spend down to the last hedge. A quarter: at the
+   * defaults and 30 requests a second, 14 of the 10 seconds' 55 hedges.
+   */
+  reserveShare: 0.25,
 } as const;
 
 /** Deposits and withdrawals are counted per second: a window moves on a second at a time. */
@@ -166,13 +174,16 @@ export class LoadBudget {
   }
 
   /**
-   * Takes what one hedge costs, if both windows cover it and a slot for a
-   * hedge in flight is free. A hedge that got through must be
-   * {@link LoadBudget.release}d when it settles or is aborted.
+   * Takes what one hedge costs, if both windows cover it, with the reserve
+   * its straggler evidence must leave (see {@link LoadBudget.evidenceNeeded}),
+   * and a slot for a hedge in flight is free. A hedge that got through must
+   * be {@link LoadBudget.release}d when it settles or is aborted.
+   * @param evidence - how strongly the read looks like a straggler, 0 to 1
+   *   (`stragglerEvidence`); 1, the default, may spend the balance to its last hedge.
    * @returns whether the hedge may launch.
    */
-  tryWithdraw(): boolean {
-    if (this.balance < 1 - roundingSlack || !this.inFlight.tryAcquire()) {
+  tryWithdraw(evidence = 1): boolean {
+    if (this.balance < 1 + this.reserve * (1 - Math.min(1, Math.max(0, evidence))) - roundingSlack || !this.inFlight.tryAcquire()) {
       this.refused += 1;
       return false;
     }
@@ -185,6 +196,31 @@ export class LoadBudget {
   /** Gives back the in-flight slot of a hedge that settled or was aborted; what it withdrew stays spent. */
   release(): void {
     this.inFlight.release();
+  }
+
+  /**
+   * The hedges kept for the reads most likely to be stragglers: `reserveShare`
+   * of what the short window allows now. When the balance is short, reads
+   * that have waited longest past their region's healthy tail get the last
+   * hedges, and a burst of healthy-but-slowish reads that barely passed the
+   * threshold cannot spend them all before the stragglers that follow.
+   */
+  get reserve(): number {
+    this.advance();
+    return loadBudgetDefaults.reserveShare * (this.shortFloor + this.settings.maxExtraLoad * this.shortDeposits);
+  }
+
+  /**
+   * The least straggler evidence (0 to 1) a hedge needs to be admitted now:
+   * 0 while the balance covers a hedge and the whole reserve; rising to 1 as
+   * the balance falls through the reserve; above 1 (none is admitted) when
+   * the balance covers no hedge at all.
+   */
+  evidenceNeeded(): number {
+    const spare = this.balance - 1 + roundingSlack;
+    if (spare < 0) return Number.POSITIVE_INFINITY;
+    const reserve = this.reserve;
+    return spare >= reserve ? 0 : 1 - spare / reserve;
   }
 
   /** How many hedges both windows cover now: the smaller of the two balances. */

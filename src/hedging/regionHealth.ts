@@ -18,6 +18,10 @@ import type { LoserDrain } from "./loserDrain.js";
 import type { HedgingMetrics } from "./metrics.js";
 import { HedgingMetricsRecorder } from "./metrics.js";
 import type { RaceArm, RaceOutcome } from "./race.js";
+import type { HealthyTails } from "./raceStrategies.js";
+
+/** The percentile of a region's healthy latencies that a read must outlast to count as a likely straggler. */
+const healthyTailQuantile = 0.99;
 
 /** What a {@link RegionHealth} is set up with. */
 export interface RegionHealthSettings {
@@ -43,7 +47,7 @@ export interface RegionHealthSettings {
  * outcome of every request (see {@link RaceLearner}), ranks the regions of
  * a read, and reports it all through {@link RegionHealth.snapshot}.
  */
-export class RegionHealth implements RaceLearner {
+export class RegionHealth implements RaceLearner, HealthyTails {
   /** Per region and latency class, the recent latencies. */
   readonly windows = new LatencyWindows();
   /** The benefit rule, when the threshold is adaptive. */
@@ -114,6 +118,11 @@ export class RegionHealth implements RaceLearner {
       return { targets: [addressed, ...this.thompson.order(candidates.slice(1), latencyClass)], reason: "thompson" };
     }
     return { targets: this.thompson.order(candidates, latencyClass), reason: "thompson" };
+  }
+
+  /** The 99th percentile of a region's healthy (baseline) latencies in a class; `undefined` until its window holds `minSamples` of them. */
+  healthyTailMs(region: string, latencyClass: LatencyClass): number | undefined {
+    return this.windows.baseline(region, latencyClass, healthyTailQuantile, this.adaptive?.minSamples ?? adaptiveThresholdDefaults.minSamples);
   }
 
   learnSkipped(region: string | undefined): void {

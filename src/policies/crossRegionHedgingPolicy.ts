@@ -5,6 +5,7 @@ import { describe, optionalBoolean, optionalFunction, optionKeys, optionsObject,
 import type { RegionRouting } from "../caches/regionRanking.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
+import { latencyClassOf } from "../caches/latencyWindows.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../hedging/adaptiveThreshold.js";
 import { isAdaptiveThreshold, resolveAdaptiveThreshold } from "../hedging/adaptiveThreshold.js";
@@ -18,6 +19,7 @@ import { resolveLoserDrain } from "../hedging/loserDrain.js";
 import type { HedgingMetrics } from "../hedging/metrics.js";
 import { HedgePlanner } from "../hedging/planner.js";
 import { DocumentRaceStrategy } from "../hedging/raceStrategies.js";
+import type { RacePrimary } from "../hedging/raceStrategies.js";
 import { RegionHealth } from "../hedging/regionHealth.js";
 import type { RequestHedgingControls } from "../hedging/requestControls.js";
 import { requestControlsOf } from "../hedging/requestControls.js";
@@ -277,6 +279,12 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
   };
 }
 
+/** The primary of a race whose straggler evidence the budget can read: a learned read class and a known region. */
+function racePrimary(tails: RegionHealth, region: string | undefined, operation: OperationKind): RacePrimary | undefined {
+  const latencyClass = latencyClassOf(operation);
+  return region === undefined || latencyClass === undefined ? undefined : { tails, region, latencyClass };
+}
+
 /**
  * Hedges Cosmos DB document reads across regions: when the region the SDK
  * chose has not answered within the threshold, the same request goes to the
@@ -312,6 +320,16 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     }
     return strategy;
   };
+  /**
+   * A race's strategy: the shared one while the budget covers its reserve (nearly always); one of the race's own,
+   * which knows its primary's healthy tail, when the budget asks for straggler evidence, and for a batch.
+   */
+  const strategyOf = (header: { readonly thresholdMs?: number | undefined; readonly primaryRegion?: string | undefined }, thresholdStepMs: number, operation: OperationKind): DocumentRaceStrategy => {
+    const thresholdMs = header.thresholdMs ?? 0;
+    const batch = operation === "batch";
+    if (!batch && (budget === undefined || budget.evidenceNeeded() === 0)) return strategyFor(thresholdMs, thresholdStepMs);
+    return new DocumentRaceStrategy(thresholdMs, thresholdStepMs, budget, budget && racePrimary(health, header.primaryRegion, operation), performance.now(), batch);
+  };
 
   function sendDocumentRequest(
     request: PipelineRequest,
@@ -333,7 +351,7 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
     return sendHedged(request, next, header, {
       primaryRegion: plan.primary,
       hedges: typeof hedges === "function" ? hedges : () => hedges,
-      strategy: operation === "batch" ? new DocumentRaceStrategy(header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0, budget, true) : strategyFor(header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0),
+      strategy: strategyOf(header, plan.thresholdStepMs ?? 0, operation),
       signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.
       drain: drains ? drain : undefined,

@@ -7,7 +7,7 @@ import { RegionCache } from "../../src/caches/regionCache.js";
 import { resolveAdaptiveThreshold } from "../../src/hedging/adaptiveThreshold.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
-import { HedgeDecisions, hedgeDecisionDefaults, hedgeDelay } from "../../src/hedging/hedgeDecision.js";
+import { HedgeDecisions, hedgeDecisionDefaults, hedgeDelay, stragglerEvidence, waitForEvidence } from "../../src/hedging/hedgeDecision.js";
 import { seededRandom } from "../../src/hedging/seededRandom.js";
 import { loserDrainDefaults } from "../../src/hedging/loserDrain.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
@@ -222,5 +222,28 @@ describe("the benefit rule through crossRegionHedgingPolicy", () => {
     const last = reads[reads.length - 1]?.diagnostics;
     assert.equal(last?.thresholdSource, "noBenefit");
     assert.ok(last?.thresholdMs !== undefined && last.thresholdMs < 39, `${last?.thresholdMs}`);
+  });
+});
+
+describe("stragglerEvidence", () => {
+  it("is 0 up to half the healthy tail, rises linearly to 1 at the tail, and stays there", () => {
+    assert.equal(stragglerEvidence(2, 10), 0);
+    assert.equal(stragglerEvidence(5, 10), 0);
+    assert.equal(stragglerEvidence(7.5, 10), 0.5);
+    assert.equal(stragglerEvidence(10, 10), 1);
+    assert.equal(stragglerEvidence(1000, 10), 1);
+  });
+
+  it("is 1 without a tail: nothing tells such a read from a straggler", () => {
+    assert.equal(stragglerEvidence(1, undefined), 1);
+    assert.equal(stragglerEvidence(1, 0), 1);
+  });
+
+  it("waitForEvidence is its inverse, clamped to the same range: never past the tail", () => {
+    assert.equal(waitForEvidence(0, 10), 5);
+    assert.equal(waitForEvidence(0.5, 10), 7.5);
+    assert.equal(waitForEvidence(1, 10), 10);
+    assert.equal(waitForEvidence(Number.POSITIVE_INFINITY, 10), 10);
+    for (const evidence of [0, 0.25, 0.75, 1]) assert.equal(stragglerEvidence(waitForEvidence(evidence, 8), 8), evidence);
   });
 });

@@ -96,7 +96,7 @@ describe("LatencyWindows", () => {
     assert.deepEqual(windows.summary("East US"), { samples: 1, p50: 0, p95: 0, p99: 0 });
   });
 
-  it("slides: latencies leave the window after three ten-second buckets, with no timer", async () => {
+  it("slides: latencies leave the window after six five-second buckets, with no timer", async () => {
     const windows = new LatencyWindows();
     recordMany(windows, "East US", Array.from({ length: 10 }, () => 100));
     await clock.tickAsync(10_000);
@@ -135,7 +135,29 @@ describe("LatencyWindows", () => {
     assert.equal(windows.baseline("East US", "pointRead", 0.95, 99), 2, "no need to wait for the refresh");
   });
 
+  it("reads the survival from the last 5 to 10 seconds once they hold a hundred latencies, so a slow start is forgotten", async () => {
+    const windows = new LatencyWindows();
+    // A cold client's first second: a hundred reads, a fifth of them slow.
+    recordMany(windows, "East US", Array.from({ length: 100 }, (_, i) => (i % 5 === 0 ? 40 : 2)));
+    assert.ok(Math.abs((windows.survival("East US", "pointRead")?.above(20) ?? 0) - 0.2) < 1e-9);
+    await clock.tickAsync(10_000);
+    recordMany(windows, "East US", Array.from({ length: 100 }, () => 2));
+    await clock.tickAsync(latencyWindowDefaults.refreshMs);
+    assert.equal(windows.survival("East US", "pointRead")?.above(20), 0, "10 s later the survival holds only the newest buckets");
+    assert.equal(windows.summary("East US", "pointRead")?.samples, 200, "while the window still holds both");
+    near(windows.baseline("East US", "pointRead", 0.95, 20), 40, "and so does the baseline");
+  });
+
+  it("reads a quiet region's survival over the whole window", async () => {
+    const windows = new LatencyWindows();
+    recordMany(windows, "East US", Array.from({ length: 10 }, () => 40));
+    await clock.tickAsync(12_000);
+    recordMany(windows, "East US", Array.from({ length: 10 }, () => 2));
+    assert.equal(windows.survival("East US", "pointRead")?.above(20), 0.5, "twenty latencies in 30 s: all of them count");
+  });
+
   it("validates its options, naming them", () => {
+    assert.throws(() => new LatencyWindows({ survivalBuckets: 20 }), /survivalBuckets must be at most buckets \(6\); got 20/);
     assert.throws(() => new LatencyWindows({ bucketMs: 0 }), /bucketMs .*got 0/);
     assert.throws(() => new LatencyWindows({ buckets: 1.5 }), /buckets .*got 1\.5/);
     assert.throws(() => new LatencyWindows({ refreshMs: -1 }), /refreshMs .*got -1/);

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import type { SinonFakeTimers } from "sinon";
 import type { HedgeLoadBudgetOptions } from "../../src/hedging/loadBudget.js";
 import { LoadBudget, loadBudgetDefaults, resolveLoadBudget } from "../../src/hedging/loadBudget.js";
+import { DocumentRaceStrategy } from "../../src/hedging/raceStrategies.js";
+import type { HealthyTails } from "../../src/hedging/raceStrategies.js";
 import { useFakeClock } from "../support/leakCheck.js";
 
 describe("LoadBudget", () => {
@@ -221,6 +223,143 @@ describe("LoadBudget", () => {
       await clock.tickAsync(120_000);
       assert.equal(target.balance, 10, "after two idle minutes, only the floor: nothing is remembered");
       assert.equal(clock.countTimers(), 0);
+    });
+  });
+
+  describe("when the budget is short, the reads most likely to be stragglers get the last hedges", () => {
+    /** A budget of 55 hedges over the short window: 300 requests deposit 45, the floor adds 10; its reserve is a quarter of that. */
+    function filled(): LoadBudget {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      for (let i = 0; i < 300; i++) target.deposit();
+      return target;
+    }
+
+    it("keeps a reserve of a quarter of the short window's allowance that only evidence may spend", () => {
+      const target = filled();
+      assert.equal(loadBudgetDefaults.reserveShare, 0.25);
+      assert.ok(Math.abs(target.reserve - 13.75) < 1e-9, String(target.reserve));
+      assert.equal(target.evidenceNeeded(), 0, "a full budget asks for no evidence");
+      let slowish = 0;
+      while (target.tryWithdraw(0)) {
+        target.release();
+        slowish += 1;
+      }
+      // 55 - 1 - 13.75: a read with no evidence must leave a hedge and the whole reserve.
+      assert.equal(slowish, 41);
+      // 14 left: a hedge and 13 of the 13.75 in reserve, so the next read must show 1 - 13 / 13.75 of full evidence.
+      assert.ok(Math.abs(target.evidenceNeeded() - (1 - 13 / 13.75)) < 1e-6, String(target.evidenceNeeded()));
+      let stragglers = 0;
+      while (target.tryWithdraw(1)) {
+        target.release();
+        stragglers += 1;
+      }
+      assert.equal(stragglers, 14, "full evidence spends the reserve to the last hedge");
+      assert.equal(slowish + stragglers, 55, "the overall bound is unchanged");
+      assert.equal(target.evidenceNeeded(), Number.POSITIVE_INFINITY, "an empty budget admits nothing");
+      assert.equal(target.tryWithdraw(1), false);
+    });
+
+    it("within the reserve, more evidence dips deeper: half the evidence spends half the reserve", () => {
+      const target = filled();
+      while (target.tryWithdraw(0)) target.release();
+      let half = 0;
+      while (target.tryWithdraw(0.5)) {
+        target.release();
+        half += 1;
+      }
+      // The balance starts at 14: evidence 0.5 must find 1 + 6.875 there, so 7 go (from 14 down to 8).
+      assert.equal(half, 7);
+      assert.equal(target.tryWithdraw(0.4), false, "less evidence than the last admitted is refused");
+      assert.equal(target.tryWithdraw(1), true, "more is admitted");
+    });
+
+    it("the default evidence is full: a caller that knows nothing of the read spends as before", () => {
+      assert.equal(drain(filled()), 55);
+    });
+  });
+
+  describe("a document race asks the budget with its read's straggler evidence", () => {
+    const region = "East US";
+    /** A primary whose healthy p99 is 10 ms. */
+    const tails: HealthyTails = { healthyTailMs: () => 10 };
+    const primary = { tails, region, latencyClass: "pointRead" as const };
+
+    /** Spends a filled budget's hedges with no evidence until only the reserve is left. */
+    function shortBudget(): LoadBudget {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      for (let i = 0; i < 300; i++) target.deposit();
+      while (target.tryWithdraw(0)) target.release();
+      return target;
+    }
+
+    it("hedges at its threshold, looking up no tail, while the budget covers its reserve", () => {
+      const target = budget();
+      let lookups = 0;
+      const counting: HealthyTails = {
+        healthyTailMs: () => {
+          lookups += 1;
+          return 10;
+        },
+      };
+      const strategy = new DocumentRaceStrategy(12, 100, target, { tails: counting, region, latencyClass: "pointRead" });
+      assert.equal(strategy.delayBefore(1), 12);
+      assert.equal(strategy.delayBefore(2), 100);
+      assert.equal(strategy.admit(), true);
+      assert.equal(lookups, 0);
+    });
+
+    it("when the budget is short, waits until the read has the evidence asked for, then is admitted", async () => {
+      const target = shortBudget();
+      // Seven full-evidence hedges more leave 7 of the 13.75 in reserve.
+      for (let i = 0; i < 7; i++) assert.equal(target.tryWithdraw(1), true);
+      const needed = target.evidenceNeeded();
+      // A fixed threshold of 5 ms, half the tail: no evidence yet when it passes.
+      const strategy = new DocumentRaceStrategy(5, 100, target, primary);
+      const delay = strategy.delayBefore(1);
+      // Tail 10 ms, full evidence at the tail: the wait is 10 * (1 + needed) / 2, in whole milliseconds as timers fire.
+      assert.equal(delay, Math.ceil((10 * (1 + needed)) / 2), `${delay} for ${needed}`);
+      assert.ok(delay > 5 && delay <= 10, String(delay));
+      await clock.tickAsync(5);
+      assert.equal(new DocumentRaceStrategy(5, 100, target, primary, performance.now() - 5).admit(), false, "a read that barely passed its threshold is refused");
+      await clock.tickAsync(delay - 5);
+      assert.equal(strategy.admit(), true, "the same read, once it has waited as long as asked, gets the hedge");
+    });
+
+    it("a burst of slowish reads cannot starve the stragglers that follow", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      for (let i = 0; i < 300; i++) target.deposit();
+      // 60 reads whose threshold passes at 5 ms, half the tail, and that are hedged there, as a fixed threshold below the tail would.
+      let slowish = 0;
+      for (let i = 0; i < 60; i++) {
+        const strategy = new DocumentRaceStrategy(5, 100, target, primary);
+        await clock.tickAsync(strategy.delayBefore(1));
+        // A slowish read answers before the tail: one whose hedge waits longer never asks.
+        if (strategy.delayBefore(1) <= 5 && strategy.admit()) {
+          target.release();
+          slowish += 1;
+        }
+      }
+      assert.ok(slowish <= 55 - 13, `the burst leaves the reserve: ${slowish}`);
+      // Then ten stragglers, which outlast the tail: every one is hedged, by the tail at the latest.
+      let stragglers = 0;
+      for (let i = 0; i < 10; i++) {
+        const strategy = new DocumentRaceStrategy(5, 100, target, primary);
+        assert.ok(strategy.delayBefore(1) <= 10);
+        await clock.tickAsync(strategy.delayBefore(1));
+        if (strategy.admit()) {
+          target.release();
+          stragglers += 1;
+        }
+      }
+      assert.equal(stragglers, 10);
+    });
+
+    it("without a known tail the read counts as a likely straggler and is budgeted as before", () => {
+      const target = shortBudget();
+      const unknown = new DocumentRaceStrategy(5, 100, target, { tails: { healthyTailMs: () => undefined }, region, latencyClass: "pointRead" });
+      assert.equal(unknown.delayBefore(1), 5);
+      assert.equal(unknown.admit(), true);
+      assert.equal(new DocumentRaceStrategy(5, 100, target).admit(), true, "nor without a primary");
     });
   });
 

@@ -1,0 +1,204 @@
+import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
+import type { ModeSpec } from "./modes.js";
+import { ms, percent } from "./stats.js";
+import { markdownTable } from "./table.js";
+
+/**
+ * The fixed thresholds every latency case also runs, to find the best one
+ * in hindsight: from below the healthy tail of the emulator's preferred
+ * region (a few ms) to the package's usual 100 ms. Eight, so that a sweep
+ * costs about as much as the case's own modes.
+ */
+export const sweepThresholdsMs: readonly number[] = [5, 10, 15, 20, 25, 35, 50, 100];
+
+/**
+ * A step far above any threshold of the sweep, so that only one hedge goes
+ * per read: a sweep point is one delay, the policy SingleR chooses among.
+ */
+export const sweepStepMs = 10_000;
+
+/** The hedging options of one sweep point. */
+export function sweepHedging(thresholdMs: number): HedgingOptions {
+  return { crossRegion: { threshold: thresholdMs, thresholdStep: sweepStepMs } };
+}
+
+/** One sweep point as a mode of the count-based cases and the brown-out. */
+export function sweepMode(thresholdMs: number): ModeSpec {
+  return { name: `sweep: fixed ${thresholdMs} ms, one hedge`, kind: "hedging", hedging: sweepHedging(thresholdMs) };
+}
+
+/** Every sweep point as a mode. */
+export const sweepModes: readonly ModeSpec[] = sweepThresholdsMs.map(sweepMode);
+
+/**
+ * The sweep's passes: four thresholds each, the low ones beside the high
+ * ones, each pass beside the learner. All eight at once, beside a low
+ * threshold that hedges one read in seven, loaded a shared 2-core machine
+ * until every point's reads queued behind the event loop (p50 12 ms
+ * against 2 ms in the case's own pass); and a pass run apart from the
+ * learner meets other stalls than the learner did.
+ */
+export function sweepPasses<T>(learner: T, points: readonly T[]): T[][] {
+  return [0, 1].map((pass) => [learner, ...points.filter((_, i) => i % 2 === pass)]);
+}
+
+/** What a row of a case says for the yardstick: its tail and what it cost. */
+export interface YardstickPoint {
+  readonly mode: string;
+  readonly p50: number;
+  readonly p99: number;
+  readonly p999?: number | undefined;
+  /** Requests beyond one per read, as a share of the reads. */
+  readonly extra: number;
+}
+
+/**
+ * The hindsight-best fixed threshold for a learner that spent `maxExtra`:
+ * the lowest p99 among the sweep points that spent no more; `undefined`
+ * when every point spent more.
+ */
+export function hindsightBest(sweep: readonly YardstickPoint[], maxExtra: number): YardstickPoint | undefined {
+  let best: YardstickPoint | undefined;
+  for (const point of sweep) {
+    // Counted requests are whole numbers: a tenth of a read's share is rounding, not spending.
+    if (point.extra > maxExtra + 1e-9) continue;
+    if (best === undefined || point.p99 < best.p99) best = point;
+  }
+  return best;
+}
+
+/** `a / b` with two decimals, or a dash without a yardstick. */
+export function ratioOf(value: number, yardstick: number | undefined): string {
+  return yardstick === undefined || !(yardstick > 0) ? "-" : (value / yardstick).toFixed(2);
+}
+
+/** The ratio of each learner to its hindsight-best fixed threshold, and to the oracle. */
+export interface HindsightVerdict {
+  readonly learner: YardstickPoint;
+  readonly best: YardstickPoint | undefined;
+  /** learner p99 ÷ best p99. */
+  readonly ratio: number | undefined;
+  readonly oracleRatio: number | undefined;
+}
+
+/** Each learner against the hindsight-best sweep point at its own extra requests. */
+export function hindsightVerdicts(sweep: readonly YardstickPoint[], learners: readonly YardstickPoint[], oracle?: YardstickPoint): HindsightVerdict[] {
+  return learners.map((learner) => {
+    const best = hindsightBest(sweep, learner.extra);
+    return {
+      learner,
+      best,
+      ratio: best === undefined || !(best.p99 > 0) ? undefined : learner.p99 / best.p99,
+      oracleRatio: oracle === undefined || !(oracle.p99 > 0) ? undefined : learner.p99 / oracle.p99,
+    };
+  });
+}
+
+/** One pass of the sweep: some of its fixed thresholds and the learner, measured at the same time on the same workload. */
+export interface SweepPass {
+  readonly learner: YardstickPoint;
+  readonly sweep: readonly YardstickPoint[];
+}
+
+/**
+ * The sweep's table (every fixed threshold, one hedge each, by pass) and
+ * the verdict: the hindsight-best fixed threshold over every pass (the
+ * lowest p99 among the points that spent no more than the learner did in
+ * the same pass), and the learner's ratio to it, measured in that pass so
+ * that a stall of the shared machine hits both; each pass's own best
+ * beside it, and the oracle of the case's main pass.
+ */
+export function hindsightSection(passes: readonly SweepPass[], oracle: YardstickPoint | undefined, caption: string): string {
+  const sweepTable = markdownTable(
+    ["pass", "mode", "p50 ms", "p99 ms", "p99.9 ms", "extra requests"],
+    passes.flatMap((pass, p) =>
+      [pass.learner, ...pass.sweep].map((point) => [
+        String(p + 1),
+        point.mode,
+        ms(point.p50),
+        ms(point.p99),
+        point.p999 === undefined ? "-" : ms(point.p999),
+        percent(point.extra),
+      ]),
+    ),
+  );
+  const verdicts = passes.map((pass) => hindsightVerdicts(pass.sweep, [pass.learner], oracle)[0]!);
+  let overall: HindsightVerdict | undefined;
+  for (const verdict of verdicts) {
+    if (verdict.best !== undefined && (overall?.best === undefined || verdict.best.p99 < overall.best.p99)) overall = verdict;
+  }
+  const verdictTable = markdownTable(
+    ["pass", "learner p99 ms", "learner extra", "best fixed of the pass at no more extra", "its p99 ms", "its extra", "÷ its p99", "÷ oracle p99"],
+    verdicts.map((verdict, p) => [
+      String(p + 1),
+      ms(verdict.learner.p99),
+      percent(verdict.learner.extra),
+      verdict.best?.mode ?? "none spends so little",
+      verdict.best === undefined ? "-" : ms(verdict.best.p99),
+      verdict.best === undefined ? "-" : percent(verdict.best.extra),
+      verdict.ratio === undefined ? "-" : verdict.ratio.toFixed(2),
+      verdict.oracleRatio === undefined ? "-" : verdict.oracleRatio.toFixed(2),
+    ]),
+  );
+  const headline =
+    overall?.best === undefined || overall.ratio === undefined
+      ? `**Hindsight-best fixed threshold: none spends no more extra requests than ${passes[0]?.learner.mode ?? "the learner"}.**`
+      : `**Hindsight-best fixed threshold: ${overall.best.mode}, p99 ${ms(overall.best.p99)} ms at ${percent(overall.best.extra)} extra; ` +
+        `${overall.learner.mode}${passes.length > 1 ? " in the same pass" : ""}: p99 ${ms(overall.learner.p99)} ms at ${percent(overall.learner.extra)}, ` +
+        `${overall.ratio.toFixed(2)}x the hindsight-best` +
+        (overall.oracleRatio === undefined ? "" : `, ${overall.oracleRatio.toFixed(2)}x the oracle`) +
+        `.**`;
+  return `${caption}\n\n${sweepTable}\n\n${verdictTable}\n\n${headline}`;
+}
+
+/**
+ * Seconds from the start of an episode until a learner's per-second p99 is
+ * at or below the reference's (a fixed 100 ms threshold) in every second
+ * that follows; `undefined` when it never settles there. Seconds either
+ * mode has no reads in are skipped.
+ */
+export function onsetSeconds(learner: readonly (number | undefined)[], reference: readonly (number | undefined)[]): number | undefined {
+  let onset: number | undefined;
+  const seconds = Math.max(learner.length, reference.length);
+  for (let second = seconds - 1; second >= 0; second--) {
+    const mine = learner[second];
+    const theirs = reference[second];
+    if (mine === undefined || theirs === undefined) continue;
+    if (mine > theirs) return onset;
+    onset = second;
+  }
+  return onset ?? 0;
+}
+
+/** The onset line of a case: for each learner, how long its per-second p99 took to stay at or below the reference's. */
+export function onsetLine(
+  learners: readonly { readonly mode: string; readonly secondP99s: readonly (number | undefined)[] }[],
+  reference: { readonly mode: string; readonly secondP99s: readonly (number | undefined)[] } | undefined,
+): string {
+  if (reference === undefined) return "";
+  const parts = learners.map((learner) => {
+    const onset = onsetSeconds(learner.secondP99s, reference.secondP99s);
+    const worstAfterTwo = learner.secondP99s.slice(2).reduce<number>((high, value, i) => {
+      const theirs = reference.secondP99s[i + 2];
+      return value === undefined || theirs === undefined ? high : Math.max(high, value / theirs);
+    }, 0);
+    return `${learner.mode}: ${onset === undefined ? "never" : `${onset} s`} (worst second from 2 s: ${worstAfterTwo.toFixed(2)}x)`;
+  });
+  return `Onset: seconds from the start of the episode until each learner's per-second p99 stays at or below ${reference.mode}'s: ${parts.join("; ")}.`;
+}
+
+/** Per-second p99 of reads, by the second of their scheduled start (0 = the first second of the episode). */
+export function secondP99s(reads: readonly { readonly scheduledMs: number; readonly latencyMs: number }[], fromMs = 0, toMs = Infinity): (number | undefined)[] {
+  const buckets: number[][] = [];
+  for (const read of reads) {
+    if (read.scheduledMs < fromMs || read.scheduledMs >= toMs) continue;
+    const second = Math.floor((read.scheduledMs - fromMs) / 1000);
+    (buckets[second] ??= []).push(read.latencyMs);
+  }
+  return Array.from(buckets, (latencies) => {
+    if (latencies === undefined || latencies.length === 0) return undefined;
+    const sorted = [...latencies].sort((a, b) => a - b);
+    // The nearest-rank p99: with 30 reads a second, the slowest read.
+    return sorted[Math.min(sorted.length - 1, Math.ceil(0.99 * sorted.length) - 1)];
+  });
+}
