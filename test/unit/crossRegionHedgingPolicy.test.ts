@@ -802,6 +802,7 @@ describe("crossRegionHedgingPolicy", () => {
         winningActivityId: "act-c",
         terminalState: "hedgeWon",
         totalRequestCharge: 4.5,
+        final: true,
       };
       assert.deepEqual(getHedgeDiagnostics(response), expected);
       assert.deepEqual(JSON.parse(response.headers.get(hedgeDiagnosticsHeaderName) ?? "null"), expected);

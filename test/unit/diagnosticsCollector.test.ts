@@ -8,7 +8,7 @@ import {
 } from "../../src/hedging/diagnosticsCollector.js";
 
 function record(operation: HedgeDiagnostics["operation"]): HedgeDiagnostics {
-  return { policy: "crossRegion", operation, arms: [], hedgeFired: false, hedgeWon: false, terminalState: "skipped", totalRequestCharge: 1 };
+  return { policy: "crossRegion", operation, arms: [], hedgeFired: false, hedgeWon: false, terminalState: "skipped", totalRequestCharge: 1, final: true };
 }
 
 describe("collectHedgeDiagnostics", () => {
