@@ -6,6 +6,7 @@ import type { HedgingDetection } from "../../src/diagnostics/detection.js";
 import { whenFinal } from "../../src/diagnostics/final.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { collectHedgeDiagnostics } from "../../src/hedging/diagnosticsCollector.js";
+import type { HedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import type { Emulator } from "../emulator/index.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 
@@ -22,10 +23,11 @@ describe("the hedging detection API through the real CosmosClient", function () 
   const fixture = useEmulator({ items, preferredLocations: ["West US", "East US", "North Europe"] });
   let emulator: Emulator;
   let container: Container;
+  let hedging: HedgingHttpClient | undefined;
 
   beforeEach(async function () {
     emulator = fixture.emulator;
-    ({ container } = await fixture.client({
+    ({ container, hedging } = await fixture.client({
       // A second hedge only after seconds: each race has the arms its test expects, however loaded the machine.
       hedging: { crossRegion: { threshold, thresholdStep: slow / 2 } },
       warmUp: { id: "item-0", pk: "pk-0" },
@@ -65,6 +67,14 @@ describe("the hedging detection API through the real CosmosClient", function () 
     assert.equal(finalRecord.final, true);
     assert.equal(finalRecord.totalRequestCharge, 2);
     assert.equal(finalRecord.arms[0]?.drainEnd, "settled");
+    // metrics() counts the drained arm's charge, and its region's percentiles show what its arms really took:
+    // after a second such read, two of West US's three latencies (the warm-up read's is the third) are the drained arms' 1500 ms.
+    await whenFinal(getHedgeDiagnostics(await container.item("item-2", "pk-2").read())!);
+    const metrics = hedging?.metrics();
+    assert.equal(metrics?.losingRequestCharge, 2);
+    const west = metrics?.regions.find((region) => region.region === "West US");
+    assert.equal(west?.latency?.samples, 3);
+    assert.ok((west?.latency?.p50 ?? 0) >= 1400, `West US p50 ${west?.latency?.p50} ms, where two of its three arms ran 1500 ms`);
   });
 
   it("gives each call its own snapshot: a later read of the same client does not change an earlier record", async function () {

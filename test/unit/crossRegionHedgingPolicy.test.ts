@@ -840,6 +840,7 @@ describe("crossRegionHedgingPolicy", () => {
         winningRegion: "East US",
         terminalState: "skipped",
         totalRequestCharge: 2.25,
+        final: true,
         skipReason: "singleRegion",
       });
     });
