@@ -19,7 +19,10 @@ import type { ReadableSpan } from "@opentelemetry/sdk-trace-node";
 
 // What an application's instrumentation file does, before any Azure package loads. In an ES module
 // application the instrumentation needs OpenTelemetry's loader hook; a CommonJS one needs only the two calls below it.
-register("@opentelemetry/instrumentation/hook.mjs", import.meta.url);
+// The hook must be the one of the @opentelemetry/instrumentation that the Azure instrumentation itself uses, so it is
+// resolved from that package: a newer copy at the top level (what `npm i @opentelemetry/instrumentation` installs
+// today) has another import-in-the-middle, and its hook silently records no Azure span (see docs/tracing.md).
+register("@opentelemetry/instrumentation/hook.mjs", import.meta.resolve("@azure/opentelemetry-instrumentation-azure-sdk"));
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 provider.register();

@@ -30,6 +30,10 @@ export { hedgeDiagnosticsHeaderName } from "./cosmos/headers.js";
 export { masterKeySigner } from "./cosmos/masterKeySigner.js";
 export type { RequestSigner } from "./cosmos/masterKeySigner.js";
 export { getHedgeDiagnostics } from "./hedging/diagnostics.js";
+export { getHedgingDetection } from "./diagnostics/detection.js";
+export type { HedgingDetection, RequestedRegion, RequestedRegionReason } from "./diagnostics/detection.js";
+export { whenFinal } from "./diagnostics/final.js";
+export { hedgingMetricAttributes, hedgingMetricNames } from "./diagnostics/otelMetrics.js";
 export { collectHedgeDiagnostics, getCollectedHedgeDiagnostics } from "./hedging/diagnosticsCollector.js";
 export type { CollectedHedgeDiagnostics } from "./hedging/diagnosticsCollector.js";
 export type {

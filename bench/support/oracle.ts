@@ -44,6 +44,7 @@ export function oracleHttpClient(transport: HttpClient, emulator: Emulator): Htt
         winningRegion: best.region.name,
         terminalState: moved ? "hedgeWon" : "primaryWon",
         totalRequestCharge: requestChargeOf(response) ?? 0,
+        final: true,
       });
       return response;
     },

@@ -12,6 +12,8 @@ import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPo
 import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
 import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
 import { armHttpTracingPolicy } from "../hedging/tracing.js";
+import { dispatchRecordPolicy, operationLinkPolicy } from "../diagnostics/dispatchPolicies.js";
+import { loadOpenTelemetryMetrics } from "../diagnostics/otelMetrics.js";
 import { markForCoreTransport } from "../hedging/armAbort.js";
 import { requestControlsOf, setRequestControls } from "../hedging/requestControls.js";
 import { logger } from "../log.js";
@@ -260,13 +262,17 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
     ...(options.signer !== undefined ? { signer: options.signer } : {}),
     ...(options.onDiagnostics !== undefined ? { onDiagnostics: options.onDiagnostics } : {}),
   };
+  loadOpenTelemetryMetrics();
   const pipeline = createEmptyPipeline();
+  // First and last: each attempt of an @azure/cosmos operation is linked to its record before anything re-points it, and each request is noted as it goes out.
+  pipeline.addPolicy(operationLinkPolicy());
   pipeline.addPolicy(excludedRegionsPolicy({ regions }));
   pipeline.addPolicy(metadataHedgingPolicy({ ...metadataOptions(options.metadata), ...shared }));
   const crossRegion = crossRegionHedgingPolicy({ ...crossRegionOptions(options.crossRegion), ...shared });
   pipeline.addPolicy(crossRegion);
   // Below the race, so each arm of a traced race gets an HTTP span with the Azure SDK's conventions, under its own span.
   pipeline.addPolicy(armHttpTracingPolicy());
+  pipeline.addPolicy(dispatchRecordPolicy(regions));
   const transport = options.httpClient ?? createDefaultHttpClient();
   const routeOf = pipelineRoutes(pipeline, transport, options.httpClient === undefined);
   logger.info(hedgingClientSummary(options));

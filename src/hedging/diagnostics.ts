@@ -169,8 +169,15 @@ export interface HedgeDiagnostics {
    * record was published: the record object (from `onDiagnostics` or
    * {@link getHedgeDiagnostics} on the response) is updated in place, while
    * the response header keeps the value at the time the race was decided.
+   * It is the true cost once {@link HedgeDiagnostics.final} is `true`.
    */
   totalRequestCharge: number;
+  /**
+   * `false` while a drained loser of the race is still running: its charge
+   * is not in `totalRequestCharge` yet. The live record turns `true` when
+   * the last drain ends; `whenFinal(record)` waits for it.
+   */
+  final: boolean;
   /**
    * Why hedging was skipped, or why fewer hedges were launched than planned.
    * `regionThrottled`: every other region is answering 429 and is not
@@ -181,6 +188,16 @@ export interface HedgeDiagnostics {
 
 /** The records of responses: every request has one, so a property of the response. */
 const attachedToResponses = new ObjectSlot<HedgeDiagnostics>("cosmos-hedging diagnostics");
+/**
+ * Attaches the live record of a request to the plain `headers` object that
+ * `@azure/cosmos` makes of its response (or puts on its error), so that
+ * {@link getHedgeDiagnostics} returns the record itself, completed in place
+ * when a drained arm ends, rather than the header's snapshot.
+ */
+export function attachHedgeDiagnosticsToHeaders(headers: object, diagnostics: HedgeDiagnostics): void {
+  attachedToResponses.set(headers, diagnostics);
+}
+
 /** The records of errors, which callers print and inspect, so kept off the error object itself. */
 const attachedToErrors = new WeakMap<object, HedgeDiagnostics>();
 
@@ -247,7 +264,7 @@ function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): string {
 
 /** The JSON of a skipped record without its charge and closing brace. */
 function skippedHeadJson(diagnostics: HedgeDiagnostics): string {
-  const { totalRequestCharge: _charge, ...rest } = diagnostics;
+  const { totalRequestCharge: _charge, final: _final, ...rest } = diagnostics;
   return JSON.stringify(rest).slice(0, -1);
 }
 
@@ -275,7 +292,7 @@ function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
     arm === undefined || diagnostics.arms.length !== 1 || diagnostics.terminalState !== "primaryWon" || diagnostics.routing !== undefined ||
     diagnostics.ranking !== undefined || diagnostics.skipReason !== undefined || arm.error !== undefined || arm.subStatus !== undefined ||
     arm.sessionTokenOmitted !== undefined || arm.drainEnd !== undefined || arm.reason !== "primary" || arm.outcome !== "returned" ||
-    diagnostics.hedgeFired || diagnostics.hedgeWon || diagnostics.winningRegion !== arm.region
+    diagnostics.final !== true || diagnostics.hedgeFired || diagnostics.hedgeWon || diagnostics.winningRegion !== arm.region
   ) {
     return undefined;
   }
@@ -285,7 +302,7 @@ function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
   if (arm.status !== undefined) json += ',"status":' + jsonNumber(arm.status);
   if (arm.activityId !== undefined) json += ',"activityId":' + JSON.stringify(arm.activityId);
   if (arm.requestCharge !== undefined) json += ',"requestCharge":' + jsonNumber(arm.requestCharge);
-  json += '}],"hedgeFired":false,"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + JSON.stringify(arm.region);
+  json += '}],"hedgeFired":false,"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"final":true,"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + JSON.stringify(arm.region);
   if (diagnostics.winningActivityId !== undefined) json += ',"winningActivityId":' + JSON.stringify(diagnostics.winningActivityId);
   return json + "}";
 }
@@ -296,9 +313,9 @@ function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
  * cached head instead of serialized afresh.
  */
 function headerValue(diagnostics: HedgeDiagnostics): string {
-  if (diagnostics.terminalState === "skipped" && diagnostics.routing === undefined) {
+  if (diagnostics.terminalState === "skipped" && diagnostics.routing === undefined && diagnostics.final === true) {
     // A skipped record differs from the previous one of its kind only in its charge, its last field.
-    return cachedHead(true, diagnostics) + ',"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + "}";
+    return cachedHead(true, diagnostics) + ',"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"final":true}';
   }
   return lonePrimaryJson(diagnostics) ?? JSON.stringify(diagnostics);
 }
@@ -364,6 +381,8 @@ export function getHedgeDiagnostics(source: unknown): HedgeDiagnostics | undefin
   if (isHttpHeaders(source)) return fromHeaders(source);
   const nested = (source as { headers?: unknown }).headers;
   if (nested !== undefined) {
+    const live = typeof nested === "object" && nested !== null ? attachedToResponses.get(nested) : undefined;
+    if (live !== undefined) return live;
     const found = fromHeaders(nested);
     if (found !== undefined) return found;
   }

@@ -1,4 +1,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { HedgingDetection, OperationDetection } from "../diagnostics/detection.js";
+import { mergeDetections } from "../diagnostics/detection.js";
+import { whenFinal } from "../diagnostics/final.js";
+import { recordHedgingMetrics } from "../diagnostics/otelMetrics.js";
 import { describe } from "../options.js";
 import type { HedgeDiagnostics } from "./diagnostics.js";
 
@@ -11,11 +15,27 @@ export interface CollectedHedgeDiagnostics<T> {
    * block ran, in the order the requests finished.
    */
   diagnostics: HedgeDiagnostics[];
+  /**
+   * The hedging detection record of every `@azure/cosmos` operation the
+   * block started (the pages of a feed, its query plan, the metadata reads
+   * the SDK made for it) taken together: whether any hedged, every request
+   * in the order it went out, every reply in the order it came, and their
+   * request charge. Empty for requests that did not come from a
+   * `CosmosClient` made with `withHedging`.
+   */
+  detection: HedgingDetection;
+  /**
+   * Settles (never rejects) once every record is final: the drained losers
+   * of the block's races have ended and their charges are in
+   * `diagnostics` and `detection`.
+   */
+  settled: Promise<void>;
 }
 
 /** One running block: its records, and the block around it, which sees them too. */
 interface Collection {
   readonly records: HedgeDiagnostics[];
+  readonly operations: OperationDetection[];
   readonly outer: Collection | undefined;
   open: boolean;
 }
@@ -25,12 +45,21 @@ const collectedByError = new WeakMap<object, HedgeDiagnostics[]>();
 
 /**
  * Adds a record to every block of {@link collectHedgeDiagnostics} that the
- * current asynchronous context runs in. Called where the policies publish
+ * current asynchronous context runs in, and counts it into the
+ * OpenTelemetry metrics when an application has a meter provider. Called where the policies publish
  * diagnostics, which is in the context of the call that made the request.
  */
 export function recordForCollectors(diagnostics: HedgeDiagnostics): void {
+  recordHedgingMetrics(diagnostics);
   for (let collection = scope.getStore(); collection !== undefined; collection = collection.outer) {
     if (collection.open) collection.records.push(diagnostics);
+  }
+}
+
+/** Adds a starting `@azure/cosmos` operation to every block it runs in, as {@link recordForCollectors} does a record. */
+export function recordOperationForCollectors(operation: OperationDetection): void {
+  for (let collection = scope.getStore(); collection !== undefined; collection = collection.outer) {
+    if (collection.open) collection.operations.push(operation);
   }
 }
 
@@ -54,7 +83,9 @@ function close(collection: Collection): HedgeDiagnostics[] {
  * client shares between callers (a cache load another block started) counts
  * for the block that started it.
  *
- * @returns what `fn` resolved to, and the records in the order the requests finished.
+ * @returns what `fn` resolved to, the records in the order the requests
+ * finished, the hedging detection record of the block's operations, and a
+ * promise of the moment every record is final.
  * @throws what `fn` threw or rejected with, unchanged; when that is an object,
  * {@link getCollectedHedgeDiagnostics} reads the records collected until then from it.
  *
@@ -66,7 +97,7 @@ function close(collection: Collection): HedgeDiagnostics[] {
  */
 export async function collectHedgeDiagnostics<T>(fn: () => T | PromiseLike<T>): Promise<CollectedHedgeDiagnostics<Awaited<T>>> {
   if (typeof fn !== "function") throw new TypeError(`fn must be a function; got ${describe(fn)}.`);
-  const collection: Collection = { records: [], outer: scope.getStore(), open: true };
+  const collection: Collection = { records: [], operations: [], outer: scope.getStore(), open: true };
   let result: Awaited<T>;
   try {
     result = await scope.run(collection, fn);
@@ -75,7 +106,10 @@ export async function collectHedgeDiagnostics<T>(fn: () => T | PromiseLike<T>): 
     if (typeof error === "object" && error !== null) collectedByError.set(error, diagnostics);
     throw error;
   }
-  return { result, diagnostics: close(collection) };
+  const diagnostics = close(collection);
+  const detection = mergeDetections(collection.operations);
+  const settled = Promise.all([...diagnostics.map(whenFinal), detection.settled]).then(() => undefined);
+  return { result, diagnostics, detection, settled };
 }
 
 /**

@@ -9,6 +9,7 @@ import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeArmDiagnostics, HedgeArmReason, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import { attachHedgeDiagnostics } from "./diagnostics.js";
 import { recordForCollectors } from "./diagnosticsCollector.js";
+import { finalWhen } from "../diagnostics/final.js";
 import { describeArm, describeDrainedArm } from "./diagnosticsRecord.js";
 import type { LoserDrain } from "./loserDrain.js";
 import type { SkipPlan } from "./planner.js";
@@ -63,6 +64,7 @@ function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, t
   record.skipReason = skipReason;
   // Last, as the diagnostics header writes it after a cached head.
   record.totalRequestCharge = totalRequestCharge;
+  record.final = true;
   return record as HedgeDiagnostics;
 }
 
@@ -73,11 +75,13 @@ function raceRecord(
   hedgeRefused: boolean,
   terminalState: HedgeDiagnostics["terminalState"],
   returned: HedgeArmDiagnostics | undefined,
+  final: boolean,
 ): HedgeDiagnostics {
   const record: RecordInProgress = header;
   record.arms = arms;
   record.hedgeFired = arms.length > 1;
   record.totalRequestCharge = totalCharge(arms);
+  record.final = final;
   if (hedgeRefused) record.skipReason = "budgetExhausted";
   record.hedgeWon = terminalState === "hedgeWon";
   record.terminalState = terminalState;
@@ -274,19 +278,25 @@ function conclude(
   };
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");
-    finish(error, raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined), undefined, error);
+    finish(error, raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined, true), undefined, error);
     throw error;
   }
   const terminalState = outcome.fallback ? "primaryOutcome" : outcome.returnedIndex > 0 ? "hedgeWon" : "primaryWon";
-  const diagnostics = raceRecord(header, arms, outcome.hedgeRefused, terminalState, arms[outcome.returnedIndex]);
+  const diagnostics = raceRecord(header, arms, outcome.hedgeRefused, terminalState, arms[outcome.returnedIndex], outcome.drains.length === 0);
   const response = outcome.result.response === undefined ? undefined : asAnswerTo(outcome.result.response, request);
-  finish(response ?? outcome.result.error, diagnostics, response, response === undefined ? outcome.result.error : undefined);
-  for (const drained of outcome.drains) {
-    void drained.then((arm) => {
-      if (arm.index === 0) trace?.closePrimary(arm);
-      completeDrain(sink, operation, diagnostics, outcome.startedAt, arm);
-    });
+  // Before the record is published, so that whoever gets it can wait for its drained arms.
+  if (outcome.drains.length > 0) {
+    finalWhen(
+      diagnostics,
+      outcome.drains.map((drained) =>
+        drained.then((arm) => {
+          if (arm.index === 0) trace?.closePrimary(arm);
+          completeDrain(sink, operation, diagnostics, outcome.startedAt, arm);
+        }),
+      ),
+    );
   }
+  finish(response ?? outcome.result.error, diagnostics, response, response === undefined ? outcome.result.error : undefined);
   if (response === undefined) throw outcome.result.error;
   return response;
 }

@@ -16,6 +16,11 @@ function describeArms(diagnostics: HedgeDiagnostics): string {
     .join(", ");
 }
 
+/** The race's charge as far as it is known: a drained arm's is added only when its drain ends. */
+function chargeText(diagnostics: HedgeDiagnostics): string {
+  return diagnostics.final ? `${diagnostics.totalRequestCharge} RU` : `${diagnostics.totalRequestCharge} RU so far, not final: a drained arm's charge is still to come`;
+}
+
 /**
  * What a finished race tells the log: at `verbose`, each race that fired a
  * hedge and how it ended; at `info`, when the hedge budget starts refusing
@@ -32,7 +37,7 @@ export function logRace(policy: { readonly logger: AzureLogger }, diagnostics: H
       `${diagnostics.operation}: hedged at ${firstHedge?.startOffsetMs} ms (${firstHedge?.reason}); ${diagnostics.terminalState}` +
         `${diagnostics.winningRegion !== undefined ? ` by ${diagnostics.winningRegion}` : ""}` +
         `${returned?.durationMs !== undefined ? ` in ${returned.startOffsetMs + returned.durationMs} ms` : ""}` +
-        ` (arms: ${describeArms(diagnostics)}; ${diagnostics.totalRequestCharge} RU).`,
+        ` (arms: ${describeArms(diagnostics)}; ${chargeText(diagnostics)}).`,
     );
   }
   const now = performance.now();

@@ -162,7 +162,8 @@ export class RegionHealth implements RaceLearner, HealthyTails {
         const informative = callerAborted
           ? thresholdMs !== undefined && duration >= thresholdMs
           : winnerMs !== undefined && duration >= winnerMs;
-        if (informative) windows.record(region, latencyClass, duration, "censored");
+        // A drained arm's latency is recorded when its drain ends, at its real length (see learnDrained).
+        if (informative && arm.drain === undefined) windows.record(region, latencyClass, duration, "censored");
         // Any bound may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a drained arm tells more when its drain ends.
         if (arm.aborted === true) decisions?.observe(region, latencyClass, duration, true);
         if (informative || !callerAborted) thompson?.observeCensored(region, latencyClass, duration);
@@ -184,7 +185,11 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     this.recorder.recordDrainEnd(arm);
     const latencyClass = latencyClassOf(operation);
     const duration = drainedDurationMs(arm);
-    if (this.decisions === undefined || latencyClass === undefined || duration === undefined) return;
+    if (latencyClass === undefined || duration === undefined) return;
+    // The region's percentiles show what its losers really took: an answer as a tail latency (never the healthy
+    // baseline, which would raise the threshold of the region that is slow), a drain cut short as the bound it reached.
+    this.windows.record(arm.region.name, latencyClass, duration, isSuccessResult(arm.drain?.result) ? "tail" : "censored");
+    if (this.decisions === undefined) return;
     if (isSuccessResult(arm.drain?.result)) this.decisions.observe(arm.region.name, latencyClass, duration, false);
     else if (arm.drain?.end !== "settled") this.decisions.observe(arm.region.name, latencyClass, duration, true);
   }

@@ -13,7 +13,10 @@ interface SampleRun {
 
 /** What each sample must print: the line that shows it did what it demonstrates. */
 const expectations: Record<string, RegExp[]> = {
-  quickstart: [/^read item-1: 200 in \d+ ms; served by East US, hedgeWon=true, totalRequestCharge=\d+(\.\d+)? RU \(arms: West US drained, East US returned\)$/m],
+  quickstart: [
+    /^read item-1: 200 in \d+ ms; served by East US, hedgingStarted=true, requested West US \(initial\), East US \(hedging\); 1 RU so far, not final$/m,
+    /^read item-1 in all: 2 RU \(replies from East US, West US\)$/m,
+  ],
   coreClient: [/^GET item-4: 200 in \d+ ms \(value 4\); primary West US, served by East US, terminalState=hedgeWon$/m],
   perRequestOptions: [
     /^default: hedged after 100 ms +\d+ ms {2}pointRead → East US \(hedgeWon\)$/m,

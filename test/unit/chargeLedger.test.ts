@@ -6,7 +6,7 @@ import type { HedgeArmDiagnostics, HedgeDiagnostics } from "../../src/hedging/di
 import { runUntilIdle } from "../support/clockDriver.js";
 
 function record(policy: HedgeDiagnostics["policy"], charge: number, arms: HedgeArmDiagnostics[] = []): HedgeDiagnostics {
-  return { policy, operation: "pointRead", arms, hedgeFired: arms.length > 1, hedgeWon: false, terminalState: "primaryWon", totalRequestCharge: charge };
+  return { policy, operation: "pointRead", arms, hedgeFired: arms.length > 1, hedgeWon: false, terminalState: "primaryWon", totalRequestCharge: charge, final: true };
 }
 
 function arm(outcome: HedgeArmDiagnostics["outcome"]): HedgeArmDiagnostics {

@@ -831,6 +831,7 @@ describe("crossRegionHedgingPolicy", () => {
         winningActivityId: "act-c",
         terminalState: "hedgeWon",
         totalRequestCharge: 4.5,
+        final: true,
       };
       assert.deepEqual(getHedgeDiagnostics(response), expected);
       assert.deepEqual(JSON.parse(response.headers.get(hedgeDiagnosticsHeaderName) ?? "null"), expected);
@@ -869,6 +870,7 @@ describe("crossRegionHedgingPolicy", () => {
         winningRegion: "East US",
         terminalState: "skipped",
         totalRequestCharge: 2.25,
+        final: true,
         skipReason: "singleRegion",
       });
     });

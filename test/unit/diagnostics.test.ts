@@ -38,6 +38,7 @@ const diagnostics: HedgeDiagnostics = {
   winningActivityId: "a1",
   terminalState: "hedgeWon",
   totalRequestCharge: 1,
+  final: true,
 };
 
 function response(headers: Record<string, string> = {}): PipelineResponse {
@@ -87,6 +88,7 @@ describe("hedge diagnostics", () => {
         ...(primaryRegion !== undefined ? { winningRegion: primaryRegion } : {}),
         terminalState: "skipped",
         totalRequestCharge: 1,
+        final: true,
         skipReason: "unknownRegion",
       });
       for (const record of [skipped(), skipped("undefined"), skipped(""), skipped("a|b"), skipped("a"), skipped()]) {
@@ -215,8 +217,8 @@ describe("the diagnostics header of races its primary answered alone", () => {
       const region = `Region ${index % 20}`;
       const arm: HedgeArmDiagnostics = { region, reason: "primary", startOffsetMs: 0, outcome: "returned", durationMs: index, status: 200, requestCharge: index };
       return index % 2 === 0
-        ? { policy: "crossRegion", operation: "pointRead", primaryRegion: region, thresholdMs: index, thresholdStepMs: 100, thresholdSource: "options", arms: [arm], hedgeFired: false, totalRequestCharge: index, hedgeWon: false, terminalState: "primaryWon", winningRegion: region }
-        : { policy: "metadata", operation: "collectionRead", primaryRegion: region, arms: [], hedgeFired: false, hedgeWon: false, winningRegion: region, terminalState: "skipped", totalRequestCharge: index, skipReason: "disabled" };
+        ? { policy: "crossRegion", operation: "pointRead", primaryRegion: region, thresholdMs: index, thresholdStepMs: 100, thresholdSource: "options", arms: [arm], hedgeFired: false, totalRequestCharge: index, final: true, hedgeWon: false, terminalState: "primaryWon", winningRegion: region }
+        : { policy: "metadata", operation: "collectionRead", primaryRegion: region, arms: [], hedgeFired: false, hedgeWon: false, winningRegion: region, terminalState: "skipped", totalRequestCharge: index, final: true, skipReason: "disabled" };
     });
     for (let pass = 0; pass < 3; pass++) {
       for (const record of pass === 1 ? [...records].reverse() : records) {

@@ -8,7 +8,7 @@ import {
 } from "../../src/hedging/diagnosticsCollector.js";
 
 function record(operation: HedgeDiagnostics["operation"]): HedgeDiagnostics {
-  return { policy: "crossRegion", operation, arms: [], hedgeFired: false, hedgeWon: false, terminalState: "skipped", totalRequestCharge: 1 };
+  return { policy: "crossRegion", operation, arms: [], hedgeFired: false, hedgeWon: false, terminalState: "skipped", totalRequestCharge: 1, final: true };
 }
 
 describe("collectHedgeDiagnostics", () => {
@@ -24,7 +24,12 @@ describe("collectHedgeDiagnostics", () => {
       recordForCollectors(record("query"));
       return "done";
     });
-    assert.deepEqual(async, { result: "done", diagnostics: [record("query")] });
+    assert.deepEqual({ result: async.result, diagnostics: async.diagnostics }, { result: "done", diagnostics: [record("query")] });
+    // No @azure/cosmos operation ran in the block: its detection record is empty, and final.
+    assert.deepEqual(async.detection.requestedRegions(), []);
+    assert.equal(async.detection.hedgingStarted(), false);
+    assert.equal(async.detection.final, true);
+    await async.settled;
   });
 
   it("records nothing outside a block, and nothing into a block that has settled", async () => {

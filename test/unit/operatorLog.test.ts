@@ -176,7 +176,7 @@ describe("what the package logs for an operator", () => {
       logs = captureAzureLogs("verbose");
     });
 
-    it("logs each hedge fired and how it ended, and no line for a race the primary won alone", async () => {
+    it("logs each hedge fired and how it ended, with a charge that says it is not final while an arm drains, and no line for a race the primary won alone", async () => {
       const pipeline = createEmptyPipeline();
       const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs] } });
       pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: 100 }));
@@ -190,7 +190,7 @@ describe("what the package logs for an operator", () => {
       await harness.clock.tickAsync(500);
       await hedged.result();
       assert.deepEqual(messages(logs).slice(before), [
-        "pointRead: hedged at 100 ms (threshold); hedgeWon by West US in 130 ms (arms: East US primary - drained, West US threshold 200 returned; 1.25 RU).",
+        "pointRead: hedged at 100 ms (threshold); hedgeWon by West US in 130 ms (arms: East US primary - drained, West US threshold 200 returned; 1.25 RU so far, not final: a drained arm's charge is still to come).",
       ]);
       assert.ok(logs.packageLines().slice(before).every((line) => line.startsWith("azure:cosmos-hedging:crossRegionHedgingPolicy:verbose ")));
     });

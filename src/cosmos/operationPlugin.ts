@@ -1,0 +1,119 @@
+import { attachDetection, OperationDetection } from "../diagnostics/detection.js";
+import { operationHeaderName, registerOperation, unregisterOperation } from "../diagnostics/dispatchPolicies.js";
+import { attachHedgeDiagnosticsToHeaders } from "../hedging/diagnostics.js";
+import { recordOperationForCollectors } from "../hedging/diagnosticsCollector.js";
+
+/** The parts of an `@azure/cosmos` request context that the plugins read and write. */
+interface CosmosOperationContext {
+  headers?: Record<string, unknown>;
+}
+
+/**
+ * An `@azure/cosmos` request plugin (`PluginConfig` with `on: PluginOn.request`),
+ * typed structurally as {@link CosmosOperationPlugin} is.
+ */
+export interface CosmosAttemptPlugin {
+  readonly on: "request";
+  readonly plugin: CosmosOperationPlugin["plugin"];
+}
+
+/**
+ * An `@azure/cosmos` operation plugin (`PluginConfig` with `on: PluginOn.operation`),
+ * typed structurally so that this package needs none of the SDK's types.
+ */
+export interface CosmosOperationPlugin {
+  readonly on: "operation";
+  readonly plugin: (context: CosmosOperationContext, diagnosticNode: unknown, next: (context: CosmosOperationContext) => Promise<unknown>) => Promise<unknown>;
+}
+
+function headersOf(value: unknown): object | undefined {
+  const headers = typeof value === "object" && value !== null ? (value as { headers?: unknown }).headers : undefined;
+  return typeof headers === "object" && headers !== null ? headers : undefined;
+}
+
+/**
+ * The operation plugin `withHedging` installs on the `CosmosClient`.
+ * `@azure/cosmos` runs operation plugins once per operation, around its
+ * whole retry loop, so the record it starts (see `getHedgingDetection`)
+ * sees every HTTP attempt the SDK makes for the operation, and every hedge
+ * of each. Its attempts carry the operation's id in a header that the
+ * hedging client reads and removes. The record goes on the response the
+ * SDK returns and on the error it throws (and their `headers`), with the
+ * hedging record of the last attempt, the live one.
+ */
+export function operationPlugin(): CosmosOperationPlugin {
+  return {
+    on: "operation",
+    plugin: async (context, _diagnosticNode, next) => {
+      const { headers } = context;
+      if (headers === undefined) return next(context);
+      const operation = new OperationDetection();
+      const id = registerOperation(operation);
+      headers[operationHeaderName] = id;
+      recordOperationForCollectors(operation);
+      let outcome: unknown;
+      try {
+        outcome = await next(context);
+        return outcome;
+      } catch (error) {
+        outcome = error;
+        throw error;
+      } finally {
+        unregisterOperation(id);
+        delete headers[operationHeaderName];
+        attachDetection(outcome, operation);
+        const outcomeHeaders = headersOf(outcome);
+        if (outcomeHeaders !== undefined && operation.lastRecord !== undefined) attachHedgeDiagnosticsToHeaders(outcomeHeaders, operation.lastRecord);
+        operation.operationEnded();
+      }
+    },
+  };
+}
+
+/** The records of the operations that run without operation plugins, by the request context their attempts share. */
+const contextOperations = new WeakMap<object, OperationDetection>();
+
+/**
+ * The request plugin that gives a record to the operations `@azure/cosmos`
+ * runs without operation plugins: in 4.x the pages of queries and feeds and
+ * the query plan go to its retry loop directly. The SDK hands every attempt
+ * of such an operation the same request context, so the record is found by
+ * it. Without an operation around it, the record is ended after each
+ * attempt and reopened by the next (the SDK's retry), so it is final
+ * between attempts; read it once the call has returned, or through
+ * {@link collectHedgeDiagnostics}. An attempt of an operation the operation
+ * plugin already names passes through.
+ */
+export function feedAttemptPlugin(): CosmosAttemptPlugin {
+  return {
+    on: "request",
+    plugin: async (context, _diagnosticNode, next) => {
+      const { headers } = context;
+      if (headers === undefined || headers[operationHeaderName] !== undefined) return next(context);
+      let operation = contextOperations.get(context);
+      if (operation === undefined) {
+        operation = new OperationDetection();
+        contextOperations.set(context, operation);
+        recordOperationForCollectors(operation);
+      } else {
+        operation.operationReopened();
+      }
+      // Registered per attempt, so that nothing holds the record once its last attempt has ended.
+      const id = registerOperation(operation);
+      headers[operationHeaderName] = id;
+      let outcome: unknown;
+      try {
+        outcome = await next(context);
+        return outcome;
+      } catch (error) {
+        outcome = error;
+        throw error;
+      } finally {
+        unregisterOperation(id);
+        delete headers[operationHeaderName];
+        attachDetection(outcome, operation);
+        operation.operationEnded();
+      }
+    },
+  };
+}
