@@ -57,8 +57,10 @@ export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
       if (context.headers !== undefined) {
         context.headers[requestControlHeaders.sdkExcludedRegions] = excludedLocationsHeader(context);
         // Only a retry carries it, so a first attempt pays nothing: the SDK chose a retry's region on purpose.
-        if (typeof context.retryCount === "number" && context.retryCount > 0) {
-          context.headers[requestControlHeaders.sdkRetry] = String(context.retryCount);
+        // @azure/cosmos 4.10.1 never sets the field and increments it on each retry, so a retry's is NaN; a later SDK may count from 0.
+        const { retryCount } = context;
+        if (typeof retryCount === "number" && retryCount !== 0) {
+          context.headers[requestControlHeaders.sdkRetry] = Number.isFinite(retryCount) ? String(retryCount) : "retry";
         }
       }
       return next(context);

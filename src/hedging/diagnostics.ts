@@ -59,7 +59,8 @@ export type HedgeSkipReason =
   | "budgetExhausted"
   | "pinnedRegion"
   | "continuationPage"
-  | "regionThrottled";
+  | "regionThrottled"
+  | "sdkRetry";
 
 /** What the region ranking did with a read. */
 export interface HedgeRanking {
@@ -181,7 +182,10 @@ export interface HedgeDiagnostics {
   /**
    * Why hedging was skipped, or why fewer hedges were launched than planned.
    * `regionThrottled`: every other region is answering 429 and is not
-   * hedged into until its `x-ms-retry-after-ms` has passed.
+   * hedged into until its `x-ms-retry-after-ms` has passed. `sdkRetry`:
+   * the request is a retry of `@azure/cosmos`'s own (after a 503, a timeout,
+   * a 429), sent where the SDK sent it; only the first attempt is hedged, so
+   * that an outage costs at most twice the requests of plain `@azure/cosmos`.
    */
   skipReason?: HedgeSkipReason;
 }

@@ -102,6 +102,9 @@ export class HedgePlanner {
     }
     if (!isResendableBody(request)) return { kind: "skip", reason: "streamBody", header };
     if (controls.region !== undefined) return { kind: "skip", reason: "pinnedRegion", header };
+    // The SDK moved or repeated this attempt itself (a 503, a timeout, a 429 backoff): its first attempt had its hedges,
+    // and hedging every retry too would multiply the requests of an outage.
+    if (controls.sdkRetry === true) return { kind: "skip", reason: "sdkRetry", header };
     if (addressed === undefined) return { kind: "skip", reason: "unknownRegion", header };
     // An account of one region is known at once; which regions exclusions and throttling leave waits for the first hedge.
     const accountRegions = isWrite ? topology?.writeRegions : topology?.readRegions;

@@ -5,7 +5,7 @@ import type { HttpMethods, Pipeline, PipelineRequest, PipelineResponse } from "@
 import sinon from "sinon";
 import { RegionCache } from "../../src/caches/regionCache.js";
 import type { AccountTopologyInit, RegionEndpoint } from "../../src/caches/regionCache.js";
-import { hedgeDiagnosticsHeaderName } from "../../src/cosmos/headers.js";
+import { hedgeDiagnosticsHeaderName, requestControlHeaders } from "../../src/cosmos/headers.js";
 import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
 import { classifyOperation } from "../../src/cosmos/operationKind.js";
@@ -180,6 +180,19 @@ describe("crossRegionHedgingPolicy", () => {
   });
 
   describe("requests that pass through unhedged", () => {
+    it("a retry of the SDK's (marked by its plugin): one send where the SDK sent it, skipReason sdkRetry; its first attempt is hedged", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100 });
+      const retry = pointRead(eastUs, signal());
+      retry.headers.set(requestControlHeaders.sdkRetry, "1");
+      const response = await armsSentFor(pipeline, retry);
+      assert.deepEqual(harness.transport.received.map((received) => received.origin), ["https://acct-eastus.documents.azure.com"]);
+      assert.equal(diagnosticsOf(response).skipReason, "sdkRetry");
+      assert.equal(retry.headers.has(requestControlHeaders.sdkRetry), false, "the marker never reaches the wire");
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      const first = await armsSentFor(pipeline, pointRead(eastUs, signal()));
+      assert.equal(diagnosticsOf(first).hedgeFired, true);
+    });
+
     it("a single applicable region: one send, skipReason singleRegion", async () => {
       const pipeline = pipelineWith({ regions: regionsWith({ readRegions: [eastUs] }), threshold: 100 });
       const response = await armsSentFor(pipeline, pointRead(eastUs, signal()));

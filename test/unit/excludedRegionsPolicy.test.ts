@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import sinon from "sinon";
+import { requestControlHeaders } from "../../src/cosmos/headers.js";
 import { AbortError } from "@azure/abort-controller";
 import { createEmptyPipeline, createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { HttpClient, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
@@ -308,6 +309,18 @@ describe("excludedRegionsPolicy", function () {
       regions.setPreferredRegions(["North Europe", "East US", "West US"]);
       await send(read(eastUs));
       assert.equal(sent[0]!.region, "East US");
+    });
+
+    it("never moves a retry of the SDK's, even one sent back to its first choice: the SDK chose that region on purpose", async function () {
+      const regions = cache();
+      const { sent, send } = routedPipeline(regions);
+      regions.setPreferredRegions(["North Europe", "East US", "West US"]);
+      const retry = read(westUs);
+      retry.headers.set(requestControlHeaders.sdkRetry, "2");
+      await send(retry);
+      await send(read(westUs));
+      assert.deepEqual(sent.map((s) => s.region), ["West US", "North Europe"], "the first attempt moves; the retry does not");
+      assert.equal(sent[0]!.controls.routing, undefined);
     });
 
     it("takes the SDK's first choice from the account's order when the client had no preferred regions", async function () {

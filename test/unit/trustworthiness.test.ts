@@ -140,6 +140,20 @@ describe("trustworthiness: what users hit", function () {
       assert.equal(request.headers.has(requestControlHeaders.sdkExcludedRegions), false, "never reaches the wire");
       assert.ok(passed !== undefined);
 
+      assert.equal(headers[requestControlHeaders.sdkRetry], undefined, "a first attempt carries no retry marker");
+      const retried: Record<string, unknown> = {};
+      await plugin.plugin({ headers: retried, retryCount: 2, httpClient: client }, undefined, async () => undefined);
+      assert.equal(retried[requestControlHeaders.sdkRetry], "2");
+      // What @azure/cosmos 4.10.1 holds on a retry: a field it never set, incremented.
+      const sdkRetried: Record<string, unknown> = {};
+      await plugin.plugin({ headers: sdkRetried, retryCount: Number.NaN, httpClient: client }, undefined, async () => undefined);
+      assert.equal(sdkRetried[requestControlHeaders.sdkRetry], "retry");
+      const marked = pointRead(westUs);
+      marked.headers.set(requestControlHeaders.sdkExcludedRegions, "[]");
+      marked.headers.set(requestControlHeaders.sdkRetry, "2");
+      assert.equal(requestControlsOf(marked).sdkRetry, true);
+      assert.equal(marked.headers.has(requestControlHeaders.sdkRetry), false);
+
       const bare: Record<string, unknown> = {};
       await plugin.plugin({ headers: bare, httpClient: client }, undefined, async () => undefined);
       assert.equal(bare[requestControlHeaders.sdkExcludedRegions], "[]");
