@@ -14,7 +14,7 @@ export default {
   checkers: ["typescript"],
   tsconfigFile: "test/mutation/tsconfig.json",
   coverageAnalysis: "perTest",
-  mutate: ["src/hedging/**/*.ts", "src/policies/**/*.ts", "src/caches/**/*.ts", "src/cosmos/**/*.ts", "src/options.ts"],
+  mutate: ["src/**/*.ts", "!src/index.ts", "!src/testing.ts", "!src/client/**/*.ts"],
   incremental: true,
   incrementalFile: "temp/mutation/incremental.json",
   // The machine is shared and has two cores.

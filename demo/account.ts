@@ -2,7 +2,7 @@ import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-p
 import type { HttpClient } from "@azure/core-rest-pipeline";
 import { CosmosClient } from "@azure/cosmos";
 import type { Container, CosmosClientOptions } from "@azure/cosmos";
-import { RegionCache } from "../src/caches/regionCache.js";
+import { RegionCache } from "../src/topology/regionCache.js";
 import { faultInjectionPolicy } from "../src/testing.js";
 import type { FaultInjectionPolicy } from "../src/testing.js";
 import { startEmulator } from "../test/emulator/index.js";

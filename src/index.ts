@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 
-export { RegionCache } from "./caches/regionCache.js";
+export { RegionCache } from "./topology/regionCache.js";
 export type {
   AccountTopology,
   AccountTopologyInit,
@@ -13,29 +13,29 @@ export type {
   RegionCacheOptions,
   RegionDemotion,
   RegionEndpoint,
-} from "./caches/regionCache.js";
-export type { LatencyClass, LatencySummary } from "./caches/latencyWindows.js";
-export { demotionDefaults } from "./caches/regionRanking.js";
-export type { RegionRouting } from "./caches/regionRanking.js";
-export { adaptiveThresholdDefaults } from "./hedging/adaptiveThreshold.js";
-export type { AdaptiveThresholdOptions } from "./hedging/adaptiveThreshold.js";
-export { loadBudgetDefaults } from "./hedging/loadBudget.js";
-export type { HedgeLoadBudgetOptions } from "./hedging/loadBudget.js";
-export { loserDrainDefaults } from "./hedging/loserDrain.js";
-export type { LoserDrainOptions } from "./hedging/loserDrain.js";
-export type { HedgingMetrics, RegionHedgingMetrics } from "./hedging/metrics.js";
+} from "./topology/regionCache.js";
+export type { LatencyClass, LatencySummary } from "./learning/latencyWindows.js";
+export { demotionDefaults } from "./learning/regionRanking.js";
+export type { RegionRouting } from "./learning/regionRanking.js";
+export { adaptiveThresholdDefaults } from "./planning/adaptiveThreshold.js";
+export type { AdaptiveThresholdOptions } from "./planning/adaptiveThreshold.js";
+export { loadBudgetDefaults } from "./budget/loadBudget.js";
+export type { HedgeLoadBudgetOptions } from "./budget/loadBudget.js";
+export { loserDrainDefaults } from "./race/loserDrain.js";
+export type { LoserDrainOptions } from "./race/loserDrain.js";
+export type { HedgingMetrics, RegionHedgingMetrics } from "./diagnostics/metrics.js";
 export { classifyOperation } from "./cosmos/operationKind.js";
 export type { OperationKind } from "./cosmos/operationKind.js";
 export { hedgeDiagnosticsHeaderName } from "./cosmos/headers.js";
 export { masterKeySigner } from "./cosmos/masterKeySigner.js";
 export type { RequestSigner } from "./cosmos/masterKeySigner.js";
-export { getHedgeDiagnostics } from "./hedging/diagnostics.js";
+export { getHedgeDiagnostics } from "./diagnostics/diagnostics.js";
 export { getHedgingDetection } from "./diagnostics/detection.js";
 export type { HedgingDetection, RequestedRegion, RequestedRegionReason } from "./diagnostics/detection.js";
 export { whenFinal } from "./diagnostics/final.js";
 export { hedgingMetricAttributes, hedgingMetricNames } from "./diagnostics/otelMetrics.js";
-export { collectHedgeDiagnostics, getCollectedHedgeDiagnostics } from "./hedging/diagnosticsCollector.js";
-export type { CollectedHedgeDiagnostics } from "./hedging/diagnosticsCollector.js";
+export { collectHedgeDiagnostics, getCollectedHedgeDiagnostics } from "./diagnostics/diagnosticsCollector.js";
+export type { CollectedHedgeDiagnostics } from "./diagnostics/diagnosticsCollector.js";
 export type {
   HedgeArmDiagnostics,
   HedgeArmError,
@@ -48,7 +48,7 @@ export type {
   HedgeRankingReason,
   HedgeSkipReason,
   HedgeTerminalState,
-} from "./hedging/diagnostics.js";
+} from "./diagnostics/diagnostics.js";
 export {
   crossRegionHedgingDefaults,
   crossRegionHedgingPolicy,
@@ -75,4 +75,4 @@ export { excludedRegionsPolicy, excludedRegionsPolicyName } from "./policies/exc
 export type { ExcludedRegionsPolicyOptions } from "./policies/excludedRegionsPolicy.js";
 export { hedgingRequestOptions, withRequestHedgingOptions } from "./client/requestOptions.js";
 export type { HedgingRequestOptionsResult, InitialHeaders, RequestHedgingOptions } from "./client/requestOptions.js";
-export type { RequestRouting, RerouteReason } from "./hedging/requestControls.js";
+export type { RequestRouting, RerouteReason } from "./request/requestControls.js";

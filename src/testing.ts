@@ -8,11 +8,11 @@
  * @packageDocumentation
  */
 
-export { faultInjectionPolicy, faultInjectionPolicyName } from "./policies/faultInjectionPolicy.js";
+export { faultInjectionPolicy, faultInjectionPolicyName } from "./testing/faultInjectionPolicy.js";
 export type {
   FaultInjectionPolicy,
   FaultInjectionPolicyOptions,
   FaultResult,
   FaultRule,
   FaultRuleHandle,
-} from "./policies/faultInjectionPolicy.js";
+} from "./testing/faultInjectionPolicy.js";

@@ -1,7 +1,7 @@
 import { loadavg } from "node:os";
 import { CosmosClient } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
-import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { connectionRequestHeader } from "../../test/emulator/index.js";
 import { seedContainer } from "../../test/support/cosmos.js";
 import { LatencyRecorder, ms } from "../support/stats.js";

@@ -1,4 +1,4 @@
-import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 
 /**
  * The request units a hedging client's reads cost, drained losers included.

@@ -2,7 +2,7 @@ import { createDefaultHttpClient } from "@azure/core-rest-pipeline";
 import type { CosmosClient, CosmosClientOptions, ItemDefinition, ItemResponse } from "@azure/cosmos";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
-import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { Emulator } from "../../test/emulator/index.js";
 import type { ChargeLedger } from "./chargeLedger.js";
 import { oracleHttpClient } from "./oracle.js";

@@ -1,4 +1,4 @@
-import { seededRandom } from "../../src/hedging/seededRandom.js";
+import { seededRandom } from "../../src/testing/seededRandom.js";
 import { LatencyRecorder } from "./stats.js";
 
 /** How reads arrive: evenly spaced, or as a Poisson process (exponential gaps from a seeded generator). */

@@ -1,10 +1,10 @@
 import type { HttpClient, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
-import { RegionCache } from "../../src/caches/regionCache.js";
+import { RegionCache } from "../../src/topology/regionCache.js";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds } from "../../src/cosmos/operationKind.js";
 import { requestChargeOf } from "../../src/cosmos/statusTables.js";
-import { retarget } from "../../src/hedging/cloneRequest.js";
-import { attachHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { retarget } from "../../src/race/cloneRequest.js";
+import { attachHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { Emulator } from "../../test/emulator/index.js";
 import { predictionHeader } from "../../test/emulator/index.js";
 

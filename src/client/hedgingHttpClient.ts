@@ -1,21 +1,21 @@
 import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-pipeline";
 import type { HttpClient, Pipeline, PipelinePolicy, PipelineRequest, SendRequest } from "@azure/core-rest-pipeline";
-import { RegionCache } from "../caches/regionCache.js";
-import type { RegionCacheOptions } from "../caches/regionCache.js";
+import { RegionCache } from "../topology/regionCache.js";
+import type { RegionCacheOptions } from "../topology/regionCache.js";
 import { describe, optionKeys, optionalFunction, optionsObject, readOnce, regionNameList } from "../options.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
-import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
-import type { HedgingMetrics } from "../hedging/metrics.js";
+import type { HedgeDiagnostics } from "../diagnostics/diagnostics.js";
+import type { HedgingMetrics } from "../diagnostics/metrics.js";
 import type { CrossRegionHedgingPolicyOptions } from "../policies/crossRegionHedgingPolicy.js";
 import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.js";
 import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPolicy.js";
 import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
 import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
-import { armHttpTracingPolicy } from "../hedging/tracing.js";
+import { armHttpTracingPolicy } from "../diagnostics/tracing.js";
 import { dispatchRecordPolicy, operationLinkPolicy } from "../diagnostics/dispatchPolicies.js";
 import { loadOpenTelemetryMetrics } from "../diagnostics/otelMetrics.js";
-import { markForCoreTransport } from "../hedging/armAbort.js";
-import { requestControlsOf, setRequestControls } from "../hedging/requestControls.js";
+import { markForCoreTransport } from "../race/armAbort.js";
+import { requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { logger } from "../log.js";
 import { hedgingClientSummary } from "./hedgingSummary.js";
 

@@ -1,8 +1,18 @@
 import { crossRegionDefaultThresholdMs, crossRegionHedgingDefaults } from "../policies/crossRegionHedgingPolicy.js";
 import { metadataDefaultThresholdMs, metadataHedgingDefaults } from "../policies/metadataHedgingPolicy.js";
-import type { HedgingHttpClientOptions } from "./hedgingHttpClient.js";
 
-function crossRegionSummary(setting: HedgingHttpClientOptions["crossRegion"], requestTimeout: number): string {
+/**
+ * What the summary reads of a hedging client's options: their shape,
+ * declared here so that the client, which logs the line, and this file,
+ * which words it, do not import each other.
+ */
+interface SummarizedOptions {
+  readonly crossRegion?: boolean | "followAccount" | { readonly threshold?: unknown; readonly thresholdStep?: number; readonly enableMultiWriteRegionHedge?: boolean };
+  readonly metadata?: boolean | "followAccount" | { readonly threshold?: number };
+  readonly requestTimeout?: number;
+}
+
+function crossRegionSummary(setting: SummarizedOptions["crossRegion"], requestTimeout: number): string {
   if (setting === false) return "data-plane hedging off";
   if (setting === "followAccount") return "data-plane reads hedged while the account reports per-partition automatic failover";
   const settings = typeof setting === "object" ? setting : {};
@@ -17,7 +27,7 @@ function crossRegionSummary(setting: HedgingHttpClientOptions["crossRegion"], re
   return `data-plane reads hedged ${threshold}, then every ${step} ms${writes}`;
 }
 
-function metadataSummary(setting: HedgingHttpClientOptions["metadata"], requestTimeout: number): string {
+function metadataSummary(setting: SummarizedOptions["metadata"], requestTimeout: number): string {
   if (setting === false) return "metadata hedging off";
   if (setting === "followAccount") return "metadata reads hedged while the account reports per-partition automatic failover";
   const threshold =
@@ -30,7 +40,7 @@ function metadataSummary(setting: HedgingHttpClientOptions["metadata"], requestT
  * `info` when it is created: the first thing to look for when asking
  * whether hedging is on.
  */
-export function hedgingClientSummary(options: HedgingHttpClientOptions): string {
+export function hedgingClientSummary(options: SummarizedOptions): string {
   const requestTimeout = options.requestTimeout ?? metadataHedgingDefaults.requestTimeout;
   return `Hedging client created: ${crossRegionSummary(options.crossRegion, requestTimeout)}; ${metadataSummary(options.metadata, requestTimeout)}.`;
 }

@@ -1,7 +1,7 @@
-import { normalizeRegionName } from "../caches/regionNames.js";
+import { normalizeRegionName } from "../topology/regionNames.js";
 import { describe, optionKeys, positiveMilliseconds, regionName, regionNameList } from "../options.js";
-import type { RequestHedgingControls, RequestHedgingSetting } from "../hedging/requestControls.js";
-import { runWithRequestControls } from "../hedging/requestControls.js";
+import type { RequestHedgingControls, RequestHedgingSetting } from "../request/requestControls.js";
+import { runWithRequestControls } from "../request/requestControls.js";
 import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
 import { headerJson } from "../cosmos/sdkRequestPlugin.js";
 

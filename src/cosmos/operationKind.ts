@@ -1,5 +1,5 @@
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import { ObjectSlot } from "../objectSlot.js";
+import { ObjectSlot } from "../request/objectSlot.js";
 import { CosmosHeaders } from "./headers.js";
 
 /**

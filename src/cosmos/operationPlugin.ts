@@ -1,7 +1,7 @@
 import { attachDetection, OperationDetection } from "../diagnostics/detection.js";
 import { operationHeaderName, registerOperation, unregisterOperation } from "../diagnostics/dispatchPolicies.js";
-import { attachHedgeDiagnosticsToHeaders } from "../hedging/diagnostics.js";
-import { recordOperationForCollectors } from "../hedging/diagnosticsCollector.js";
+import { attachHedgeDiagnosticsToHeaders } from "../diagnostics/diagnostics.js";
+import { recordOperationForCollectors } from "../diagnostics/diagnosticsCollector.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugins read and write. */
 interface CosmosOperationContext {

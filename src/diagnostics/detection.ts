@@ -1,6 +1,6 @@
-import { normalizeRegionName } from "../caches/regionNames.js";
-import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
-import { ObjectSlot } from "../objectSlot.js";
+import { normalizeRegionName } from "../topology/regionNames.js";
+import type { HedgeDiagnostics } from "./diagnostics.js";
+import { ObjectSlot } from "../request/objectSlot.js";
 
 /**
  * Why a request of an operation went to a region, as the other Cosmos DB

@@ -1,9 +1,9 @@
 import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
-import type { RegionCache } from "../caches/regionCache.js";
-import { normalizeRegionName } from "../caches/regionNames.js";
+import type { RegionCache } from "../topology/regionCache.js";
+import { normalizeRegionName } from "../topology/regionNames.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
-import { getHedgeDiagnostics } from "../hedging/diagnostics.js";
-import { ObjectSlot } from "../objectSlot.js";
+import { getHedgeDiagnostics } from "./diagnostics.js";
+import { ObjectSlot } from "../request/objectSlot.js";
 import type { OperationDetection, RequestedRegionReason } from "./detection.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { HedgeDiagnostics } from "../hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "./diagnostics.js";
 
 /** The records whose drained arms are still running, each with the promise of its completion. */
 const completions = new WeakMap<HedgeDiagnostics, Promise<HedgeDiagnostics>>();

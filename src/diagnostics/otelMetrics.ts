@@ -1,5 +1,5 @@
 import type { OperationKind } from "../cosmos/operationKind.js";
-import type { HedgeArmDiagnostics, HedgeDiagnostics } from "../hedging/diagnostics.js";
+import type { HedgeArmDiagnostics, HedgeDiagnostics } from "./diagnostics.js";
 import { logger } from "../log.js";
 import { packageInfo } from "../packageInfo.js";
 import { whenFinal } from "./final.js";

@@ -1,17 +1,17 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
-import type { RegionAccess, RegionEndpoint } from "../caches/regionCache.js";
-import type { RegionCache } from "../caches/regionCache.js";
-import { regionCacheOption } from "../caches/regionCache.js";
-import { sameRegion } from "../caches/regionNames.js";
+import type { RegionAccess, RegionEndpoint } from "../topology/regionCache.js";
+import type { RegionCache } from "../topology/regionCache.js";
+import { regionCacheOption } from "../topology/regionCache.js";
+import { sameRegion } from "../topology/regionNames.js";
 import { describe, optionKeys, optionsObject } from "../options.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
-import { retarget } from "../hedging/cloneRequest.js";
-import { sameScheme } from "../hedging/targets.js";
-import type { RequestHedgingControls, RequestRouting } from "../hedging/requestControls.js";
-import { requestControlsOf, setRequestControls } from "../hedging/requestControls.js";
+import { retarget } from "../race/cloneRequest.js";
+import { sameScheme } from "../planning/targets.js";
+import type { RequestHedgingControls, RequestRouting } from "../request/requestControls.js";
+import { requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { policyLogger } from "../log.js";
-import { sendObservingAccount } from "./accountObservation.js";
+import { sendObservingAccount } from "../topology/accountObservation.js";
 
 /** The name of the {@link excludedRegionsPolicy}. */
 export const excludedRegionsPolicyName = "excludedRegionsPolicy";

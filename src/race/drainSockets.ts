@@ -1,7 +1,7 @@
 import type { Agent } from "node:http";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { CosmosHeaders } from "../cosmos/headers.js";
-import { reachesCoreTransport } from "../hedging/armAbort.js";
+import { reachesCoreTransport } from "./armAbort.js";
 
 /** What a drain may do to the connection of a request it cannot abort through a signal. */
 export interface DrainedConnection {

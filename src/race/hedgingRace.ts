@@ -1,13 +1,13 @@
 import type { AbortSignalLike } from "@azure/abort-controller";
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
-import type { RegionEndpoint } from "../caches/regionCache.js";
+import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
-import type { ArmAbort } from "../hedging/armAbort.js";
-import { armAbortFor } from "../hedging/armAbort.js";
-import { cloneRequestFor } from "../hedging/cloneRequest.js";
-import type { HedgeArmReason, HedgeDrainEnd, HedgeSkipReason } from "../hedging/diagnostics.js";
-import { loserDrainDefaults } from "../hedging/loserDrain.js";
-import type { RaceArm, RaceInput, RaceOutcome } from "../hedging/race.js";
+import type { ArmAbort } from "./armAbort.js";
+import { armAbortFor } from "./armAbort.js";
+import { cloneRequestFor } from "./cloneRequest.js";
+import type { HedgeArmReason, HedgeDrainEnd, HedgeSkipReason } from "../diagnostics/diagnostics.js";
+import { loserDrainDefaults } from "./loserDrain.js";
+import type { RaceArm, RaceInput, RaceOutcome } from "./race.js";
 import type { DrainedConnection } from "./drainSockets.js";
 import { drainedConnectionOf } from "./drainSockets.js";
 

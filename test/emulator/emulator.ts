@@ -3,7 +3,7 @@ import { setImmediate } from "node:timers/promises";
 import type { AddressInfo } from "node:net";
 import { createHttpServer } from "@vercel/cosmosdb-server";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
-import { seededRandom } from "../../src/hedging/seededRandom.js";
+import { seededRandom } from "../../src/testing/seededRandom.js";
 import { allowedClockSkewMs, verifyAuthorization } from "./authorization.js";
 import { FaultList } from "./faults.js";
 import type { FaultDecision, FaultHandle, FaultRule } from "./faults.js";

@@ -3,8 +3,8 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Container } from "@azure/cosmos";
 import type { HedgingHttpClient, HedgingOptions } from "../../src/client/hedgingHttpClient.js";
-import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
-import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { Emulator } from "../emulator/index.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 

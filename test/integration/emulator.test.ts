@@ -3,7 +3,7 @@ import http from "node:http";
 import type { Container, CosmosClient } from "@azure/cosmos";
 import { createDefaultHttpClient } from "@azure/core-rest-pipeline";
 import type { HttpClient } from "@azure/core-rest-pipeline";
-import { RegionCache } from "../../src/caches/regionCache.js";
+import { RegionCache } from "../../src/topology/regionCache.js";
 import { signedHeaders, startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
 import { createTestClient, seedContainer } from "../support/cosmos.js";

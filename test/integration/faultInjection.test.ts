@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import type { Container } from "@azure/cosmos";
 import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
-import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
-import { faultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
-import type { FaultInjectionPolicy } from "../../src/policies/faultInjectionPolicy.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
+import { faultInjectionPolicy } from "../../src/testing/faultInjectionPolicy.js";
+import type { FaultInjectionPolicy } from "../../src/testing/faultInjectionPolicy.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 
 const preferredLocations = ["West US", "East US"];

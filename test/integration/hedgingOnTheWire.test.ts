@@ -4,7 +4,7 @@ import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { masterKeyAuthorization, masterKeySigner } from "../../src/cosmos/masterKeySigner.js";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
-import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 import { arrivalOf, assertSeen, settledRequests } from "../support/wire.js";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { CosmosClient } from "@azure/cosmos";
 import type { CosmosClientOptions } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
-import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 import { catchUnhandled } from "../support/unhandledRejections.js";

@@ -4,7 +4,7 @@ import type { ClientRequest } from "node:http";
 import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
 import nock from "nock";
 import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
-import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { masterKeyAuthorization, masterKeySigner } from "../../src/cosmos/masterKeySigner.js";
 
 const eastUs = "https://acct-eastus.documents.azure.com";

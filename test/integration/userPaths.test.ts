@@ -4,7 +4,7 @@ import type { OperationInput } from "@azure/cosmos";
 import { hedgingRequestOptions } from "../../src/client/requestOptions.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import { masterKeyAuthorization } from "../../src/cosmos/masterKeySigner.js";
-import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
 import { useEmulator } from "../support/emulatorFixture.js";

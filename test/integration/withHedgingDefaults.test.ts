@@ -3,8 +3,8 @@ import { CosmosClient } from "@azure/cosmos";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import { metadataHedgingEnvironmentVariable } from "../../src/cosmos/environment.js";
-import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
-import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { Emulator } from "../emulator/index.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 

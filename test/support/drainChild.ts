@@ -7,7 +7,7 @@
  */
 import { CosmosClient } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
-import { getHedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 
 interface ChildSettings {
   readonly endpoint: string;

@@ -2,7 +2,7 @@ import type { ConnectionPolicy, Container, CosmosClient, ItemDefinition } from "
 import type { HttpClient } from "@azure/core-rest-pipeline";
 import type { HedgingHttpClient, HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
-import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { startEmulator } from "../emulator/index.js";
 import type { Emulator, EmulatorOptions } from "../emulator/index.js";
 import { createTestClient, seedContainer } from "./cosmos.js";

@@ -1,6 +1,6 @@
 import { createPipelineRequest } from "@azure/core-rest-pipeline";
 import type { HttpMethods, PipelineRequest } from "@azure/core-rest-pipeline";
-import type { RegionEndpoint } from "../../src/caches/regionCache.js";
+import type { RegionEndpoint } from "../../src/topology/regionCache.js";
 
 /** Regions of a fictitious account `acct`, in the account's order. */
 export const eastUs: RegionEndpoint = { name: "East US", endpoint: "https://acct-eastus.documents.azure.com:443/" };

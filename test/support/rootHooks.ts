@@ -1,5 +1,5 @@
 import { resetEnvironmentWarnings } from "../../src/cosmos/environment.js";
-import { resetControlHeaderWarnings } from "../../src/hedging/requestControls.js";
+import { resetControlHeaderWarnings } from "../../src/request/requestControls.js";
 
 /**
  * Mocha root hooks, loaded by every suite's `.mocharc` (`require`). The

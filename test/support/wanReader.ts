@@ -7,7 +7,7 @@
 import https from "node:https";
 import { CosmosClient } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
-import type { HedgeDiagnostics } from "../../src/hedging/diagnostics.js";
+import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 
 function required(name: string): string {
   const value = process.env[name];

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { createEmptyPipeline } from "@azure/core-rest-pipeline";
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
-import { RegionCache } from "../../../src/caches/regionCache.js";
-import type { RegionEndpoint } from "../../../src/caches/regionCache.js";
-import { markForCoreTransport } from "../../../src/hedging/armAbort.js";
-import { getHedgeDiagnostics } from "../../../src/hedging/diagnostics.js";
-import type { HedgeDiagnostics } from "../../../src/hedging/diagnostics.js";
-import { loserDrainDefaults } from "../../../src/hedging/loserDrain.js";
+import { RegionCache } from "../../../src/topology/regionCache.js";
+import type { RegionEndpoint } from "../../../src/topology/regionCache.js";
+import { markForCoreTransport } from "../../../src/race/armAbort.js";
+import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
+import type { HedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
+import { loserDrainDefaults } from "../../../src/race/loserDrain.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import type { CrossRegionHedgingPolicyOptions } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import { eastUs, northEurope, observe, pointRead, westUs } from "../../support/hedgingFixtures.js";

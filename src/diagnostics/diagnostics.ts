@@ -1,0 +1,396 @@
+import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
+import { hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
+import type { OperationKind } from "../cosmos/operationKind.js";
+import type { HedgeRankingReason } from "../learning/regionRanking.js";
+import { ObjectSlot } from "../request/objectSlot.js";
+import type { RequestRouting } from "../request/requestControls.js";
+
+export type { HedgeRankingReason } from "../learning/regionRanking.js";
+
+/** Which policy produced a {@link HedgeDiagnostics} record. */
+export type HedgePolicyKind = "crossRegion" | "metadata";
+
+/**
+ * Why an arm was sent: `primary` is the request the SDK made; `threshold`, a
+ * hedge launched when its threshold elapsed; `transientResult`, a hedge
+ * launched early because another arm came back transient; `regionalFailure`,
+ * a metadata hedge launched early because the primary failed regionally.
+ */
+export type HedgeArmReason = "primary" | "threshold" | "transientResult" | "regionalFailure";
+
+/**
+ * How an arm ended: `returned`, its outcome is what the caller got;
+ * `lost`, it settled but another outcome was returned; `drained`, it was
+ * still running when another outcome was returned and was left to finish in
+ * the background, so that its connection goes back to the pool (see
+ * {@link HedgeArmDiagnostics.drainEnd}); `aborted`, it was cancelled because
+ * the race was decided or the caller aborted.
+ */
+export type HedgeArmOutcome = "returned" | "lost" | "drained" | "aborted";
+
+/**
+ * How a drained loser ended: `settled`, it got its response (or error) on
+ * its own; `timeLimit` or `byteLimit`, it was aborted when it reached a
+ * bound of `drainLosers`; `callerAborted`, the caller's abort signal fired
+ * while it drained.
+ */
+export type HedgeDrainEnd = "settled" | "timeLimit" | "byteLimit" | "callerAborted";
+
+/**
+ * How a hedged request ended: `primaryWon` and `hedgeWon`, an arm produced
+ * the answer; `primaryOutcome`, no arm produced an acceptable answer and the
+ * primary's outcome was returned; `aborted`, the caller (or the SDK's request
+ * timeout) aborted it; `skipped`, hedging was considered and not used (see
+ * {@link HedgeDiagnostics.skipReason}).
+ */
+export type HedgeTerminalState = "primaryWon" | "hedgeWon" | "primaryOutcome" | "aborted" | "skipped";
+
+/**
+ * Why hedging was considered and not used, or why a race launched fewer
+ * hedges than it could have (`budgetExhausted`).
+ */
+export type HedgeSkipReason =
+  | "disabled"
+  | "accountSwitch"
+  | "notEligible"
+  | "singleRegion"
+  | "unknownRegion"
+  | "streamBody"
+  | "budgetExhausted"
+  | "pinnedRegion"
+  | "continuationPage"
+  | "regionThrottled"
+  | "sdkRetry";
+
+/** What the region ranking did with a read. */
+export interface HedgeRanking {
+  /** Why the read went where it went. */
+  reason: HedgeRankingReason;
+  /** The region the request addressed when it reached the policy. */
+  addressedRegion: string;
+}
+
+/** A thrown error of an arm, reduced to what is safe to log. */
+export interface HedgeArmError {
+  /** The error's `name`, for example `"RestError"`. */
+  name: string;
+  /** The error's `code` when it has one, for example `"ECONNRESET"`. */
+  code?: string;
+  /** The error's message, without any credential. */
+  message: string;
+}
+
+/** One arm of a race: one copy of the request, sent to one region. */
+export interface HedgeArmDiagnostics {
+  /** The region the arm went to. */
+  region: string;
+  /** Why the arm was sent. */
+  reason: HedgeArmReason;
+  /** Milliseconds from the start of the race to the arm's launch. */
+  startOffsetMs: number;
+  /**
+   * Milliseconds from launch until the arm settled or was aborted; for a
+   * drained arm, until the race was decided, then (once the drain ends)
+   * until the drain ended.
+   */
+  durationMs?: number;
+  /** The HTTP status, when the arm got a response. */
+  status?: number;
+  /** The `x-ms-substatus`, when the response had one. */
+  subStatus?: number;
+  /** The error the arm threw, when it got no response. */
+  error?: HedgeArmError;
+  /** The response's `x-ms-activity-id`. */
+  activityId?: string;
+  /** The response's `x-ms-request-charge`, in request units. */
+  requestCharge?: number;
+  /** How the arm ended. */
+  outcome: HedgeArmOutcome;
+  /**
+   * `true` on a hedge sent without the request's `x-ms-session-token`
+   * (`hedgesWithoutSessionToken`): its answer may predate the session's own writes.
+   */
+  sessionTokenOmitted?: boolean;
+  /**
+   * How a `drained` arm's drain ended; absent until it ends. The record is
+   * completed in place when it does (with the arm's status and request
+   * charge), after the record was published.
+   */
+  drainEnd?: HedgeDrainEnd;
+}
+
+/** What a hedging policy did for one request. */
+export interface HedgeDiagnostics {
+  /** The policy that produced the record. */
+  policy: HedgePolicyKind;
+  /** The operation, as classified from the request. */
+  operation: OperationKind;
+  /** The threshold in force, in milliseconds. */
+  thresholdMs?: number;
+  /** The step between later hedges, in milliseconds. */
+  thresholdStepMs?: number;
+  /**
+   * Where the threshold came from: options, the PPAF default, a per-request
+   * override, or the adaptive mode: `benefit`, the earliest delay at which a
+   * hedge wins for at least 9 in 10 of the reads still running then;
+   * `noBenefit`, no such delay, so a backstop: the primary's largest recent
+   * answer plus the hedge region's latency; `adaptive`, the percentile of the healthy
+   * baseline, while the hedge region's latency is not known yet;
+   * `adaptiveWarmup`, the ceiling while no latency window holds enough
+   * samples.
+   */
+  thresholdSource?: "options" | "ppafDefault" | "request" | "adaptive" | "adaptiveWarmup" | "benefit" | "noBenefit";
+  /** The region whose latencies set an adaptive threshold: the primary's for `benefit` and `noBenefit`. */
+  thresholdRegion?: string;
+  /** The primary arm's region: the region the SDK addressed, unless the region ranking chose another (see `ranking`). */
+  primaryRegion?: string;
+  /** Set when the region ranking chose the primary or the order of the arms. */
+  ranking?: HedgeRanking;
+  /**
+   * What the excludedRegionsPolicy did before hedging: the region the SDK
+   * addressed and why the request was re-pointed, or that exclusions were
+   * ignored because they left no region.
+   */
+  routing?: RequestRouting;
+  /** Every arm, in launch order; empty when hedging was skipped. */
+  arms: HedgeArmDiagnostics[];
+  /** Whether at least one hedge (an arm beyond the primary) was launched. */
+  hedgeFired: boolean;
+  /** Whether a hedge's outcome was returned. */
+  hedgeWon: boolean;
+  /** The region whose outcome was returned. */
+  winningRegion?: string;
+  /** The activity id of the returned response. */
+  winningActivityId?: string;
+  /** How the request ended. */
+  terminalState: HedgeTerminalState;
+  /**
+   * The request charge of every arm that got a response, losers included.
+   * A drained loser's charge is added when its response arrives, after the
+   * record was published: the record object (from `onDiagnostics` or
+   * {@link getHedgeDiagnostics} on the response) is updated in place, while
+   * the response header keeps the value at the time the race was decided.
+   * It is the true cost once {@link HedgeDiagnostics.final} is `true`.
+   */
+  totalRequestCharge: number;
+  /**
+   * `false` while a drained loser of the race is still running: its charge
+   * is not in `totalRequestCharge` yet. The live record turns `true` when
+   * the last drain ends; `whenFinal(record)` waits for it.
+   */
+  final: boolean;
+  /**
+   * Why hedging was skipped, or why fewer hedges were launched than planned.
+   * `regionThrottled`: every other region is answering 429 and is not
+   * hedged into until its `x-ms-retry-after-ms` has passed. `sdkRetry`:
+   * the request is a retry of `@azure/cosmos`'s own (after a 503, a timeout,
+   * a 429), sent where the SDK sent it; only the first attempt is hedged, so
+   * that an outage costs at most twice the requests of plain `@azure/cosmos`.
+   */
+  skipReason?: HedgeSkipReason;
+}
+
+/** The records of responses: every request has one, so a property of the response. */
+const attachedToResponses = new ObjectSlot<HedgeDiagnostics>("cosmos-hedging diagnostics");
+/**
+ * Attaches the live record of a request to the plain `headers` object that
+ * `@azure/cosmos` makes of its response (or puts on its error), so that
+ * {@link getHedgeDiagnostics} returns the record itself, completed in place
+ * when a drained arm ends, rather than the header's snapshot.
+ */
+export function attachHedgeDiagnosticsToHeaders(headers: object, diagnostics: HedgeDiagnostics): void {
+  attachedToResponses.set(headers, diagnostics);
+}
+
+/** The records of errors, which callers print and inspect, so kept off the error object itself. */
+const attachedToErrors = new WeakMap<object, HedgeDiagnostics>();
+
+/** The JSON of a number as `JSON.stringify` writes it. */
+function jsonNumber(value: number): string {
+  return Number.isFinite(value) ? String(value) : "null";
+}
+
+/** The head of a record's JSON, with the fields it depends on. */
+interface CachedHead {
+  /** A skipped record's head runs to its charge; a race's, to its arms. */
+  readonly skipped: boolean;
+  readonly policy: HedgeDiagnostics["policy"];
+  readonly operation: HedgeDiagnostics["operation"];
+  readonly thresholdMs: number | undefined;
+  readonly thresholdStepMs: number | undefined;
+  readonly thresholdSource: HedgeDiagnostics["thresholdSource"];
+  readonly skipReason: HedgeDiagnostics["skipReason"];
+  readonly thresholdRegion: string | undefined;
+  readonly primaryRegion: string | undefined;
+  readonly json: string;
+}
+
+/**
+ * The heads of the latest kinds of records, found by comparing fields (a
+ * key string would be built and hashed for every request). A client sees a
+ * few kinds; records that share every field were built by one code path,
+ * so their fields stand in one order.
+ */
+const recentHeads: CachedHead[] = [];
+const maxRecentHeads = 16;
+/** The index in {@link recentHeads} of the head a new one replaces once it is full (the oldest). */
+let nextEvicted = 0;
+
+function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): string {
+  for (const head of recentHeads) {
+    if (
+      head.skipped === skipped && head.operation === diagnostics.operation && head.primaryRegion === diagnostics.primaryRegion &&
+      head.thresholdMs === diagnostics.thresholdMs && head.thresholdSource === diagnostics.thresholdSource && head.policy === diagnostics.policy &&
+      head.thresholdStepMs === diagnostics.thresholdStepMs && head.skipReason === diagnostics.skipReason && head.thresholdRegion === diagnostics.thresholdRegion
+    ) {
+      return head.json;
+    }
+  }
+  const head: CachedHead = {
+    skipped,
+    policy: diagnostics.policy,
+    operation: diagnostics.operation,
+    thresholdMs: diagnostics.thresholdMs,
+    thresholdStepMs: diagnostics.thresholdStepMs,
+    thresholdSource: diagnostics.thresholdSource,
+    skipReason: diagnostics.skipReason,
+    thresholdRegion: diagnostics.thresholdRegion,
+    primaryRegion: diagnostics.primaryRegion,
+    json: skipped ? skippedHeadJson(diagnostics) : raceHeadJson(diagnostics),
+  };
+  if (recentHeads.length < maxRecentHeads) recentHeads.push(head);
+  else {
+    recentHeads[nextEvicted] = head;
+    nextEvicted = (nextEvicted + 1) % maxRecentHeads;
+  }
+  return head.json;
+}
+
+/** The JSON of a skipped record without its charge and closing brace. */
+function skippedHeadJson(diagnostics: HedgeDiagnostics): string {
+  const { totalRequestCharge: _charge, final: _final, ...rest } = diagnostics;
+  return JSON.stringify(rest).slice(0, -1);
+}
+
+/** The JSON of a race record's fields before its arms, with the comma after them: `{"policy":...,`. */
+function raceHeadJson(diagnostics: HedgeDiagnostics): string {
+  const fields: Record<string, unknown> = {};
+  for (const name of Object.keys(diagnostics)) {
+    if (name === "arms") break;
+    fields[name] = diagnostics[name as keyof HedgeDiagnostics];
+  }
+  const json = JSON.stringify(fields);
+  return json === "{}" ? "{" : json.slice(0, -1) + ",";
+}
+
+/**
+ * The JSON of a race whose primary answered alone before any hedge (the
+ * common case with hedging on), or `undefined` for any other record. Only
+ * the arm's measurements, its activity id and the charge differ between
+ * such records of one request kind, so the rest is cached; the result is
+ * the text `JSON.stringify` gives.
+ */
+function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
+  const arm = diagnostics.arms[0];
+  if (
+    arm === undefined || diagnostics.arms.length !== 1 || diagnostics.terminalState !== "primaryWon" || diagnostics.routing !== undefined ||
+    diagnostics.ranking !== undefined || diagnostics.skipReason !== undefined || arm.error !== undefined || arm.subStatus !== undefined ||
+    arm.sessionTokenOmitted !== undefined || arm.drainEnd !== undefined || arm.reason !== "primary" || arm.outcome !== "returned" ||
+    diagnostics.final !== true || diagnostics.hedgeFired || diagnostics.hedgeWon || diagnostics.winningRegion !== arm.region
+  ) {
+    return undefined;
+  }
+  // The fields of the arm and of the end of the record in the order `describeArm` and `raceRecord` set them.
+  let json = cachedHead(false, diagnostics) + '"arms":[{"region":' + JSON.stringify(arm.region) + ',"reason":"primary","startOffsetMs":' + jsonNumber(arm.startOffsetMs) + ',"outcome":"returned"';
+  if (arm.durationMs !== undefined) json += ',"durationMs":' + jsonNumber(arm.durationMs);
+  if (arm.status !== undefined) json += ',"status":' + jsonNumber(arm.status);
+  if (arm.activityId !== undefined) json += ',"activityId":' + JSON.stringify(arm.activityId);
+  if (arm.requestCharge !== undefined) json += ',"requestCharge":' + jsonNumber(arm.requestCharge);
+  json += '}],"hedgeFired":false,"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"final":true,"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + JSON.stringify(arm.region);
+  if (diagnostics.winningActivityId !== undefined) json += ',"winningActivityId":' + JSON.stringify(diagnostics.winningActivityId);
+  return json + "}";
+}
+
+/**
+ * The header value of a record: its JSON. The two common records, a
+ * skipped request and a race its primary won alone, are assembled from a
+ * cached head instead of serialized afresh.
+ */
+function headerValue(diagnostics: HedgeDiagnostics): string {
+  if (diagnostics.terminalState === "skipped" && diagnostics.routing === undefined && diagnostics.final === true) {
+    // A skipped record differs from the previous one of its kind only in its charge, its last field.
+    return cachedHead(true, diagnostics) + ',"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"final":true}';
+  }
+  return lonePrimaryJson(diagnostics) ?? JSON.stringify(diagnostics);
+}
+
+/**
+ * Attaches diagnostics to a response (kept with it, and written to the
+ * `x-cosmos-hedging-diagnostics` header, which `@azure/cosmos` copies into
+ * `response.headers`) or to a thrown error (and to the response it carries).
+ */
+export function attachHedgeDiagnostics(target: PipelineResponse | object, diagnostics: HedgeDiagnostics): void {
+  let response: PipelineResponse | undefined;
+  if (isPipelineResponse(target)) {
+    response = target;
+  } else {
+    attachedToErrors.set(target, diagnostics);
+    response = responseOfError(target);
+    if (response === undefined) return;
+  }
+  attachedToResponses.set(response, diagnostics);
+  response.headers.set(hedgeDiagnosticsHeaderName, headerValue(diagnostics));
+}
+
+function isPipelineResponse(value: object): value is PipelineResponse {
+  return "status" in value && "headers" in value && "request" in value;
+}
+
+function responseOfError(error: object): PipelineResponse | undefined {
+  const response = (error as { response?: unknown }).response;
+  return typeof response === "object" && response !== null && isPipelineResponse(response) ? response : undefined;
+}
+
+function isHttpHeaders(value: object): value is HttpHeaders {
+  return typeof (value as { get?: unknown }).get === "function" && typeof (value as { toJSON?: unknown }).toJSON === "function";
+}
+
+function parseHeaderValue(value: unknown): HedgeDiagnostics | undefined {
+  if (typeof value !== "string") return undefined;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return typeof parsed === "object" && parsed !== null && "policy" in parsed ? (parsed as HedgeDiagnostics) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function fromHeaders(headers: unknown): HedgeDiagnostics | undefined {
+  if (typeof headers !== "object" || headers === null) return undefined;
+  if (isHttpHeaders(headers)) return parseHeaderValue(headers.get(hedgeDiagnosticsHeaderName));
+  return parseHeaderValue((headers as Record<string, unknown>)[hedgeDiagnosticsHeaderName]);
+}
+
+/**
+ * Reads the {@link HedgeDiagnostics} of a request from whatever the caller
+ * holds: a `PipelineResponse`, its `HttpHeaders`, the plain `headers` object
+ * of an `@azure/cosmos` response or error, an `@azure/cosmos` response
+ * itself (anything with `headers`), or an error thrown by a hedged request.
+ * @returns the diagnostics, or `undefined` when no hedging policy handled the request.
+ */
+export function getHedgeDiagnostics(source: unknown): HedgeDiagnostics | undefined {
+  if (typeof source !== "object" || source === null) return undefined;
+  const direct = attachedToErrors.get(source) ?? attachedToResponses.get(source);
+  if (direct !== undefined) return direct;
+  if (isHttpHeaders(source)) return fromHeaders(source);
+  const nested = (source as { headers?: unknown }).headers;
+  if (nested !== undefined) {
+    const live = typeof nested === "object" && nested !== null ? attachedToResponses.get(nested) : undefined;
+    if (live !== undefined) return live;
+    const found = fromHeaders(nested);
+    if (found !== undefined) return found;
+  }
+  const response = responseOfError(source);
+  if (response !== undefined) return getHedgeDiagnostics(response);
+  return fromHeaders(source);
+}

@@ -1,0 +1,237 @@
+import type { PipelineResponse } from "@azure/core-rest-pipeline";
+import type { LatencyClass } from "./latencyWindows.js";
+import { LatencyWindows, latencyClassOf } from "./latencyWindows.js";
+import type { RegionCache, RegionEndpoint } from "../topology/regionCache.js";
+import { normalizeRegionName, sameRegion } from "../topology/regionNames.js";
+import type { RankedTargets, RegionRouting } from "./regionRanking.js";
+import { DemotionTracker, ThompsonRanking } from "./regionRanking.js";
+import { CosmosHeaders } from "../cosmos/headers.js";
+import type { OperationKind } from "../cosmos/operationKind.js";
+import type { AdaptiveThresholdSettings } from "../planning/adaptiveThreshold.js";
+import { adaptiveThresholdDefaults } from "../planning/adaptiveThreshold.js";
+import { isSuccessResult } from "../cosmos/statusTables.js";
+import { decidedDurationMs, drainedDurationMs, timedOut } from "./armFacts.js";
+import { HedgeDecisions } from "../planning/hedgeDecision.js";
+import type { DiagnosticsHeader, RaceLearner } from "../diagnostics/diagnosticsHeader.js";
+import type { LoadBudget } from "../budget/loadBudget.js";
+import type { LoserDrain } from "../race/loserDrain.js";
+import type { HedgingMetrics } from "../diagnostics/metrics.js";
+import { HedgingMetricsRecorder } from "../diagnostics/metrics.js";
+import type { RaceArm, RaceOutcome } from "../race/race.js";
+import type { HealthyTails } from "../race/raceStrategies.js";
+
+/** The percentile of a region's healthy latencies that a read must outlast to count as a likely straggler. */
+const healthyTailQuantile = 0.99;
+
+/** What a {@link RegionHealth} is set up with. */
+export interface RegionHealthSettings {
+  /** How reads choose their primary and hedge order. */
+  readonly routing: RegionRouting;
+  /** The adaptive threshold's settings, when the threshold is learned. */
+  readonly adaptive?: AdaptiveThresholdSettings | undefined;
+  /** How long a region that answered 429 is kept out of hedges. */
+  readonly throttling: {
+    /** Milliseconds, when the 429 has no `x-ms-retry-after-ms`. */
+    readonly throttleWithoutRetryAfterMs: number;
+    /** The longest `x-ms-retry-after-ms` honoured, in milliseconds. */
+    readonly maxRetryAfterMs: number;
+  };
+}
+
+/**
+ * What one `crossRegionHedgingPolicy` knows of its regions' health, in one
+ * place: the latency windows and the benefit rule's recent latencies,
+ * throttling, the demotion streaks and probes (the demoted set itself is
+ * the {@link RegionCache}'s, whose read order every policy follows), the
+ * Thompson posteriors, and the metrics counters. It learns from the raw
+ * outcome of every request (see {@link RaceLearner}), ranks the regions of
+ * a read, and reports it all through {@link RegionHealth.snapshot}.
+ */
+export class RegionHealth implements RaceLearner, HealthyTails {
+  /** Per region and latency class, the recent latencies. */
+  readonly windows = new LatencyWindows();
+  /** The benefit rule, when the threshold is adaptive. */
+  readonly decisions: HedgeDecisions | undefined;
+  private readonly recorder = new HedgingMetricsRecorder();
+  private readonly demotions: DemotionTracker | undefined;
+  private readonly thompson: ThompsonRanking | undefined;
+  /** Until when (on the `performance.now()` clock) each region, by normalized name, answers 429. */
+  private readonly throttledUntil = new Map<string, number>();
+  private readonly adaptive: AdaptiveThresholdSettings | undefined;
+  private readonly throttling: RegionHealthSettings["throttling"];
+
+  constructor(
+    private readonly regions: RegionCache,
+    settings: RegionHealthSettings,
+  ) {
+    this.adaptive = settings.adaptive;
+    this.throttling = settings.throttling;
+    this.decisions = settings.adaptive !== undefined ? new HedgeDecisions(this.windows) : undefined;
+    this.demotions = settings.routing === "demotion" ? new DemotionTracker(regions) : undefined;
+    this.thompson = settings.routing === "thompson" ? new ThompsonRanking() : undefined;
+  }
+
+  /**
+   * Notes a response of a region: a 429 keeps the region out of hedges until
+   * its `x-ms-retry-after-ms` has passed. A property, so that the race can
+   * be handed it without binding it per request.
+   */
+  readonly noteResponse = (region: string | undefined, response: PipelineResponse): void => {
+    if (response.status !== 429 || region === undefined) return;
+    const header = Number.parseFloat(response.headers.get(CosmosHeaders.retryAfterMs) ?? "");
+    const waitMs = Number.isFinite(header) && header >= 0 ? Math.min(header, this.throttling.maxRetryAfterMs) : this.throttling.throttleWithoutRetryAfterMs;
+    this.throttledUntil.set(normalizeRegionName(region), performance.now() + waitMs);
+  };
+
+  /** Whether any region may be throttled now: when none is, nothing needs filtering. */
+  anyThrottled(): boolean {
+    return this.throttledUntil.size > 0;
+  }
+
+  /** Milliseconds until a region may be hedged into again; 0 when it is not throttled. */
+  throttledForMs(region: string): number {
+    const key = normalizeRegionName(region);
+    const until = this.throttledUntil.get(key);
+    if (until === undefined) return 0;
+    const left = until - performance.now();
+    if (left > 0) return left;
+    this.throttledUntil.delete(key);
+    return 0;
+  }
+
+  /**
+   * The order of a read's arms, `candidates` being `addressed` first and
+   * then its hedges in the read order: demotion's route, Thompson's sampled
+   * order, or the candidates as they are.
+   */
+  rank(
+    addressed: RegionEndpoint,
+    candidates: readonly RegionEndpoint[],
+    latencyClass: LatencyClass | undefined,
+    excludedRegions: readonly string[] | undefined,
+  ): RankedTargets {
+    if (this.demotions !== undefined) return this.demotions.route(addressed, candidates);
+    if (this.thompson === undefined || latencyClass === undefined) return { targets: candidates };
+    const usualFirst = this.regions.applicableRegions("read", excludedRegions)[0];
+    // A read the SDK sent anywhere but its usual first region is its own failover or retry: only the hedges are reordered.
+    if (!sameRegion(addressed, usualFirst)) {
+      return { targets: [addressed, ...this.thompson.order(candidates.slice(1), latencyClass)], reason: "thompson" };
+    }
+    return { targets: this.thompson.order(candidates, latencyClass), reason: "thompson" };
+  }
+
+  /** The 99th percentile of a region's healthy (baseline) latencies in a class; `undefined` until its window holds `minSamples` of them. */
+  healthyTailMs(region: string, latencyClass: LatencyClass): number | undefined {
+    return this.windows.baseline(region, latencyClass, healthyTailQuantile, this.adaptive?.minSamples ?? adaptiveThresholdDefaults.minSamples);
+  }
+
+  learnSkipped(region: string | undefined): void {
+    this.recorder.recordSkipped(region);
+  }
+
+  /** Learns from a finished race: metrics, latency windows, Thompson posteriors and demotion streaks. */
+  learn(header: DiagnosticsHeader, outcome: RaceOutcome): void {
+    const primaryArm = outcome.arms[0];
+    this.recorder.record(outcome, header.primaryRegion);
+    const { thresholdMs } = header;
+    const latencyClass = latencyClassOf(header.operation);
+    if (latencyClass === undefined || primaryArm === undefined) return;
+    const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
+    const returned = returnedIndex === undefined ? undefined : outcome.arms[returnedIndex];
+    const winner = returned !== undefined && isSuccessResult(returned.result) ? returned : undefined;
+    const winnerMs = winner === undefined ? undefined : decidedDurationMs(winner);
+    const callerAborted = outcome.kind === "aborted";
+    // A refused hedge leaves the arms still running unraced: their answers are no healthy baseline,
+    // and letting them in would raise the threshold of the very region that needs hedging.
+    const answerKind: "baseline" | "tail" = outcome.hedgeRefused ? "tail" : "baseline";
+    const { windows, decisions, thompson } = this;
+    for (const arm of outcome.arms) {
+      const duration = decidedDurationMs(arm);
+      if (duration === undefined) continue;
+      const region = arm.region.name;
+      if (isSuccessResult(arm.result)) {
+        windows.record(region, latencyClass, duration, answerKind);
+        decisions?.observe(region, latencyClass, duration, false);
+        thompson?.observe(region, latencyClass, duration);
+      } else if (timedOut(arm.result)) {
+        windows.record(region, latencyClass, duration, "censored");
+        decisions?.observe(region, latencyClass, duration, true);
+        thompson?.observeCensored(region, latencyClass, duration);
+      } else if (arm.aborted === true || arm.drain !== undefined) {
+        // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
+        const informative = callerAborted
+          ? thresholdMs !== undefined && duration >= thresholdMs
+          : winnerMs !== undefined && duration >= winnerMs;
+        // A drained arm's latency is recorded when its drain ends, at its real length (see learnDrained).
+        if (informative && arm.drain === undefined) windows.record(region, latencyClass, duration, "censored");
+        // Any bound may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a drained arm tells more when its drain ends.
+        if (arm.aborted === true) decisions?.observe(region, latencyClass, duration, true);
+        if (informative || !callerAborted) thompson?.observeCensored(region, latencyClass, duration);
+      } else if (arm.result !== undefined) {
+        // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
+        thompson?.observeFailure(region, latencyClass);
+      }
+    }
+    this.learnStreaks(outcome, primaryArm, winner, latencyClass, thresholdMs);
+  }
+
+  /**
+   * A drained loser's whole latency, once its drain ends: a hedge that lost
+   * to the primary is otherwise known only as a bound, and its region's
+   * hedge latency is what the benefit rule needs. A drain cut at its limits
+   * still leaves a bound, longer than the one taken at the decision.
+   */
+  learnDrained(operation: OperationKind, arm: RaceArm): void {
+    this.recorder.recordDrainEnd(arm);
+    const latencyClass = latencyClassOf(operation);
+    const duration = drainedDurationMs(arm);
+    if (latencyClass === undefined || duration === undefined) return;
+    // The region's percentiles show what its losers really took: an answer as a tail latency (never the healthy
+    // baseline, which would raise the threshold of the region that is slow), a drain cut short as the bound it reached.
+    this.windows.record(arm.region.name, latencyClass, duration, isSuccessResult(arm.drain?.result) ? "tail" : "censored");
+    if (this.decisions === undefined) return;
+    if (isSuccessResult(arm.drain?.result)) this.decisions.observe(arm.region.name, latencyClass, duration, false);
+    else if (arm.drain?.end !== "settled") this.decisions.observe(arm.region.name, latencyClass, duration, true);
+  }
+
+  /** The metrics snapshot: the counters, the latency windows, the demotions and throttling of the regions, the budget and the drains. */
+  snapshot(budget: LoadBudget | undefined, drain: LoserDrain | undefined): HedgingMetrics {
+    return this.recorder.snapshot(this.windows, this.regions, budget, (region) => this.throttledForMs(region), drain);
+  }
+
+  /** Demotion streaks: a hedge win extends the primary's, a fast primary win ends it and may restore the primary. */
+  private learnStreaks(
+    outcome: RaceOutcome,
+    primaryArm: RaceArm,
+    winner: RaceArm | undefined,
+    latencyClass: LatencyClass,
+    thresholdMs: number | undefined,
+  ): void {
+    if (this.demotions === undefined || outcome.kind !== "decided" || outcome.fallback) return;
+    if (outcome.returnedIndex > 0) {
+      if (winner !== undefined) this.demotions.observe({ primary: primaryArm.region.name, hedgeWinner: winner.region.name });
+      return;
+    }
+    const primaryMs = decidedDurationMs(primaryArm);
+    // A primary that won only because the budget kept its hedge home proves nothing about its speed.
+    if (isSuccessResult(primaryArm.result) && primaryMs !== undefined && !outcome.hedgeRefused) {
+      this.demotions.observe({ primary: primaryArm.region.name, primaryWonInMs: primaryMs }, () => this.restoreWithinMs(latencyClass, thresholdMs));
+    }
+  }
+
+  /** The healthy latency a demoted region must match to be restored: the best baseline, or the threshold without one. */
+  private restoreWithinMs(latencyClass: LatencyClass, thresholdMs: number | undefined): number {
+    const settings = this.adaptive ?? {
+      quantile: 1 - adaptiveThresholdDefaults.maxExtraLoad,
+      floor: adaptiveThresholdDefaults.floor,
+      minSamples: adaptiveThresholdDefaults.minSamples,
+    };
+    let best: number | undefined;
+    for (const region of this.regions.applicableRegions("read")) {
+      const baseline = this.windows.baseline(region.name, latencyClass, settings.quantile, settings.minSamples);
+      if (baseline !== undefined && (best === undefined || baseline < best)) best = baseline;
+    }
+    if (best !== undefined) return Math.max(settings.floor, best);
+    return thresholdMs ?? 0;
+  }
+}

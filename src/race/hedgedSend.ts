@@ -1,0 +1,312 @@
+import { AbortError } from "@azure/abort-controller";
+import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
+import type { AzureLogger } from "@azure/logger";
+import type { RegionEndpoint } from "../topology/regionCache.js";
+import type { RequestSigner } from "../cosmos/masterKeySigner.js";
+import { CosmosHeaders } from "../cosmos/headers.js";
+import { requestChargeOf } from "../cosmos/statusTables.js";
+import type { OperationKind } from "../cosmos/operationKind.js";
+import type { HedgeArmDiagnostics, HedgeArmReason, HedgeDiagnostics, HedgeSkipReason } from "../diagnostics/diagnostics.js";
+import { attachHedgeDiagnostics } from "../diagnostics/diagnostics.js";
+import { recordForCollectors } from "../diagnostics/diagnosticsCollector.js";
+import { finalWhen } from "../diagnostics/final.js";
+import { describeArm, describeDrainedArm } from "../diagnostics/diagnosticsRecord.js";
+import type { LoserDrain } from "./loserDrain.js";
+import type { SkipPlan } from "../planning/planner.js";
+import type { DiagnosticsHeader, RaceLearner } from "../diagnostics/diagnosticsHeader.js";
+import type { RaceArm, RaceInput, RaceOutcome, RaceStrategy } from "./race.js";
+import { logRace } from "../diagnostics/operatorLog.js";
+import { HedgingRace } from "./hedgingRace.js";
+import type { RaceTrace } from "../diagnostics/tracing.js";
+import { startRaceTrace } from "../diagnostics/tracing.js";
+
+/** Where a policy's diagnostics go besides the response: its callback, guarded, and its learner. */
+export interface DiagnosticsSink {
+  readonly logger: AzureLogger;
+  readonly onDiagnostics?: ((diagnostics: HedgeDiagnostics) => void) | undefined;
+  readonly learner?: RaceLearner | undefined;
+}
+
+function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics): void {
+  if (typeof target === "object" && target !== null) attachHedgeDiagnostics(target, diagnostics);
+  recordForCollectors(diagnostics);
+  if (sink.onDiagnostics === undefined) return;
+  // A metrics callback must never break the request it describes, whether it throws or returns a promise that rejects.
+  const ignore = (error: unknown): void =>
+    sink.logger.warning(`onDiagnostics failed and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+  try {
+    const returned: unknown = sink.onDiagnostics(diagnostics);
+    if (isThenable(returned)) returned.then(undefined, ignore);
+  } catch (error) {
+    ignore(error);
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+/** A header being completed into its request's record. */
+type RecordInProgress = DiagnosticsHeader & Partial<HedgeDiagnostics>;
+
+/**
+ * Completes a header into the record of a request that was not hedged. The
+ * header is made for one request and ends with it, so it becomes the record
+ * itself rather than being copied into one.
+ */
+function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, totalRequestCharge: number): HedgeDiagnostics {
+  const record: RecordInProgress = header;
+  record.arms = [];
+  record.hedgeFired = false;
+  record.hedgeWon = false;
+  if (header.primaryRegion !== undefined) record.winningRegion = header.primaryRegion;
+  record.terminalState = "skipped";
+  record.skipReason = skipReason;
+  // Last, as the diagnostics header writes it after a cached head.
+  record.totalRequestCharge = totalRequestCharge;
+  record.final = true;
+  return record as HedgeDiagnostics;
+}
+
+/** Completes a header into the record of a race, in place as {@link skippedRecord} does. */
+function raceRecord(
+  header: DiagnosticsHeader,
+  arms: HedgeArmDiagnostics[],
+  hedgeRefused: boolean,
+  terminalState: HedgeDiagnostics["terminalState"],
+  returned: HedgeArmDiagnostics | undefined,
+  final: boolean,
+): HedgeDiagnostics {
+  const record: RecordInProgress = header;
+  record.arms = arms;
+  record.hedgeFired = arms.length > 1;
+  record.totalRequestCharge = totalCharge(arms);
+  record.final = final;
+  if (hedgeRefused) record.skipReason = "budgetExhausted";
+  record.hedgeWon = terminalState === "hedgeWon";
+  record.terminalState = terminalState;
+  if (returned !== undefined) {
+    record.winningRegion = returned.region;
+    if (returned.activityId !== undefined) record.winningActivityId = returned.activityId;
+  }
+  return record as HedgeDiagnostics;
+}
+
+/**
+ * Sends a request unhedged, where it is addressed, and records why. The
+ * learner is told of the response as it arrives, except for a later page of
+ * a metadata feed (`"continuationPage"`), which hedging never considered.
+ */
+export async function sendSkipped(
+  request: PipelineRequest,
+  next: SendRequest,
+  skip: Pick<SkipPlan, "reason" | "header">,
+  sink: DiagnosticsSink,
+): Promise<PipelineResponse> {
+  const { header, reason } = skip;
+  let response: PipelineResponse;
+  try {
+    response = await next(request);
+  } catch (error) {
+    sink.learner?.learnSkipped(header.primaryRegion);
+    publish(sink, error, skippedRecord(header, reason, 0));
+    throw error;
+  }
+  if (reason !== "continuationPage") sink.learner?.noteResponse(header.primaryRegion, response);
+  sink.learner?.learnSkipped(header.primaryRegion);
+  publish(sink, response, skippedRecord(header, reason, requestChargeOf(response) ?? 0));
+  return response;
+}
+
+function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
+  return arms.reduce((sum, arm) => sum + (arm.requestCharge ?? 0), 0);
+}
+
+/** A race to run: where its primary goes, how its hedges are planned, and its strategy. */
+export interface HedgePlan {
+  /** The region the request is addressed to, where the primary goes. */
+  readonly primaryRegion: RegionEndpoint;
+  /** The hedges in launch order, or why there are none; asked once, when the first hedge is due. */
+  readonly hedges: () => readonly RegionEndpoint[] | HedgeSkipReason;
+  readonly strategy: RaceStrategy;
+  readonly signer?: RequestSigner | undefined;
+  /**
+   * Send the hedges (never the primary) without `x-ms-session-token`, so
+   * that a region lagging behind the session's writes can still answer.
+   */
+  readonly hedgesWithoutSessionToken?: boolean | undefined;
+  /** Leaves losers to finish within these bounds; `undefined` aborts them. */
+  readonly drain?: LoserDrain | undefined;
+  /** Gives the primary an abort signal of the race's up front, so that it can be aborted when it loses (see `RaceInput.eager`). */
+  readonly eager?: boolean | undefined;
+}
+
+/**
+ * Completes a published record when a drained loser's drain ends: the arm's
+ * final status, charge and duration replace what was known at the decision,
+ * and its charge joins the total. The response header keeps the snapshot.
+ * Learning reads the raw arm first: the caller owns the published record and
+ * may have frozen it (an immutable store does), which keeps its snapshot
+ * instead; this runs after the request has ended, where a throw would be an
+ * unhandled rejection.
+ */
+function completeDrain(sink: DiagnosticsSink, operation: OperationKind, diagnostics: HedgeDiagnostics, raceStart: number, arm: RaceArm): void {
+  if (sink.learner !== undefined) {
+    try {
+      sink.learner.learnDrained(operation, arm);
+    } catch (error) {
+      sink.logger.warning(`Learning from a drained arm failed and was ignored: ${error instanceof Error ? error.name : typeof error}`);
+    }
+  }
+  try {
+    const published = diagnostics.arms[arm.index];
+    if (published === undefined) return;
+    const final = describeDrainedArm(arm, raceStart);
+    Object.assign(published, final);
+    diagnostics.totalRequestCharge += final.requestCharge ?? 0;
+  } catch (error) {
+    sink.logger.verbose(`A drained arm's record could not be completed (the caller froze or changed it): ${error instanceof Error ? error.name : typeof error}`);
+  }
+}
+
+/**
+ * Runs the race and turns its outcome into what the caller expects: the
+ * returned arm's response, its error rethrown, or an `AbortError` when the
+ * caller aborted. The diagnostics go on whichever of these the caller gets.
+ * The race's span starts when its first hedge is due: a request that never
+ * hedges is not traced.
+ */
+export function sendHedged(
+  request: PipelineRequest,
+  next: SendRequest,
+  header: DiagnosticsHeader,
+  plan: HedgePlan,
+  sink: DiagnosticsSink,
+): Promise<PipelineResponse> {
+  return new HedgingRace(new HedgedRequest(request, next, header, plan, sink)).run();
+}
+
+/**
+ * One hedged request as its race sees it: the race's input, and what turns
+ * its outcome into the caller's answer. One object with methods rather than
+ * a closure per hook, as every request makes one.
+ */
+class HedgedRequest implements RaceInput<PipelineResponse> {
+  readonly primaryRegion: RegionEndpoint;
+  readonly strategy: RaceStrategy;
+  readonly drain: LoserDrain | undefined;
+  readonly eager: boolean | undefined;
+  readonly onResponse: RaceInput["onResponse"];
+  private trace: RaceTrace | undefined;
+  private dropSessionToken = false;
+
+  constructor(
+    readonly request: PipelineRequest,
+    private readonly next: SendRequest,
+    private readonly header: DiagnosticsHeader,
+    private readonly plan: HedgePlan,
+    private readonly sink: DiagnosticsSink,
+  ) {
+    this.primaryRegion = plan.primaryRegion;
+    this.strategy = plan.strategy;
+    this.drain = plan.drain;
+    this.eager = plan.eager;
+    this.onResponse = sink.learner?.noteResponse;
+  }
+
+  send(arm: PipelineRequest, index: number, region: RegionEndpoint, reason: HedgeArmReason): Promise<PipelineResponse> {
+    return this.trace === undefined ? this.next(arm) : this.trace.sendArm(this.next, arm, index, region, reason);
+  }
+
+  /** The first hedge is due: its plan, and the race's span from now on. */
+  hedges(): readonly RegionEndpoint[] | HedgeSkipReason {
+    const hedges = this.plan.hedges();
+    if (typeof hedges === "string") return hedges;
+    const { request } = this;
+    this.dropSessionToken = this.plan.hedgesWithoutSessionToken === true && request.headers.has(CosmosHeaders.sessionToken);
+    this.trace = startRaceTrace(request, this.header);
+    this.trace.openPrimary(this.primaryRegion);
+    return hedges;
+  }
+
+  prepare(arm: PipelineRequest): void | Promise<void> {
+    if (this.dropSessionToken) arm.headers.delete(CosmosHeaders.sessionToken);
+    return this.plan.signer?.(arm);
+  }
+
+  conclude(outcome: RaceOutcome): PipelineResponse {
+    return conclude(this.request, this.header, outcome, this.sink, this.trace, this.dropSessionToken);
+  }
+
+  fail(error: unknown): void {
+    this.trace?.end(undefined, undefined, error);
+  }
+}
+
+/** Turns a race's outcome into the caller's response or error, with its record, log line, span and learning. */
+function conclude(
+  request: PipelineRequest,
+  header: DiagnosticsHeader,
+  outcome: RaceOutcome,
+  sink: DiagnosticsSink,
+  trace: RaceTrace | undefined,
+  dropSessionToken: boolean,
+): PipelineResponse {
+  // Read now: the header becomes the published record, which the caller may change.
+  const { operation } = header;
+  const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
+  sink.learner?.learn(header, outcome);
+  if (outcome.skipReason !== undefined && outcome.arms.length <= 1 && outcome.kind === "decided") {
+    // The plan found no hedge to send when one was due: the request ran unhedged, and its record says why.
+    const response = outcome.result.response;
+    const diagnostics = skippedRecord(header, outcome.skipReason, response === undefined ? 0 : (requestChargeOf(response) ?? 0));
+    publish(sink, response ?? outcome.result.error, diagnostics);
+    if (response === undefined) throw outcome.result.error;
+    return response;
+  }
+  const primary = outcome.arms[0];
+  if (trace !== undefined && primary !== undefined && primary.drain === undefined) trace.closePrimary(primary);
+  const arms = outcome.arms.map((arm) => describeArm(arm, outcome.startedAt, returnedIndex));
+  if (dropSessionToken) {
+    for (let index = 1; index < arms.length; index++) (arms[index] as HedgeArmDiagnostics).sessionTokenOmitted = true;
+  }
+  const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
+    // The log and the span read the record before it is published: from then on it is the caller's, who may change it.
+    logRace(sink, diagnostics);
+    trace?.end(diagnostics, response, error);
+    publish(sink, target, diagnostics);
+  };
+  if (outcome.kind === "aborted") {
+    const error = new AbortError("The operation was aborted.");
+    finish(error, raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined, true), undefined, error);
+    throw error;
+  }
+  const terminalState = outcome.fallback ? "primaryOutcome" : outcome.returnedIndex > 0 ? "hedgeWon" : "primaryWon";
+  const diagnostics = raceRecord(header, arms, outcome.hedgeRefused, terminalState, arms[outcome.returnedIndex], outcome.drains.length === 0);
+  const response = outcome.result.response === undefined ? undefined : asAnswerTo(outcome.result.response, request);
+  // Before the record is published, so that whoever gets it can wait for its drained arms.
+  if (outcome.drains.length > 0) {
+    finalWhen(
+      diagnostics,
+      outcome.drains.map((drained) =>
+        drained.then((arm) => {
+          if (arm.index === 0) trace?.closePrimary(arm);
+          completeDrain(sink, operation, diagnostics, outcome.startedAt, arm);
+        }),
+      ),
+    );
+  }
+  finish(response ?? outcome.result.error, diagnostics, response, response === undefined ? outcome.result.error : undefined);
+  if (response === undefined) throw outcome.result.error;
+  return response;
+}
+
+/**
+ * The arm's response as the answer to `request`: upper policies expect the
+ * response of the request they sent, not of a clone. A response that takes
+ * no change (a transport or policy of the caller's froze it) is answered by
+ * a copy, rather than failing a request that succeeded.
+ */
+function asAnswerTo(response: PipelineResponse, request: PipelineRequest): PipelineResponse {
+  return Reflect.set(response, "request", request) ? response : { ...response, request };
+}

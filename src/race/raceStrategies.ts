@@ -1,0 +1,125 @@
+import type { LatencyClass } from "../learning/latencyWindows.js";
+import { classifyMetadataResult, isFinalResult, isSuccessResult } from "../cosmos/statusTables.js";
+import { carriesOperationErrors } from "../cosmos/writeSafety.js";
+import type { HedgeBudget } from "../budget/hedgeBudget.js";
+import { stragglerEvidence, waitForEvidence } from "../planning/hedgeDecision.js";
+import type { LoadBudget } from "../budget/loadBudget.js";
+import type { RaceStrategy, SettledArm, Verdict } from "./race.js";
+
+/** Where a document race finds its primary region's healthy tail, the yardstick of its straggler evidence. */
+export interface HealthyTails {
+  /** Milliseconds: the 99th percentile of a region's healthy latencies in a class; `undefined` while unknown. */
+  healthyTailMs(region: string, latencyClass: LatencyClass): number | undefined;
+}
+
+/** The primary of a document race, whose healthy tail says how far past it the read has waited. */
+export interface RacePrimary {
+  readonly tails: HealthyTails;
+  readonly region: string;
+  readonly latencyClass: LatencyClass;
+}
+
+/**
+ * The race of a document request: a hedge after the threshold, then one per
+ * step; a transient result launches the next hedge at once; the first final
+ * result wins, except that a hedge's final error may not beat a primary
+ * still in flight, and neither may a hedge's batch or bulk answer that
+ * reports a failed operation. The load budget, when there is one, admits each hedge,
+ * by how far past its primary's healthy tail the read has waited (see
+ * `stragglerEvidence`): when the budget is short, the first hedge waits
+ * until the read has the evidence the budget asks for, and the reads most
+ * likely to be stragglers get the last hedges.
+ *
+ * The engine's side of that contract: `delayBefore(1)` is asked when the
+ * primary launches (the budget's state then sets the first delay), and
+ * `admit(index)` when hedge `index` is about to launch; the wait is
+ * measured from `primaryStartedAt`. A strategy without a primary keeps no
+ * state of a race, so the races of one timing share it while the budget
+ * covers its reserve (then no tail is needed).
+ */
+export class DocumentRaceStrategy implements RaceStrategy {
+  readonly earlyLaunchReason = "transientResult";
+
+  /**
+   * @param primary - where the healthy tail comes from; without it every read counts as a likely straggler, as before.
+   * @param primaryStartedAt - when the primary launched (`performance.now()`); by default, when the strategy is made.
+   * @param batch - a batch or bulk request, whose 2xx may carry failed operations.
+   */
+  constructor(
+    readonly thresholdMs: number,
+    readonly thresholdStepMs: number,
+    private readonly budget: LoadBudget | undefined,
+    private readonly primary?: RacePrimary | undefined,
+    private readonly primaryStartedAt: number = performance.now(),
+    private readonly batch = false,
+  ) {}
+
+  delayBefore(index: number): number {
+    if (index !== 1) return this.thresholdStepMs;
+    const needed = this.budget?.evidenceNeeded() ?? 0;
+    // The common case: the budget covers its reserve, and no tail is looked up.
+    if (needed === 0) return this.thresholdMs;
+    const tail = this.healthyTailMs();
+    // Whole milliseconds, as timers fire: a timer set for 19.3 ms fires at 19, short of the evidence asked for.
+    return tail === undefined ? this.thresholdMs : Math.max(this.thresholdMs, Math.ceil(waitForEvidence(needed, tail)));
+  }
+
+  judge(arm: SettledArm): Verdict {
+    if (!isFinalResult(arm.result)) return "next";
+    if (arm.index === 0) return "win";
+    // A hedge's final error (a lagging region's 404/0, a 401, a 409) must not beat a primary that may still succeed;
+    // nor may its 200 that reports 409s for documents the primary created.
+    const response = arm.result.response;
+    const succeeded = isSuccessResult(arm.result) && !(this.batch && response !== undefined && carriesOperationErrors(response));
+    return succeeded ? "win" : "hold";
+  }
+
+  admit(): boolean {
+    const { budget } = this;
+    if (budget === undefined) return true;
+    if (budget.evidenceNeeded() === 0) return budget.tryWithdraw();
+    return budget.tryWithdraw(stragglerEvidence(performance.now() - this.primaryStartedAt, this.healthyTailMs()));
+  }
+
+  release(): void {
+    this.budget?.release();
+  }
+
+  private healthyTailMs(): number | undefined {
+    const { primary } = this;
+    return primary === undefined ? undefined : primary.tails.healthyTailMs(primary.region, primary.latencyClass);
+  }
+}
+
+/**
+ * The race of a metadata read: the primary is authoritative. Its success or
+ * definitive error wins even with the hedge in flight; a regional failure
+ * launches the hedge at once; the hedge wins only with a success. The
+ * client's cap on metadata hedges in flight admits the hedge.
+ */
+export class MetadataRaceStrategy implements RaceStrategy {
+  readonly earlyLaunchReason = "regionalFailure";
+
+  constructor(
+    private readonly thresholdMs: number,
+    private readonly budget: HedgeBudget,
+  ) {}
+
+  delayBefore(): number {
+    return this.thresholdMs;
+  }
+
+  judge(arm: SettledArm): Verdict {
+    const outcome = classifyMetadataResult(arm.result);
+    if (arm.index === 0) return outcome === "regionalFailure" ? "next" : "win";
+    return outcome === "success" ? "win" : "wait";
+  }
+
+  admit(): boolean {
+    return this.budget.tryAcquire();
+  }
+
+  release(): void {
+    this.budget.release();
+  }
+}

@@ -1,0 +1,264 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
+import { logger } from "../log.js";
+import { ObjectSlot } from "./objectSlot.js";
+import { isRegionName, isTimerMilliseconds, regionNameLimits } from "../options.js";
+
+/** Per-request hedging settings: `false` turns hedging off, an object overrides the policy's timing. */
+export type RequestHedgingSetting = false | { readonly threshold?: number; readonly thresholdStep?: number };
+
+/** Why the `excludedRegionsPolicy` sent a request somewhere other than where the SDK sent it. */
+export type RerouteReason = "excludedRegion" | "pinnedRegion" | "preferredRegions";
+
+/** What the routing policy did with a request, for the diagnostics. */
+export interface RequestRouting {
+  /**
+   * The exclusions would have left the request no region at all, so they
+   * were not applied to it: it went where the SDK sent it.
+   */
+  readonly exclusionsIgnored?: boolean;
+  /** The region the SDK addressed, when the request was re-pointed at another one. */
+  readonly sdkRegion?: string;
+  /** Why the request was re-pointed. */
+  readonly rerouteReason?: RerouteReason;
+}
+
+/** Hedging choices made for one request (see `hedgingRequestOptions`). */
+export interface RequestHedgingControls {
+  /** Regions this request and its hedges must not go to. */
+  readonly excludedRegions?: readonly string[];
+  /** The one region this request must go to; it is not hedged. */
+  readonly region?: string;
+  /** `false`: no hedge for this request; an object: hedge it with these settings. */
+  readonly hedging?: RequestHedgingSetting;
+  /** Set by the routing policy: what it did with the request. */
+  readonly routing?: RequestRouting;
+  /**
+   * `true` when the request came through the `@azure/cosmos` request plugin
+   * that `withHedging` installs: the SDK's own per-request options are known,
+   * and its `excludedLocations` are part of {@link RequestHedgingControls.excludedRegions}.
+   * `false` when they are unknown to a client that expects them: the plugin
+   * ran but its list could not be read, or a `withHedging` client got a
+   * request the plugin had not seen; such a request is neither hedged nor
+   * re-pointed. Unset when no plugin is expected (policies added by hand).
+   */
+  readonly sdkOptionsKnown?: boolean;
+  /**
+   * Set when the `@azure/cosmos` plugin marked the request as one of the
+   * SDK's retries: the SDK chose its region on purpose, so runtime routing
+   * leaves it there (exclusions and an explicit per-request region still bind).
+   */
+  readonly sdkRetry?: boolean;
+}
+
+const controlHeaderNames: readonly string[] = Object.values(requestControlHeaders);
+
+const noControls: RequestHedgingControls = Object.freeze({});
+const sdkOptionsOnly: RequestHedgingControls = Object.freeze({ sdkOptionsKnown: true });
+const controlsByRequest = new ObjectSlot<RequestHedgingControls>("cosmos-hedging request controls");
+const scope = new AsyncLocalStorage<RequestHedgingControls>();
+
+// Hedge arms are copies of a request; `cloneRequestFor` links each copy to
+// its original under this symbol (core-client's own link), so the copy
+// inherits the original's controls.
+const originalRequestSymbol = Symbol.for("@azure/core-client original request");
+
+class GarbageHeader extends Error {}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new GarbageHeader("it is not valid JSON");
+  }
+}
+
+const noRegions: readonly string[] = Object.freeze([]);
+
+function parseExcludedRegions(text: string): readonly string[] {
+  // What the SDK plugin writes on nearly every request.
+  if (text === "[]") return noRegions;
+  const value = parseJson(text);
+  if (!Array.isArray(value)) throw new GarbageHeader("it is not a JSON array");
+  if (value.length > regionNameLimits.maxRegions) {
+    throw new GarbageHeader(`it lists more than ${regionNameLimits.maxRegions} regions`);
+  }
+  if (!value.every(isRegionName)) throw new GarbageHeader("an entry is not a region name");
+  return Object.freeze([...value]);
+}
+
+function parseRegion(text: string): string {
+  const value = parseJson(text);
+  if (!isRegionName(value)) throw new GarbageHeader("it is not a JSON string naming a region");
+  return value;
+}
+
+function parseHedging(text: string): RequestHedgingSetting {
+  if (text.trim().toLowerCase() === hedgingOffHeaderValue) return false;
+  const notAnObject = new GarbageHeader(`it is neither "${hedgingOffHeaderValue}" nor a JSON object`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw notAnObject;
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw notAnObject;
+  const record = value as Record<string, unknown>;
+  const setting: { threshold?: number; thresholdStep?: number } = {};
+  for (const [key, field] of Object.entries(record)) {
+    if (key !== "threshold" && key !== "thresholdStep") throw new GarbageHeader("it has a field other than threshold and thresholdStep");
+    if (!isTimerMilliseconds(field)) throw new GarbageHeader(`its ${key} is not a positive number of milliseconds below 2^31 - 1`);
+    setting[key] = field;
+  }
+  return Object.freeze(setting);
+}
+
+const warned = new Set<string>();
+
+/** Warns once per kind of problem: a bad value repeated on every request must not flood the log. */
+function warnOnce(key: string, message: string): void {
+  if (warned.has(key)) return;
+  warned.add(key);
+  logger.warning(message);
+}
+
+function warnGarbage(header: string, problem: string): void {
+  warnOnce(`${header}:${problem}`, `Ignoring the ${header} request header: ${problem}.`);
+}
+
+/**
+ * Forgets every garbage header warned about, so that each warns again once.
+ * @internal For tests: the de-duplication is process-wide, so without this
+ * a test's warning depends on what ran before it. Not exported by the package.
+ */
+export function resetControlHeaderWarnings(): void {
+  warned.clear();
+}
+
+function parseHeader<T>(request: PipelineRequest, header: string, parse: (text: string) => T): T | undefined {
+  const text = request.headers.get(header);
+  if (text === undefined) return undefined;
+  request.headers.delete(header);
+  try {
+    return parse(text);
+  } catch (error) {
+    if (!(error instanceof GarbageHeader)) throw error;
+    warnGarbage(header, error.message);
+    return undefined;
+  }
+}
+
+/**
+ * The SDK's `excludedLocations` of a request, from the plugin's header. The
+ * SDK takes names that ours refuse (control characters, hundreds of
+ * entries); such a request cannot be steered safely, and the warning names
+ * the option the user wrote, not our header.
+ */
+function parseSdkExclusions(request: PipelineRequest): readonly string[] | "unreadable" | undefined {
+  const text = request.headers.get(requestControlHeaders.sdkExcludedRegions);
+  if (text === undefined) return undefined;
+  request.headers.delete(requestControlHeaders.sdkExcludedRegions);
+  try {
+    return parseExcludedRegions(text);
+  } catch (error) {
+    if (!(error instanceof GarbageHeader)) throw error;
+    warnOnce(
+      `sdk:${error.message}`,
+      `A request's @azure/cosmos excludedLocations cannot be read (${error.message}); the request is sent where the SDK sent it, unhedged.`,
+    );
+    return "unreadable";
+  }
+}
+
+function hasControlHeader(request: PipelineRequest): boolean {
+  return controlHeaderNames.some((name) => request.headers.has(name));
+}
+
+function stripControlHeaders(request: PipelineRequest): void {
+  for (const name of controlHeaderNames) request.headers.delete(name);
+}
+
+function parseControlHeaders(request: PipelineRequest): RequestHedgingControls {
+  const excludedRegions = parseHeader(request, requestControlHeaders.excludedRegions, parseExcludedRegions);
+  const region = parseHeader(request, requestControlHeaders.region, parseRegion);
+  const hedging = parseHeader(request, requestControlHeaders.hedging, parseHedging);
+  if (excludedRegions === undefined && region === undefined && hedging === undefined) return noControls;
+  return Object.freeze({
+    ...(excludedRegions !== undefined ? { excludedRegions } : {}),
+    ...(region !== undefined ? { region } : {}),
+    ...(hedging !== undefined ? { hedging } : {}),
+  });
+}
+
+/** `inner`'s choices over `outer`'s, field by field. */
+function overlay(outer: RequestHedgingControls | undefined, inner: RequestHedgingControls): RequestHedgingControls {
+  if (outer === undefined) return inner;
+  return Object.freeze({ ...outer, ...inner });
+}
+
+/**
+ * Adds the SDK's own exclusions to the request's: they bind every arm, and
+ * nothing of ours can lift them. A header that cannot be read leaves the
+ * SDK's options unknown, which the hedging client treats as "do not hedge".
+ */
+function withSdkExclusions(controls: RequestHedgingControls, sdkExcluded: readonly string[] | undefined): RequestHedgingControls {
+  if (sdkExcluded === undefined) return controls;
+  // What nearly every request of a withHedging client carries: the SDK's options, excluding nothing.
+  if (controls === noControls && sdkExcluded.length === 0) return sdkOptionsOnly;
+  const excludedRegions = sdkExcluded.length === 0 ? controls.excludedRegions : Object.freeze([...(controls.excludedRegions ?? []), ...sdkExcluded]);
+  return Object.freeze({ ...controls, ...(excludedRegions !== undefined ? { excludedRegions } : {}), sdkOptionsKnown: true });
+}
+
+function originalOf(request: PipelineRequest): PipelineRequest | undefined {
+  const original = (request as unknown as Record<symbol, unknown>)[originalRequestSymbol];
+  return typeof original === "object" && original !== null ? (original as PipelineRequest) : undefined;
+}
+
+/**
+ * Records the controls of a request, for the policies after this point in
+ * the pipeline. Any control headers still on the request are removed, so
+ * that they never leave the process.
+ */
+export function setRequestControls(request: PipelineRequest, controls: RequestHedgingControls): void {
+  stripControlHeaders(request);
+  controlsByRequest.set(request, controls);
+}
+
+/**
+ * The controls of a request; empty when none were given. The first call for
+ * a request reads and removes its control headers (see
+ * {@link requestControlHeaders}), merges them over the scope of
+ * {@link runWithRequestControls} (the headers win, field by field) and
+ * remembers the result; later calls return it. A hedge arm that carries no
+ * control headers of its own gets its original request's controls. A
+ * malformed control header is logged and ignored: this never throws.
+ */
+export function requestControlsOf(request: PipelineRequest): RequestHedgingControls {
+  const known = controlsByRequest.get(request);
+  if (known !== undefined) return known;
+  let controls: RequestHedgingControls;
+  if (hasControlHeader(request)) {
+    const sdkExcluded = parseSdkExclusions(request);
+    const sdkRetry = request.headers.has(requestControlHeaders.sdkRetry);
+    if (sdkRetry) request.headers.delete(requestControlHeaders.sdkRetry);
+    const own = overlay(scope.getStore(), parseControlHeaders(request));
+    controls = sdkExcluded === "unreadable" ? Object.freeze({ ...own, sdkOptionsKnown: false }) : withSdkExclusions(own, sdkExcluded);
+    if (sdkRetry) controls = Object.freeze({ ...controls, sdkRetry: true });
+  } else {
+    const original = originalOf(request);
+    controls = (original !== undefined ? controlsByRequest.get(original) : undefined) ?? scope.getStore() ?? noControls;
+  }
+  controlsByRequest.set(request, controls);
+  return controls;
+}
+
+/**
+ * Runs `fn` with `controls` applying to every request it starts in this
+ * asynchronous context; a request's own control headers win over them,
+ * field by field. Nested calls add to the enclosing controls, the inner
+ * ones winning field by field. The controls must already be validated.
+ */
+export function runWithRequestControls<T>(controls: RequestHedgingControls, fn: () => T): T {
+  return scope.run(overlay(scope.getStore(), Object.freeze({ ...controls })), fn);
+}

@@ -1,0 +1,249 @@
+import assert from "node:assert/strict";
+import { createEmptyPipeline } from "@azure/core-rest-pipeline";
+import type { SinonFakeTimers } from "sinon";
+import { LatencyWindows, latencyWindowDefaults } from "../../../src/learning/latencyWindows.js";
+import type { LatencyObservation } from "../../../src/learning/latencyWindows.js";
+import { RegionCache } from "../../../src/topology/regionCache.js";
+import { resolveAdaptiveThreshold } from "../../../src/planning/adaptiveThreshold.js";
+import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
+import type { HedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
+import { HedgeDecisions, hedgeDecisionDefaults, hedgeDelay, stragglerEvidence, waitForEvidence } from "../../../src/planning/hedgeDecision.js";
+import { seededRandom } from "../../../src/testing/seededRandom.js";
+import { loserDrainDefaults } from "../../../src/race/loserDrain.js";
+import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
+import { latencyTransport } from "../../support/fakeTransport.js";
+import type { CrossRegionHedgingPolicyOptions } from "../../../src/policies/crossRegionHedgingPolicy.js";
+import { eastUs, observe, pointRead, westUs } from "../../support/hedgingFixtures.js";
+import { useFakeClock } from "../../support/leakCheck.js";
+import { useRaceHarness } from "../../support/raceHarness.js";
+
+const east = "East US";
+const west = "West US";
+/** The adaptive defaults of an explicitly enabled policy: floor 5 ms, ceiling 500 ms, 20 samples. */
+const settings = resolveAdaptiveThreshold("adaptive", 500);
+
+/** `count` latencies spread evenly over `[from, to]`. */
+function spread(count: number, from: number, to: number): number[] {
+  return Array.from({ length: count }, (_, i) => from + ((to - from) * i) / Math.max(1, count - 1));
+}
+
+describe("the benefit rule (hedgeDecision)", () => {
+  let clock: SinonFakeTimers;
+
+  beforeEach(() => {
+    clock = useFakeClock();
+  });
+
+  afterEach(() => {
+    clock.restore();
+  });
+
+  function windowOf(...groups: Array<readonly [readonly number[], LatencyObservation]>): LatencyWindows {
+    const windows = new LatencyWindows();
+    for (const [latencies, observation] of groups) for (const latency of latencies) windows.record(east, "pointRead", latency, observation);
+    return windows;
+  }
+
+  function delayFor(windows: LatencyWindows, hedgeLatencyMs: number): number | undefined {
+    const survival = windows.survival(east, "pointRead");
+    assert.ok(survival !== undefined, "the primary's window holds latencies");
+    return hedgeDelay(survival, hedgeLatencyMs, settings)?.delayMs;
+  }
+
+  const healthy = spread(900, 1, 9.9);
+
+  it("sends no hedge for a healthy primary when the hedge region is 30 ms away", () => {
+    assert.equal(delayFor(windowOf([spread(1000, 1, 9.9), "baseline"]), 30), undefined);
+  });
+
+  it("sends no hedge for a noisy but healthy primary (2 to 20 ms) when the hedge region is 30 ms away", () => {
+    assert.equal(delayFor(windowOf([spread(1000, 2, 20), "baseline"]), 30), undefined);
+  });
+
+  it("hedges 10 % stragglers at +1 s just past the primary's normal latency, at a cost of about 11 % extra requests", () => {
+    const windows = windowOf([healthy, "baseline"], [spread(100, 1001, 1010), "tail"]);
+    const delay = delayFor(windows, 30);
+    // Past the bin of the slowest healthy read: the sketch's bins are 4 % wide.
+    assert.ok(delay !== undefined && delay >= 9.9 && delay <= 10.3, `hedged within a few ms of the healthy 1 to 9.9 ms: ${delay}`);
+    const cost = windows.survival(east, "pointRead")?.above(delay) ?? Number.NaN;
+    assert.ok(cost >= 0.1 && cost <= 0.1 / hedgeDecisionDefaults.minWinShare + 1e-9, `extra requests ${cost}`);
+  });
+
+  it("hedges a mixed tail (2 % at +1 s, 8 % at +150 ms) just past the primary's normal latency", () => {
+    const windows = windowOf([healthy, "baseline"], [spread(80, 151, 158), "baseline"], [spread(20, 1001, 1010), "tail"]);
+    const delay = delayFor(windows, 30);
+    assert.ok(delay !== undefined && delay >= 9.9 && delay <= 10.3, `${delay}`);
+  });
+
+  it("hedges a uniformly slow primary at the floor, below its fastest answer", () => {
+    assert.equal(delayFor(windowOf([spread(200, 300, 310), "baseline"]), 30), settings.floor);
+  });
+
+  it("does not hedge where the hedge would land after the primary: every region 100 to 160 ms slower", () => {
+    // The primary answers in 100 to 165 ms; the hedge region, its latency a lower bound from hedges cut short, in 125.
+    assert.equal(delayFor(windowOf([spread(600, 103, 165), "baseline"]), 125), undefined);
+  });
+
+  it("counts censored latencies as outlasting every delay, so the stragglers hedging cuts short keep the delay where it was", () => {
+    const before = delayFor(windowOf([healthy, "baseline"], [spread(100, 1001, 1010), "tail"]), 30);
+    // The same reads once hedged at that delay: each straggler is cut short when the hedge answers, 28 to 36 ms later.
+    const cutShort = spread(100, (before ?? 0) + 28, (before ?? 0) + 36);
+    const after = delayFor(windowOf([healthy, "baseline"], [cutShort, "censored"]), 32);
+    // The same bin of the sketch, its upper edge kept within the largest answer.
+    assert.ok(before !== undefined && after !== undefined && Math.abs(after - before) <= before * 2 * latencyWindowDefaults.relativeAccuracy, `${before} then ${after}`);
+  });
+
+  it("with a lone outlier, hedges only the reads past every healthy latency", () => {
+    const windows = windowOf([spread(999, 1, 9.9), "baseline"], [[80], "baseline"]);
+    const delay = delayFor(windows, 30);
+    assert.ok(delay !== undefined && delay >= 9.7, `${delay}`);
+    assert.ok((windows.survival(east, "pointRead")?.above(delay) ?? 1) <= 0.002, "one read in a thousand");
+  });
+
+  describe("HedgeDecisions", () => {
+    it("has no estimate until the hedge region's latency is known, then decides from both", () => {
+      const windows = windowOf([spread(1000, 1, 9.9), "baseline"]);
+      const decisions = new HedgeDecisions(windows);
+      assert.equal(decisions.estimate(east, west, "pointRead", settings), undefined, "the percentile threshold decides meanwhile");
+      decisions.observe(west, "pointRead", 30, false);
+      // No hedge wins often enough: only a read that outlasts the primary's largest answer (9.9 ms) by West's 30 ms is hedged.
+      assert.deepEqual(decisions.estimate(east, west, "pointRead", settings), { thresholdMs: 39.9, source: "noBenefit", region: east });
+    });
+
+    it("has no estimate while the primary's window holds fewer than minSamples latencies", () => {
+      const decisions = new HedgeDecisions(windowOf([spread(19, 300, 310), "baseline"]));
+      decisions.observe(west, "pointRead", 30, false);
+      assert.equal(decisions.estimate(east, west, "pointRead", settings), undefined);
+    });
+
+    it("takes L as the median of the region's last eight latencies, raised by bounds above it, kept after the window has emptied", async () => {
+      const decisions = new HedgeDecisions(new LatencyWindows());
+      assert.equal(decisions.hedgeLatencyMs(east, "pointRead"), undefined);
+      for (let i = 0; i < 8; i++) decisions.observe(east, "pointRead", 2, false);
+      assert.equal(decisions.hedgeLatencyMs(east, "pointRead"), 2);
+      for (let i = 0; i < 8; i++) decisions.observe(east, "pointRead", 1, true);
+      for (let i = 0; i < 5; i++) decisions.observe(east, "pointRead", 35, true);
+      assert.equal(decisions.hedgeLatencyMs(east, "pointRead"), 2, "reused until the refresh");
+      await clock.tickAsync(hedgeDecisionDefaults.refreshMs);
+      // The bounds of 1 ms said nothing new and were dropped; the five at 35 ms outweigh the three answers left.
+      assert.equal(decisions.hedgeLatencyMs(east, "pointRead"), 35);
+      await clock.tickAsync(10 * 60_000);
+      assert.equal(decisions.hedgeLatencyMs(east, "pointRead"), 35, "still known ten minutes later");
+    });
+
+    it("computes a decision once per view of the primary's window, not per request", () => {
+      const windows = windowOf([spread(200, 300, 310), "baseline"]);
+      const decisions = new HedgeDecisions(windows);
+      decisions.observe(west, "pointRead", 30, false);
+      const first = decisions.estimate(east, west, "pointRead", settings);
+      assert.equal(first?.source, "benefit");
+      assert.equal(decisions.estimate(east, west, "pointRead", settings), first, "the same object, from the cache");
+    });
+  });
+});
+
+describe("the benefit rule through crossRegionHedgingPolicy", () => {
+  const harness = useRaceHarness();
+
+  interface Read {
+    readonly diagnostics: HedgeDiagnostics;
+    readonly latencyMs: number;
+  }
+
+  async function runReads(
+    latencyOf: (origin: string) => number,
+    reads: number,
+    spacingMs: number,
+    options: CrossRegionHedgingPolicyOptions = {},
+  ): Promise<Read[]> {
+    const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs] } });
+    const pipeline = createEmptyPipeline();
+    pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold: "adaptive", ...options }));
+    const client = latencyTransport(latencyOf);
+    const done: Read[] = [];
+    for (let i = 0; i < reads; i++) {
+      const pending = observe(pipeline.sendRequest(client, pointRead(eastUs, harness.leaks.controller().signal)));
+      await harness.clock.tickAsync(60);
+      while (!pending.state().done) await harness.clock.tickAsync(10);
+      const diagnostics = getHedgeDiagnostics(await pending.result());
+      assert.ok(diagnostics !== undefined);
+      const returned = diagnostics.arms.find((arm) => arm.outcome === "returned") ?? diagnostics.arms[0];
+      done.push({ diagnostics, latencyMs: (returned?.startOffsetMs ?? 0) + (returned?.durationMs ?? 0) });
+      await harness.clock.tickAsync(spacingMs);
+    }
+    // Losers left to drain finish in the background; none may outlive the test.
+    await harness.clock.tickAsync(loserDrainDefaults.maxDrainMs);
+    return done;
+  }
+
+  it("no oscillation: with 10 % stragglers at +1 s cut short by the hedges, the delay holds for two minutes", async () => {
+    const random = seededRandom(5);
+    const eastOrigin = new URL(eastUs.endpoint).origin;
+    // East answers in 1 to 9 ms, one read in ten a second later; West in 28 to 36 ms.
+    const latencyOf = (origin: string): number =>
+      origin === eastOrigin ? (random() < 0.1 ? 1000 : 1 + Math.floor(random() * 9)) : 28 + Math.floor(random() * 9);
+    const reads = await runReads(latencyOf, 2000, 0);
+    // The first reads fill the windows; after them the rule decides every read.
+    const settled = reads.slice(300);
+    const sources = new Set(settled.map((read) => read.diagnostics.thresholdSource));
+    assert.deepEqual([...sources], ["benefit"]);
+    const thresholds = settled.map((read) => read.diagnostics.thresholdMs ?? Number.NaN);
+    const [lowest, highest] = [Math.min(...thresholds), Math.max(...thresholds)];
+    assert.ok(lowest >= 8 && highest <= 9.5, `the delay stays past the healthy 1 to 9 ms: ${lowest} to ${highest}`);
+    const slowest = Math.max(...settled.map((read) => read.latencyMs));
+    assert.ok(slowest <= 9.5 + 36 + 1, `every straggler is hedged: slowest read ${slowest} ms`);
+    const hedges = settled.filter((read) => read.diagnostics.hedgeFired).length;
+    const stragglers = settled.filter((read) => read.diagnostics.hedgeWon).length;
+    assert.ok(hedges <= stragglers / hedgeDecisionDefaults.minWinShare + 2, `${hedges} hedges for ${stragglers} stragglers`);
+  });
+
+  it("a healthy primary with a hedge region 30 ms away is not hedged once the hedge region's latency is known", async () => {
+    const random = seededRandom(9);
+    const eastOrigin = new URL(eastUs.endpoint).origin;
+    const latencyOf = (origin: string): number => (origin === eastOrigin ? 1 + Math.floor(random() * 9) : 30);
+    const reads = await runReads(latencyOf, 400, 5);
+    const percentile = reads.filter((read) => read.diagnostics.thresholdSource === "adaptive");
+    assert.ok(percentile.length > 0, "the percentile threshold decides until West's latency is known");
+    const afterFirstHedge = reads.slice(reads.findIndex((read) => read.diagnostics.hedgeFired) + 1);
+    assert.ok(afterFirstHedge.length > 300);
+    for (const read of afterFirstHedge) {
+      assert.equal(read.diagnostics.thresholdSource, "noBenefit");
+      assert.equal(read.diagnostics.hedgeFired, false);
+    }
+    // The hedge that lost was left to drain: West's whole 30 ms is its latency, so the backstop lies 30 ms past East's largest 9.
+    assert.equal(reads[reads.length - 1]?.diagnostics.thresholdMs, 39);
+  });
+
+  it("without drained losers, a hedge region's latency is only the bounds its lost hedges ran for", async () => {
+    const random = seededRandom(9);
+    const eastOrigin = new URL(eastUs.endpoint).origin;
+    const latencyOf = (origin: string): number => (origin === eastOrigin ? 1 + Math.floor(random() * 9) : 30);
+    const reads = await runReads(latencyOf, 400, 5, { drainLosers: false });
+    const last = reads[reads.length - 1]?.diagnostics;
+    assert.equal(last?.thresholdSource, "noBenefit");
+    assert.ok(last?.thresholdMs !== undefined && last.thresholdMs < 39, `${last?.thresholdMs}`);
+  });
+});
+
+describe("stragglerEvidence", () => {
+  it("is 0 up to half the healthy tail, rises linearly to 1 at the tail, and stays there", () => {
+    assert.equal(stragglerEvidence(2, 10), 0);
+    assert.equal(stragglerEvidence(5, 10), 0);
+    assert.equal(stragglerEvidence(7.5, 10), 0.5);
+    assert.equal(stragglerEvidence(10, 10), 1);
+    assert.equal(stragglerEvidence(1000, 10), 1);
+  });
+
+  it("is 1 without a tail: nothing tells such a read from a straggler", () => {
+    assert.equal(stragglerEvidence(1, undefined), 1);
+    assert.equal(stragglerEvidence(1, 0), 1);
+  });
+
+  it("waitForEvidence is its inverse, clamped to the same range: never past the tail", () => {
+    assert.equal(waitForEvidence(0, 10), 5);
+    assert.equal(waitForEvidence(0.5, 10), 7.5);
+    assert.equal(waitForEvidence(1, 10), 10);
+    assert.equal(waitForEvidence(Number.POSITIVE_INFINITY, 10), 10);
+    for (const evidence of [0, 0.25, 0.75, 1]) assert.equal(stragglerEvidence(waitForEvidence(evidence, 8), 8), evidence);
+  });
+});

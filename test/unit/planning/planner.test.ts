@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
+import type { SinonFakeTimers } from "sinon";
+import { RegionCache } from "../../../src/topology/regionCache.js";
+import type { RegionEndpoint } from "../../../src/topology/regionCache.js";
+import { HedgePlanner } from "../../../src/planning/planner.js";
+import type { RacePlan, SkipPlan } from "../../../src/planning/planner.js";
+import { RegionHealth } from "../../../src/learning/regionHealth.js";
+import type { RequestHedgingControls } from "../../../src/request/requestControls.js";
+import { CrossRegionTiming, MetadataTiming } from "../../../src/planning/timing.js";
+import { crossRegionHedgingDefaults } from "../../../src/policies/crossRegionHedgingPolicy.js";
+import { eastUs, northEurope, pointRead, requestTo, westUs } from "../../support/hedgingFixtures.js";
+import { useFakeClock } from "../../support/leakCheck.js";
+
+const fixed = { kind: "fixed", thresholdMs: 100, thresholdStepMs: 50, thresholdSource: "options" } as const;
+
+const names = (regions: readonly RegionEndpoint[]): string[] => regions.map((region) => region.name);
+
+/** One planner serves both hedging policies: the same guard chain, each with its own timing and race size. */
+describe("HedgePlanner", () => {
+  let clock: SinonFakeTimers;
+  let regions: RegionCache;
+  let health: RegionHealth;
+  let documents: HedgePlanner;
+  let metadata: HedgePlanner;
+
+  beforeEach(() => {
+    clock = useFakeClock();
+    regions = new RegionCache({ topology: { readRegions: [eastUs, westUs, northEurope] } });
+    health = new RegionHealth(regions, { routing: "preferred", throttling: crossRegionHedgingDefaults });
+    const timing = new CrossRegionTiming({ enabled: true, explicit: fixed, followingAccount: fixed, enableMultiWriteRegionHedge: false });
+    documents = new HedgePlanner(regions, timing, health);
+    metadata = new HedgePlanner(regions, new MetadataTiming(true, 1500, 60_000));
+  });
+
+  afterEach(() => {
+    clock.restore();
+  });
+
+  const collectionRead = () => requestTo(eastUs, "GET", "dbs/db/colls/c");
+  const plan = (planner: HedgePlanner, controls: RequestHedgingControls = {}, request = pointRead(eastUs)): SkipPlan | RacePlan =>
+    planner.plan(request, planner === metadata ? "collectionRead" : "pointRead", regions.regionOf(request.url), controls);
+  /** A request's arms as the race would launch them: its primary, then the hedges planned when the first is due; or why there are none. */
+  const arms = (planner: HedgePlanner, controls: RequestHedgingControls = {}, request = pointRead(eastUs)): string[] | string => {
+    const planned = plan(planner, controls, request);
+    if (planned.kind === "skip") return planned.reason;
+    const hedges = planner.hedges(request, planner === metadata ? "collectionRead" : "pointRead", planned.primary, controls, planned.header);
+    return typeof hedges === "string" ? hedges : names([planned.primary, ...hedges]);
+  };
+
+  it("plans a race over every applicable region for documents, and one hedge for metadata", () => {
+    const document = plan(documents);
+    assert.ok(document.kind === "race");
+    assert.deepEqual(arms(documents), ["East US", "West US", "North Europe"]);
+    assert.deepEqual(document.header, {
+      policy: "crossRegion",
+      operation: "pointRead",
+      primaryRegion: "East US",
+      thresholdMs: 100,
+      thresholdStepMs: 50,
+      thresholdSource: "options",
+    });
+    const meta = plan(metadata, {}, collectionRead());
+    assert.ok(meta.kind === "race");
+    assert.deepEqual(arms(metadata, {}, collectionRead()), ["East US", "West US"]);
+    assert.deepEqual(meta.header, { policy: "metadata", operation: "collectionRead", primaryRegion: "East US", thresholdMs: 1500, thresholdSource: "options" });
+  });
+
+  it("runs the same guard chain for both policies, the header as far as planning got", () => {
+    for (const planner of [documents, metadata]) {
+      const read = () => (planner === metadata ? collectionRead() : pointRead(eastUs));
+      const off = plan(planner, { hedging: false }, read());
+      assert.deepEqual([off.kind, (off as SkipPlan).reason, off.header.thresholdMs], ["skip", "disabled", undefined]);
+      const pinned = plan(planner, { region: "West US" }, read());
+      assert.deepEqual([pinned.kind, (pinned as SkipPlan).reason, pinned.header.thresholdSource], ["skip", "pinnedRegion", "options"]);
+      const streamed = read();
+      streamed.body = new ReadableStream();
+      assert.equal((plan(planner, {}, streamed) as SkipPlan).reason, "streamBody");
+      const elsewhere = createPipelineRequest({ url: "https://other.documents.azure.com/dbs/db/colls/c", headers: createHttpHeaders() });
+      assert.equal((plan(planner, {}, elsewhere) as SkipPlan).reason, "unknownRegion");
+      // Exclusions may leave no region to hedge into: that is planned before the request is sent.
+      assert.equal((plan(planner, { excludedRegions: ["West US", "North Europe"] }, read()) as SkipPlan).reason, "singleRegion");
+    }
+  });
+
+  it("keeps throttled regions out of a document race, and skips it when every other region is throttled", () => {
+    health.noteResponse("West US", { request: pointRead(westUs), status: 429, headers: createHttpHeaders() });
+    assert.deepEqual(arms(documents), ["East US", "North Europe"]);
+    health.noteResponse("North Europe", { request: pointRead(northEurope), status: 429, headers: createHttpHeaders() });
+    assert.equal(arms(documents), "regionThrottled");
+    clock.tick(crossRegionHedgingDefaults.throttleWithoutRetryAfterMs);
+    assert.deepEqual(arms(documents), ["East US", "West US", "North Europe"]);
+  });
+
+  it("refuses a document write on a single-write account, with the threshold in its header", () => {
+    const write = documents.plan(requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: "{}" }), "create", eastUs, {});
+    assert.deepEqual([write.kind, (write as SkipPlan).reason, write.header.thresholdMs], ["skip", "notEligible", 100]);
+  });
+});
