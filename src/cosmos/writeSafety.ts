@@ -21,10 +21,14 @@ function isRepeatablePatchOperation(operation: unknown): boolean {
   return kind === "set" || kind === "replace" || kind === "add" || kind === "remove";
 }
 
-/** A patch body (`{ operations: [...] }`, with or without a condition) whose every operation is repeatable. */
+/**
+ * A patch body whose every operation is repeatable: the list of operations
+ * itself, or `{ operations: [...] }` with or without a condition, as
+ * `@azure/cosmos` sends whichever the caller gave it.
+ */
 function isRepeatablePatch(body: unknown): boolean {
   if (body === null || typeof body !== "object") return false;
-  const { operations } = body as { operations?: unknown };
+  const operations = Array.isArray(body) ? body : (body as { operations?: unknown }).operations;
   return Array.isArray(operations) && operations.length > 0 && operations.every(isRepeatablePatchOperation);
 }
 

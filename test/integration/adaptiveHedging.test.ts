@@ -67,7 +67,8 @@ describe("adaptive hedging through the real CosmosClient", function () {
     assert.ok(metrics.hedgesWon >= 1 && metrics.hedgesWon <= metrics.hedgesFired, JSON.stringify(metrics));
     const east = metrics.regions.find((region) => region.region === "East US");
     const west = metrics.regions.find((region) => region.region === "West US");
-    assert.ok(east?.latency !== undefined && east.latency.samples >= 26 && east.latency.p50 < 50, JSON.stringify(east?.latency));
+    // The straggler's own latency joins East's window when its drain ends, after this read returned.
+    assert.ok(east?.latency !== undefined && east.latency.samples >= 25 && east.latency.p50 < 50, JSON.stringify(east?.latency));
     assert.equal(east?.requests, metrics.requests, "every read went to East first");
     assert.ok((west?.hedgesFired ?? 0) >= 1 && (west?.hedgesWon ?? 0) >= 1, JSON.stringify(west));
     assert.ok(west?.latency !== undefined && west.latency.p50 >= farMs, JSON.stringify(west?.latency));

@@ -38,6 +38,16 @@ describe("writeSafety", function () {
       );
     });
 
+    it("a patch given as the bare list of operations, as @azure/cosmos sends an array it was given, is judged the same way", function () {
+      const list = (operations: unknown): boolean => {
+        const request = makeRequest(item, { method: "PATCH", body: JSON.stringify(operations) });
+        return isRepeatableWrite(request, classifyOperation(request));
+      };
+      assert.equal(list([{ op: "set", path: "/patched", value: true }]), true);
+      assert.equal(list([{ op: "incr", path: "/v", value: 1 }]), false);
+      assert.equal(list([]), false);
+    });
+
     it("a patch of set, replace, and add or remove of a named property may go twice, with or without a condition", function () {
       assert.equal(patch([{ op: "set", path: "/a", value: 1 }, { op: "replace", path: "/b/c", value: 2 }]), true);
       assert.equal(patch([{ op: "add", path: "/tags/name", value: "x" }, { op: "remove", path: "/old" }], "from c where c.v = 1"), true);
