@@ -52,13 +52,24 @@ function isBound(value: unknown): boolean {
   return typeof value === "number" && Number.isFinite(value);
 }
 
+/** The headers that tell a feed's pages apart: the continuation, the change feed's etag, the partition key range. */
+const pageHeaders = [CosmosHeaders.continuation, CosmosHeaders.ifNoneMatch, "x-ms-documentdb-partitionkeyrangeid"] as const;
+
+function sameTokens(message: ClientRequestLike, request: PipelineRequest): boolean {
+  return pageHeaders.every((name) => {
+    const sent = message.getHeader?.(name);
+    const own = request.headers.get(name);
+    return (sent === undefined ? undefined : String(sent)) === own;
+  });
+}
+
 /**
  * The connection of a request in flight on its agent, found when a drain
  * starts (a rare moment: a hedge fired and the race was decided), so that a
  * read that never drains pays nothing for it. The agent's active sockets
  * each name the `ClientRequest` they carry (`_httpMessage`, the agent's own
- * link); the request is the one with the arm's method, path, host and
- * signature. When more than one request matches (concurrent copies of the
+ * link); the request is the one with the arm's method, path, host,
+ * signature and page tokens. When more than one request matches (concurrent copies of the
  * same read to the same region within the signature's second) none is
  * returned: releasing another caller's connection could let the process
  * exit under a request that caller awaits.
@@ -83,6 +94,8 @@ export function drainedConnectionOf(request: PipelineRequest): DrainedConnection
       if (message.method !== request.method || message.path !== path) continue;
       if (String(message.getHeader("host") ?? "") !== url.host) continue;
       if (message.getHeader(CosmosHeaders.authorization) !== authorization || message.getHeader(CosmosHeaders.date) !== date) continue;
+      // The pages of one feed, signed in the same second, differ only in their tokens.
+      if (!sameTokens(message, request)) continue;
       if (found !== undefined) return undefined;
       found = socket;
     }

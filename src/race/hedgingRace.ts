@@ -529,7 +529,12 @@ export class HedgingRace<T = RaceOutcome> {
 
   /** A drained loser's own settlement: its response came; its body is read (within the byte bound) before the drain ends. */
   private settleDrain(arm: ArmState, active: Drain, result: ArmResult): void {
-    if (active.end !== undefined) return;
+    if (active.end !== undefined) {
+      // Past its bound, a loser whose connection could not be cut still answers at last: its unread body would hold
+      // that connection, and the process with it, for good. Dropped at its first byte, it closes the connection.
+      void discardStreamBody(result.response, 0);
+      return;
+    }
     active.result = result;
     active.endedAt = performance.now();
     const maxBytes = this.input.drain?.settings.maxDrainBytes ?? loserDrainDefaults.maxDrainBytes;

@@ -62,6 +62,22 @@ describe("a drained loser never costs a later request, nor keeps a process alive
     assert.ok(aborted.afterDisposeMs < 2000, `drainLosers: false lived ${aborted.afterDisposeMs} ms after dispose`);
   });
 
+  it("the same after a paged query whose every page's primary drained: pages signed in the same second are told apart by their tokens", async function () {
+    fixture.emulator.region("West US").addFault({ operations: ["query"], delayMs: straggler });
+    const run = await runChild({
+      endpoint: fixture.emulator.endpoint,
+      key: fixture.emulator.key,
+      preferredLocations,
+      drainLosers: true,
+      database: fixture.database,
+      container: fixture.containerId,
+      operation: "query",
+    });
+    fixture.emulator.clearFaults();
+    assert.equal(run.line.status, 200);
+    assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose`);
+  });
+
   describe("with an agent of the user's that bounds its sockets, every 8th preferred-region read 3 s late", function () {
     const reads = 24;
     const late = 3000;

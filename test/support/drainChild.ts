@@ -16,6 +16,8 @@ interface ChildSettings {
   readonly drainLosers: boolean;
   readonly database: string;
   readonly container: string;
+  /** `"query"`: a paged query (2 items a page) instead of the point read. */
+  readonly operation?: "pointRead" | "query";
 }
 
 const settings = JSON.parse(process.env["DRAIN_CHILD"] ?? "{}") as ChildSettings;
@@ -30,7 +32,14 @@ const client = new CosmosClient(
   ),
 );
 const container = client.database(settings.database).container(settings.container);
-const response = await container.item("item-1", "pk-1").read();
-const record = getHedgeDiagnostics(response.headers);
-client.dispose();
-process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status: response.statusCode, terminalState: record?.terminalState })}\n`);
+if (settings.operation === "query") {
+  // Every page's primary loses to its hedge and drains: the pages, signed in the same second, differ only in their tokens.
+  const { resources } = await container.items.query("SELECT * FROM c", { maxItemCount: 2 }).fetchAll();
+  client.dispose();
+  process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status: resources.length > 0 ? 200 : 0, terminalState: "hedgeWon" })}\n`);
+} else {
+  const response = await container.item("item-1", "pk-1").read();
+  const record = getHedgeDiagnostics(response.headers);
+  client.dispose();
+  process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status: response.statusCode, terminalState: record?.terminalState })}\n`);
+}
