@@ -32,6 +32,31 @@ function headersOf(value: unknown): object | undefined {
 }
 
 /**
+ * Runs `send` with the operation registered and named in `headers`, then
+ * unregisters it, attaches the record to what the SDK returned or threw
+ * (`attach` adds to that) and ends the operation, whichever way it ended.
+ */
+async function runAs<T>(operation: OperationDetection, headers: Record<string, unknown>, send: () => Promise<T>, attach?: (outcome: unknown) => void): Promise<T> {
+  const id = registerOperation(operation);
+  headers[operationHeaderName] = id;
+  let outcome: unknown;
+  try {
+    const result = await send();
+    outcome = result;
+    return result;
+  } catch (error) {
+    outcome = error;
+    throw error;
+  } finally {
+    unregisterOperation(id);
+    delete headers[operationHeaderName];
+    attachDetection(outcome, operation);
+    attach?.(outcome);
+    operation.operationEnded();
+  }
+}
+
+/**
  * The operation plugin `withHedging` installs on the `CosmosClient`.
  * `@azure/cosmos` runs operation plugins once per operation, around its
  * whole retry loop, so the record it starts (see `getHedgingDetection`)
@@ -48,24 +73,11 @@ export function operationPlugin(): CosmosOperationPlugin {
       const { headers } = context;
       if (headers === undefined) return next(context);
       const operation = new OperationDetection();
-      const id = registerOperation(operation);
-      headers[operationHeaderName] = id;
       recordOperationForCollectors(operation);
-      let outcome: unknown;
-      try {
-        outcome = await next(context);
-        return outcome;
-      } catch (error) {
-        outcome = error;
-        throw error;
-      } finally {
-        unregisterOperation(id);
-        delete headers[operationHeaderName];
-        attachDetection(outcome, operation);
+      return runAs(operation, headers, () => next(context), (outcome) => {
         const outcomeHeaders = headersOf(outcome);
         if (outcomeHeaders !== undefined && operation.lastRecord !== undefined) attachHedgeDiagnosticsToHeaders(outcomeHeaders, operation.lastRecord);
-        operation.operationEnded();
-      }
+      });
     },
   };
 }
@@ -99,21 +111,7 @@ export function feedAttemptPlugin(): CosmosAttemptPlugin {
         operation.operationReopened();
       }
       // Registered per attempt, so that nothing holds the record once its last attempt has ended.
-      const id = registerOperation(operation);
-      headers[operationHeaderName] = id;
-      let outcome: unknown;
-      try {
-        outcome = await next(context);
-        return outcome;
-      } catch (error) {
-        outcome = error;
-        throw error;
-      } finally {
-        unregisterOperation(id);
-        delete headers[operationHeaderName];
-        attachDetection(outcome, operation);
-        operation.operationEnded();
-      }
+      return runAs(operation, headers, () => next(context));
     },
   };
 }
