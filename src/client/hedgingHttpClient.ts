@@ -7,12 +7,11 @@ import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { HedgeDiagnostics } from "../diagnostics/diagnostics.js";
 import type { HedgingMetrics } from "../diagnostics/metrics.js";
 import type { CrossRegionHedgingPolicyOptions } from "../policies/crossRegionHedgingPolicy.js";
-import { crossRegionHedgingPolicy } from "../policies/crossRegionHedgingPolicy.js";
+import { crossRegionHedging } from "../policies/crossRegionHedgingPolicy.js";
 import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPolicy.js";
-import { metadataHedgingPolicy } from "../policies/metadataHedgingPolicy.js";
-import { excludedRegionsPolicy } from "../policies/excludedRegionsPolicy.js";
-import { armHttpTracingPolicy } from "../diagnostics/tracing.js";
-import { dispatchRecordPolicy, operationLinkPolicy } from "../diagnostics/dispatchPolicies.js";
+import { metadataHedging } from "../policies/metadataHedgingPolicy.js";
+import { regionSteering } from "../policies/excludedRegionsPolicy.js";
+import { hedgingLayer } from "./hedgingLayer.js";
 import { loadOpenTelemetryMetrics } from "../diagnostics/otelMetrics.js";
 import { markForCoreTransport } from "../race/armAbort.js";
 import { requestControlsOf, setRequestControls } from "../request/requestControls.js";
@@ -263,16 +262,11 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
     ...(options.onDiagnostics !== undefined ? { onDiagnostics: options.onDiagnostics } : {}),
   };
   loadOpenTelemetryMetrics();
+  const crossRegion = crossRegionHedging({ ...crossRegionOptions(options.crossRegion), ...shared });
+  const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared });
   const pipeline = createEmptyPipeline();
-  // First and last: each attempt of an @azure/cosmos operation is linked to its record before anything re-points it, and each request is noted as it goes out.
-  pipeline.addPolicy(operationLinkPolicy());
-  pipeline.addPolicy(excludedRegionsPolicy({ regions }));
-  pipeline.addPolicy(metadataHedgingPolicy({ ...metadataOptions(options.metadata), ...shared }));
-  const crossRegion = crossRegionHedgingPolicy({ ...crossRegionOptions(options.crossRegion), ...shared });
-  pipeline.addPolicy(crossRegion);
-  // Below the race, so each arm of a traced race gets an HTTP span with the Azure SDK's conventions, under its own span.
-  pipeline.addPolicy(armHttpTracingPolicy());
-  pipeline.addPolicy(dispatchRecordPolicy(regions));
+  // One layer: steering, both hedging policies, the detection record and the arms' spans (see hedgingLayer).
+  pipeline.addPolicy(hedgingLayer(regions, regionSteering(regions), [metadata, crossRegion]));
   const transport = options.httpClient ?? createDefaultHttpClient();
   const routeOf = pipelineRoutes(pipeline, transport, options.httpClient === undefined);
   logger.info(hedgingClientSummary(options));

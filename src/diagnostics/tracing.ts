@@ -1,7 +1,7 @@
 import { createTracingClient } from "@azure/core-tracing";
 import type { TracingContext, TracingSpan } from "@azure/core-tracing";
 import { tracingPolicy } from "@azure/core-rest-pipeline";
-import type { PipelinePolicy, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
+import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
 import { packageInfo } from "../packageInfo.js";
 import type { RegionEndpoint } from "../topology/regionCache.js";
@@ -47,25 +47,21 @@ export const spanAttributes = {
   armCancelled: "cosmos.hedging.arm.cancelled",
 } as const;
 
-/** The arms of races that are being traced, for {@link armHttpTracingPolicy}. */
+/** The arms of races that are being traced, for {@link armHttpTracing}. */
 const tracedArms = new WeakSet<PipelineRequest>();
 
-/** The name of the {@link armHttpTracingPolicy}. */
-export const armHttpTracingPolicyName = "armHttpTracingPolicy";
-
 /**
- * core-rest-pipeline's `tracingPolicy`, for the arms of traced races only:
- * each gets an HTTP span with the Azure SDK's conventions, under its arm's
- * span. Any other request passes straight through, so that a client nobody
- * traces pays one set lookup per request, not a span.
+ * core-rest-pipeline's `tracingPolicy` over `next`, for the arms of traced
+ * races only: each gets an HTTP span with the Azure SDK's conventions, under
+ * its arm's span. Any other request goes straight to `next`, so that a
+ * client nobody traces pays one set lookup per request, not a span.
  */
-export function armHttpTracingPolicy(): PipelinePolicy {
-  const tracing = tracingPolicy();
-  return {
-    name: armHttpTracingPolicyName,
-    sendRequest: (request, next) => (tracedArms.has(request) ? tracing.sendRequest(request, next) : next(request)),
-  };
+export function armHttpTracing(next: SendRequest): SendRequest {
+  const tracing = (armTracing ??= tracingPolicy());
+  return (request) => (tracedArms.has(request) ? tracing.sendRequest(request, next) : next(request));
 }
+
+let armTracing: PipelinePolicy | undefined;
 
 /** The span of one race and the spans of its arms. */
 export interface RaceTrace {
@@ -165,7 +161,7 @@ export function startRaceTrace(request: PipelineRequest, header: DiagnosticsHead
   const sendArm: RaceTrace["sendArm"] = async (send, armRequest, index, region, reason) => {
     const { span: armSpan, updatedOptions: armOptions } = startArmSpan(index, region, reason);
     const armContext = armOptions.tracingOptions.tracingContext;
-    // The HTTP span of the arm (armHttpTracingPolicy, below the race) is a child of the arm's span.
+    // The HTTP span of the arm (armHttpTracing, below the race) is a child of the arm's span.
     armRequest.tracingOptions = { ...armRequest.tracingOptions, tracingContext: armContext };
     tracedArms.add(armRequest);
     try {

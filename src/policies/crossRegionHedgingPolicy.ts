@@ -6,7 +6,7 @@ import type { RegionRouting } from "../learning/regionRanking.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { latencyClassOf } from "../learning/latencyWindows.js";
-import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
+import { documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../planning/adaptiveThreshold.js";
 import { isAdaptiveThreshold, resolveAdaptiveThreshold } from "../planning/adaptiveThreshold.js";
 import type { HedgeDiagnostics } from "../diagnostics/diagnostics.js";
@@ -22,12 +22,12 @@ import { DocumentRaceStrategy } from "../race/raceStrategies.js";
 import type { RacePrimary } from "../race/raceStrategies.js";
 import { RegionHealth } from "../learning/regionHealth.js";
 import type { RequestHedgingControls } from "../request/requestControls.js";
-import { requestControlsOf } from "../request/requestControls.js";
 import type { CrossRegionTimingSettings } from "../planning/timing.js";
 import { CrossRegionTiming, crossRegionTimings } from "../planning/timing.js";
 import { policyLogger } from "../log.js";
 import { boundsSockets, primaryMayDrain } from "../race/drainSockets.js";
-import { sendObservingAccount } from "../topology/accountObservation.js";
+import type { RequestHandler } from "./requestHandler.js";
+import { policyOver } from "./requestHandler.js";
 
 /** The name of the {@link crossRegionHedgingPolicy}. */
 export const crossRegionHedgingPolicyName = "crossRegionHedgingPolicy";
@@ -279,6 +279,9 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
   };
 }
 
+/** The operations this policy sends, hedged or not: every document read and write. */
+const documentKinds: ReadonlySet<OperationKind> = new Set<OperationKind>([...documentReadKinds, ...documentWriteKinds]);
+
 /** The primary of a race whose straggler evidence the budget can read: a learned read class and a known region. */
 function racePrimary(tails: RegionHealth, region: string | undefined, operation: OperationKind): RacePrimary | undefined {
   const latencyClass = latencyClassOf(operation);
@@ -307,6 +310,12 @@ function racePrimary(tails: RegionHealth, region: string | undefined, operation:
  * every arm.
  */
 export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOptions = {}): CrossRegionHedgingPolicy {
+  const hedging = crossRegionHedging(options);
+  return { ...policyOver(crossRegionHedgingPolicyName, hedging.regions, hedging), metrics: hedging.metrics };
+}
+
+/** The hedging of a {@link crossRegionHedgingPolicy}, for a layer that reads each request's controls and classifies it itself. */
+export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): RequestHandler & Pick<CrossRegionHedgingPolicy, "metrics"> & { readonly regions: RegionCache } {
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
   const health = new RegionHealth(regions, { routing: settings.routing, adaptive: settings.adaptive, throttling: crossRegionHedgingDefaults });
@@ -364,15 +373,9 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   }
 
   return {
-    name: crossRegionHedgingPolicyName,
-    sendRequest(request, next) {
-      // Reading the controls also strips their headers, so none reaches the wire even without excludedRegionsPolicy.
-      const controls = requestControlsOf(request);
-      const operation = classifyOperation(request);
-      if (operation === "accountRead") return sendObservingAccount(regions, request, next);
-      if (!documentReadKinds.has(operation) && !documentWriteKinds.has(operation)) return next(request);
-      return sendDocumentRequest(request, next, operation, controls);
-    },
+    regions,
+    kinds: documentKinds,
+    send: sendDocumentRequest,
     metrics: () => health.snapshot(budget, drain),
   };
 }

@@ -1,17 +1,18 @@
-import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
+import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
 import type { RegionAccess, RegionEndpoint } from "../topology/regionCache.js";
 import type { RegionCache } from "../topology/regionCache.js";
 import { regionCacheOption } from "../topology/regionCache.js";
 import { sameRegion } from "../topology/regionNames.js";
 import { describe, optionKeys, optionsObject } from "../options.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
-import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
+import { documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import { retarget } from "../race/cloneRequest.js";
 import { sameScheme } from "../planning/targets.js";
 import type { RequestHedgingControls, RequestRouting } from "../request/requestControls.js";
-import { requestControlsOf, setRequestControls } from "../request/requestControls.js";
+import { setRequestControls } from "../request/requestControls.js";
 import { policyLogger } from "../log.js";
-import { sendObservingAccount } from "../topology/accountObservation.js";
+import type { RequestStep } from "./requestHandler.js";
+import { policyOver } from "./requestHandler.js";
 
 /** The name of the {@link excludedRegionsPolicy}. */
 export const excludedRegionsPolicyName = "excludedRegionsPolicy";
@@ -83,6 +84,17 @@ function regionList(regions: readonly RegionEndpoint[]): string {
 export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}): PipelinePolicy {
   optionsObject("excludedRegionsPolicy options", options, excludedRegionsOptionKeys);
   const regions = regionCacheOption(options.regions);
+  return policyOver(excludedRegionsPolicyName, regions, regionSteering(regions));
+}
+
+/**
+ * The steering of an {@link excludedRegionsPolicy}, for a layer that reads
+ * each request's controls and classifies it itself: it re-points the
+ * request where the exclusions, a pinned region or a runtime order send it,
+ * and records why. It throws, before anything is sent, for a pinned region
+ * the request may not go to.
+ */
+export function regionSteering(regions: RegionCache): RequestStep {
 
   const pinnedRoute = (
     request: PipelineRequest,
@@ -149,42 +161,33 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
     return stay;
   };
 
-  function sendSteered(
-    request: PipelineRequest,
-    next: SendRequest,
-    operation: OperationKind,
-    controls: RequestHedgingControls,
-  ): Promise<PipelineResponse> {
+  function steer(request: PipelineRequest, operation: OperationKind, controls: RequestHedgingControls): RequestHedgingControls {
     const { target, routing } = route(request, documentWriteKinds.has(operation) ? "write" : "read", controls);
-    if (routing !== undefined) setRequestControls(request, { ...controls, routing });
+    const steered = routing === undefined ? controls : { ...controls, routing };
+    if (steered !== controls) setRequestControls(request, steered);
     if (target !== undefined) {
       logger.verbose(`Sending a ${operation} to ${target.name} instead of ${routing?.sdkRegion ?? "the SDK's region"} (${routing?.rerouteReason}).`);
       request.url = retarget(request.url, target);
     } else if (routing?.exclusionsIgnored) {
       logger.verbose(`Every applicable region of a ${operation} is excluded; sending it where the SDK did.`);
     }
-    return next(request);
+    return steered;
   }
 
   return {
-    name: excludedRegionsPolicyName,
-    async sendRequest(request, next) {
-      // First, for every request: this is what removes the control headers before anything is sent.
-      const controls = requestControlsOf(request);
-      const operation = classifyOperation(request);
-      if (operation === "accountRead") return sendObservingAccount(regions, request, next);
-      if (!steeredKinds.has(operation)) return next(request);
+    kinds: steeredKinds,
+    apply(request, operation, controls) {
       // Nearly every request: nothing pins, excludes or reorders it, so `route` would leave it where the SDK sent it;
-      // not asking spares it a region lookup and a feed check.
+      // not asking spares it a region lookup.
       if (
         controls.region === undefined &&
         (controls.excludedRegions === undefined || controls.excludedRegions.length === 0) &&
         regions.excludedRegions.length === 0 &&
         !regions.preferredRegionsChangedAtRuntime
       ) {
-        return next(request);
+        return controls;
       }
-      return sendSteered(request, next, operation, controls);
+      return steer(request, operation, controls);
     },
   };
 }

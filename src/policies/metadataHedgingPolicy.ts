@@ -5,7 +5,6 @@ import { describe, optionalBoolean, optionalFunction, optionKeys, optionsObject,
 import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../cosmos/environment.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
-import { classifyOperation } from "../cosmos/operationKind.js";
 import type { HedgeDiagnostics } from "../diagnostics/diagnostics.js";
 import { HedgeBudget } from "../budget/hedgeBudget.js";
 import type { DiagnosticsSink } from "../race/hedgedSend.js";
@@ -16,11 +15,11 @@ import { resolveLoserDrain } from "../race/loserDrain.js";
 import { HedgePlanner } from "../planning/planner.js";
 import { MetadataRaceStrategy } from "../race/raceStrategies.js";
 import type { RequestHedgingControls } from "../request/requestControls.js";
-import { requestControlsOf } from "../request/requestControls.js";
 import { MetadataTiming } from "../planning/timing.js";
 import { policyLogger } from "../log.js";
 import { boundsSockets, primaryMayDrain } from "../race/drainSockets.js";
-import { sendObservingAccount } from "../topology/accountObservation.js";
+import type { RequestHandler } from "./requestHandler.js";
+import { policyOver } from "./requestHandler.js";
 
 /** The name of the {@link metadataHedgingPolicy}. */
 export const metadataHedgingPolicyName = "metadataHedgingPolicy";
@@ -103,8 +102,12 @@ const metadataHedgingOptionKeys = optionKeys<MetadataHedgingPolicyOptions>({
   drainLosers: true,
 });
 
-/** The operations this policy hedges: the two metadata reads on every operation's critical path. */
-const hedgedKinds: ReadonlySet<OperationKind> = new Set<OperationKind>(["collectionRead", "partitionKeyRangeReadFeed"]);
+/**
+ * The operations this policy sends: the two metadata reads on every
+ * operation's critical path, which it hedges, and the later pages of the
+ * PartitionKeyRange feed, which it records as not hedged.
+ */
+const sentKinds: ReadonlySet<OperationKind> = new Set<OperationKind>(["collectionRead", "partitionKeyRangeReadFeed", "partitionKeyRangeReadFeedContinuation"]);
 
 /** Every setting of a {@link metadataHedgingPolicy}, validated and with its defaults filled in. */
 interface MetadataSettings {
@@ -168,6 +171,12 @@ function validate(given: MetadataHedgingPolicyOptions): MetadataSettings {
  * sent it: its etag is valid in every region of the account.
  */
 export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {
+  const hedging = metadataHedging(options);
+  return policyOver(metadataHedgingPolicyName, hedging.regions, hedging);
+}
+
+/** The hedging of a {@link metadataHedgingPolicy}, for a layer that reads each request's controls and classifies it itself. */
+export function metadataHedging(options: MetadataHedgingPolicyOptions): RequestHandler & { readonly regions: RegionCache } {
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
   const planner = new HedgePlanner(regions, new MetadataTiming(settings.enabled, settings.thresholdMs, settings.requestTimeout));
@@ -195,18 +204,14 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   }
 
   return {
-    name: metadataHedgingPolicyName,
-    sendRequest(request, next) {
-      // Reading the controls also strips their headers, so none reaches the wire even without excludedRegionsPolicy.
-      const controls = requestControlsOf(request);
-      const operation = classifyOperation(request);
-      if (operation === "accountRead") return sendObservingAccount(regions, request, next);
+    regions,
+    kinds: sentKinds,
+    send(request, next, operation, controls) {
       // A later page goes where the SDK sent it, unhedged: its etag is valid in every region, and hedging covers the first page only.
       if (operation === "partitionKeyRangeReadFeedContinuation") {
         const header = diagnosticsHeader("metadata", operation, regions.regionOf(request.url), controls);
         return sendSkipped(request, next, { reason: "continuationPage", header }, sink);
       }
-      if (!hedgedKinds.has(operation)) return next(request);
       return sendMetadataRead(request, next, operation, controls);
     },
   };

@@ -3,7 +3,9 @@ import { createEmptyPipeline, createHttpHeaders, createPipelineRequest } from "@
 import type { HttpClient, PipelineRequest } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../../../src/topology/regionCache.js";
 import { mergeDetections, OperationDetection } from "../../../src/diagnostics/detection.js";
-import { dispatchRecordPolicy, operationHeaderName, operationLinkPolicy, registerOperation, unregisterOperation } from "../../../src/diagnostics/dispatchPolicies.js";
+import { operationHeaderName, registerOperation, unregisterOperation } from "../../../src/diagnostics/dispatchRecording.js";
+import { hedgingLayer } from "../../../src/client/hedgingLayer.js";
+import { regionSteering } from "../../../src/policies/excludedRegionsPolicy.js";
 import { finalWhen, whenFinal } from "../../../src/diagnostics/final.js";
 import type { HedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 
@@ -32,8 +34,8 @@ function attempt(region: { endpoint: string }, id: string): PipelineRequest {
 
 function pipeline() {
   const built = createEmptyPipeline();
-  built.addPolicy(operationLinkPolicy());
-  built.addPolicy(dispatchRecordPolicy(regions));
+  // The hedging client's layer with no hedging in it: the detection record of each attempt, and nothing else.
+  built.addPolicy(hedgingLayer(regions, regionSteering(regions), []));
   return built;
 }
 

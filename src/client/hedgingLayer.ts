@@ -1,0 +1,45 @@
+import type { PipelinePolicy, SendRequest } from "@azure/core-rest-pipeline";
+import type { RegionCache } from "../topology/regionCache.js";
+import type { RequestHandler, RequestStep } from "../policies/requestHandler.js";
+import { composeHandlers } from "../policies/requestHandler.js";
+import { attemptSettled, linkAttempt, recordingSend } from "../diagnostics/dispatchRecording.js";
+import { armHttpTracing } from "../diagnostics/tracing.js";
+
+/** The name of the one policy a hedging client's pipeline starts with. */
+export const hedgingLayerPolicyName = "cosmosHedgingPolicy";
+
+/**
+ * The hedging client's own layer: the steering of `excludedRegionsPolicy`,
+ * the hedging of `metadataHedgingPolicy` and `crossRegionHedgingPolicy`, the
+ * detection record of each `@azure/cosmos` attempt and the HTTP spans of
+ * traced arms, as one policy. Each request is classified and its controls
+ * read once, and it crosses one layer instead of six; the policies used one
+ * by one do the same work, each over the same composition.
+ *
+ * Every request the layer sends (the SDK's own, each hedge, a drained
+ * loser) goes through the detection record and the arm tracing on its way
+ * to the rest of the pipeline, so that a policy of the user's below this one
+ * (a fault injector, a signer) sees exactly what the record notes.
+ */
+export function hedgingLayer(regions: RegionCache, steering: RequestStep, handlers: readonly RequestHandler[]): PipelinePolicy {
+  const send = composeHandlers(regions, [steering], handlers);
+  // The rest of the pipeline is the same function for every request of a client (it is composed once per order of
+  // its policies), so its tracing wrapper is made once for it too.
+  let below: SendRequest | undefined;
+  let belowTraced: SendRequest | undefined;
+  const traced = (next: SendRequest): SendRequest => {
+    if (next !== below || belowTraced === undefined) {
+      below = next;
+      belowTraced = armHttpTracing(next);
+    }
+    return belowTraced;
+  };
+  return {
+    name: hedgingLayerPolicyName,
+    sendRequest(request, next) {
+      const attempt = linkAttempt(request);
+      if (attempt === undefined) return send(request, traced(next));
+      return attemptSettled(attempt, send(request, recordingSend(attempt, regions, traced(next))));
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import assert from "node:assert/strict";
+import { createHttpHeaders } from "@azure/core-rest-pipeline";
+import type { HttpClient, PipelineResponse } from "@azure/core-rest-pipeline";
+import { createHedgingHttpClient } from "../../../src/client/hedgingHttpClient.js";
+import { hedgingLayerPolicyName } from "../../../src/client/hedgingLayer.js";
+import { OperationDetection } from "../../../src/diagnostics/detection.js";
+import { operationHeaderName, registerOperation, unregisterOperation } from "../../../src/diagnostics/dispatchRecording.js";
+import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
+import { eastUs, pointRead, westUs } from "../../support/hedgingFixtures.js";
+import { useFakeClock } from "../../support/leakCheck.js";
+
+/** A transport on which East US answers after `eastMs` and every other region at once, each with a charge of 1. */
+function answering(eastMs: number): HttpClient {
+  return {
+    sendRequest: (request) =>
+      new Promise<PipelineResponse>((resolve) => {
+        const delay = new URL(request.url).host === new URL(eastUs.endpoint).host ? eastMs : 0;
+        setTimeout(() => resolve({ request, status: 200, headers: createHttpHeaders({ "x-ms-request-charge": "1" }) }), delay);
+      }),
+  };
+}
+
+describe("the hedging client's layer", () => {
+  it("is the one policy of a hedging client's pipeline", () => {
+    const client = createHedgingHttpClient({ httpClient: answering(0) });
+    assert.deepEqual(
+      client.pipeline.getOrderedPolicies().map((policy) => policy.name),
+      [hedgingLayerPolicyName],
+    );
+  });
+
+  it("sends the SDK's request and its hedge through a policy of the caller's below it, and notes both in the operation's record", async () => {
+    const clock = useFakeClock();
+    try {
+      const client = createHedgingHttpClient({ httpClient: answering(5_000), crossRegion: { threshold: 100 } });
+      client.regions.setTopology({ readRegions: [eastUs, westUs] });
+      const below: string[] = [];
+      client.pipeline.addPolicy({ name: "mine", sendRequest: (request, next) => (below.push(new URL(request.url).host), next(request)) }, { afterPhase: "Sign" });
+      const operation = new OperationDetection();
+      const id = registerOperation(operation);
+      const request = pointRead(eastUs, new AbortController().signal);
+      request.headers.set(operationHeaderName, id);
+      const pending = client.sendRequest(request);
+      await clock.tickAsync(150);
+      const response = await pending;
+      unregisterOperation(id);
+      operation.operationEnded();
+      assert.equal(getHedgeDiagnostics(response)?.winningRegion, "West US");
+      assert.deepEqual(below, ["acct-eastus.documents.azure.com", "acct-westus.documents.azure.com"]);
+      assert.deepEqual(
+        operation.requestedRegions().map(({ region, reason }) => `${region} ${reason}`),
+        ["East US initial", "West US hedging"],
+      );
+      assert.equal(request.headers.has(operationHeaderName), false, "the operation's id never reaches the wire");
+      assert.equal(operation.final, false, "the East US primary has not ended yet (this transport ignores aborts)");
+      await clock.tickAsync(5_000);
+      await Promise.resolve();
+      assert.equal(operation.final, true);
+      assert.equal(operation.requestCharge, 2);
+    } finally {
+      clock.restore();
+    }
+  });
+
+  it("hands the hedging the controls as the steering left them: a read moved off an excluded region says so in its record", async () => {
+    const client = createHedgingHttpClient({ httpClient: answering(0), excludedRegions: ["East US"] });
+    client.regions.setTopology({ readRegions: [eastUs, westUs] });
+    const response = await client.sendRequest(pointRead(eastUs));
+    assert.equal(new URL(response.request.url).host, new URL(westUs.endpoint).host);
+    assert.deepEqual(getHedgeDiagnostics(response)?.routing, { sdkRegion: "East US", rerouteReason: "excludedRegion" });
+  });
+
+  it("fails a request pinned to a region the account does not have before anything is sent, as a rejection", async () => {
+    const sent: string[] = [];
+    const client = createHedgingHttpClient({ httpClient: { sendRequest: async (request) => (sent.push(request.url), { request, status: 200, headers: createHttpHeaders() }) } });
+    client.regions.setTopology({ readRegions: [eastUs, westUs] });
+    const request = pointRead(eastUs);
+    request.headers.set("x-cosmos-hedging-region", JSON.stringify("Mars"));
+    const result = client.sendRequest(request);
+    assert.ok(result instanceof Promise);
+    await assert.rejects(result, (error: Error) => error instanceof RangeError && error.message.includes('"Mars"'));
+    assert.deepEqual(sent, []);
+  });
+});
