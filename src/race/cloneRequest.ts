@@ -3,6 +3,7 @@ import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipel
 import type { HttpHeaders, PipelineRequest, RawHttpHeaders } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../topology/regionCache.js";
 import { defaultPorts } from "../topology/regionCache.js";
+import { linkToOriginal } from "../request/originalRequest.js";
 
 /**
  * Whether a request's body can be sent more than once. Strings, binary
@@ -105,8 +106,6 @@ export function retargetByParsing(url: string, region: RegionEndpoint): string {
   return result.toString();
 }
 
-const coreClientOriginalRequest = Symbol.for("@azure/core-client original request");
-
 /** What every arm shares with the original request: the body and the transport settings. */
 const sharedFields = [
   "body",
@@ -192,9 +191,6 @@ export function cloneRequestFor(request: PipelineRequest, region: RegionEndpoint
   for (const field of sharedFields) {
     if (request[field] !== undefined) target[field] = request[field];
   }
-  // core-client keys its per-operation state (the operation spec its
-  // deserialization needs) by request object; this symbol points it back at
-  // the original.
-  Object.defineProperty(clone, coreClientOriginalRequest, { value: request });
+  linkToOriginal(clone, request);
   return clone;
 }

@@ -3,6 +3,7 @@ import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
 import { logger } from "../log.js";
 import { ObjectSlot } from "./objectSlot.js";
+import { originalOf } from "./originalRequest.js";
 import { isRegionName, isTimerMilliseconds, regionNameLimits } from "../options.js";
 
 /** Per-request hedging settings: `false` turns hedging off, an object overrides the policy's timing. */
@@ -59,10 +60,6 @@ const sdkOptionsOnly: RequestHedgingControls = Object.freeze({ sdkOptionsKnown: 
 const controlsByRequest = new ObjectSlot<RequestHedgingControls>("cosmos-hedging request controls");
 const scope = new AsyncLocalStorage<RequestHedgingControls>();
 
-// Hedge arms are copies of a request; `cloneRequestFor` links each copy to
-// its original under this symbol (core-client's own link), so the copy
-// inherits the original's controls.
-const originalRequestSymbol = Symbol.for("@azure/core-client original request");
 
 class GarbageHeader extends Error {}
 
@@ -208,11 +205,6 @@ function withSdkExclusions(controls: RequestHedgingControls, sdkExcluded: readon
   if (controls === noControls && sdkExcluded.length === 0) return sdkOptionsOnly;
   const excludedRegions = sdkExcluded.length === 0 ? controls.excludedRegions : Object.freeze([...(controls.excludedRegions ?? []), ...sdkExcluded]);
   return Object.freeze({ ...controls, ...(excludedRegions !== undefined ? { excludedRegions } : {}), sdkOptionsKnown: true });
-}
-
-function originalOf(request: PipelineRequest): PipelineRequest | undefined {
-  const original = (request as unknown as Record<symbol, unknown>)[originalRequestSymbol];
-  return typeof original === "object" && original !== null ? (original as PipelineRequest) : undefined;
 }
 
 /**
