@@ -90,7 +90,15 @@ export function recordingSend(attempt: Attempt, regions: RegionCache, next: Send
     const reason = attempt.sent ? "hedging" : sdkReason(operation, region);
     attempt.sent = true;
     operation.requestSent(region, reason);
-    return next(request).then(
+    let sent: Promise<PipelineResponse>;
+    try {
+      sent = next(request);
+    } catch (error) {
+      // A policy below that throws rather than rejects: the request ended unsent, and the record must say so to become final.
+      operation.requestEnded(region, false, undefined);
+      return Promise.reject(error);
+    }
+    return sent.then(
       (response) => {
         operation.requestEnded(region, true, requestChargeOf(response));
         return response;

@@ -182,7 +182,14 @@ export class HedgingRace<T = RaceOutcome> {
 
   private sendPrimary(): void {
     const { request, primaryRegion } = this.input;
-    this.input.send(request, 0, primaryRegion, "primary").then(
+    let sent: Promise<PipelineResponse>;
+    try {
+      sent = this.input.send(request, 0, primaryRegion, "primary");
+    } catch (error) {
+      // A send that throws rather than rejects settles the primary like any failure: the race ends and keeps nothing.
+      sent = Promise.reject(error);
+    }
+    sent.then(
       (response) => {
         this.input.onResponse?.(primaryRegion.name, response);
         this.primarySettled({ response });

@@ -62,6 +62,54 @@ describe("the hedging client's layer", () => {
     }
   });
 
+  it("ends the record of a request that a policy of the caller's below it refuses by throwing, hedge or primary", async () => {
+    const clock = useFakeClock();
+    try {
+      const client = createHedgingHttpClient({ httpClient: answering(1_000), crossRegion: { threshold: 100, thresholdStep: 10_000 } });
+      client.regions.setTopology({ readRegions: [eastUs, westUs] });
+      let refused = "West US";
+      client.pipeline.addPolicy(
+        {
+          name: "residencyGuard",
+          // Not async: it throws rather than rejects.
+          sendRequest: (request, next) => {
+            if (new URL(request.url).host === new URL((refused === "West US" ? westUs : eastUs).endpoint).host) throw new Error(`${refused} refused`);
+            return next(request);
+          },
+        },
+        { afterPhase: "Sign" },
+      );
+      const read = async (): Promise<{ operation: OperationDetection; outcome: PipelineResponse | Error }> => {
+        const operation = new OperationDetection();
+        const id = registerOperation(operation);
+        const request = pointRead(eastUs, new AbortController().signal);
+        request.headers.set(operationHeaderName, id);
+        const pending = client.sendRequest(request).catch((error: Error) => error);
+        await clock.tickAsync(1_000);
+        const outcome = await pending;
+        unregisterOperation(id);
+        operation.operationEnded();
+        return { operation, outcome };
+      };
+      const hedgeRefused = await read();
+      assert.equal((hedgeRefused.outcome as PipelineResponse).status, 200, "the primary's answer, as without the hedge");
+      assert.deepEqual(hedgeRefused.operation.requestedRegions().map(({ region }) => region), ["East US", "West US"]);
+      assert.equal(hedgeRefused.operation.final, true);
+      refused = "East US";
+      const primaryRefused = await read();
+      assert.equal((primaryRefused.outcome as PipelineResponse).status, 200, "the primary's failure brings the hedge forward, as any transport error does");
+      assert.deepEqual(primaryRefused.operation.requestedRegions().map(({ region }) => region), ["East US", "West US"]);
+      assert.equal(primaryRefused.operation.final, true);
+      client.regions.setTopology({ readRegions: [eastUs] });
+      const alone = await read();
+      assert.match((alone.outcome as Error).message, /East US refused/, "with no region to hedge to, the caller gets the policy's error");
+      assert.equal(alone.operation.final, true);
+      assert.equal(clock.countTimers(), 0, "no timer of the race outlives it");
+    } finally {
+      clock.restore();
+    }
+  });
+
   it("hands the hedging the controls as the steering left them: a read moved off an excluded region says so in its record", async () => {
     const client = createHedgingHttpClient({ httpClient: answering(0), excludedRegions: ["East US"] });
     client.regions.setTopology({ readRegions: [eastUs, westUs] });
