@@ -12,6 +12,8 @@ import type { MetadataHedgingPolicyOptions } from "../policies/metadataHedgingPo
 import { metadataHedging } from "../policies/metadataHedgingPolicy.js";
 import { regionSteering } from "../policies/excludedRegionsPolicy.js";
 import { hedgingLayer } from "./hedgingLayer.js";
+import { hedgingPipeline } from "./hedgingPipeline.js";
+import { operationHeaderName } from "../diagnostics/dispatchRecording.js";
 import { loadOpenTelemetryMetrics } from "../diagnostics/otelMetrics.js";
 import { markForCoreTransport } from "../race/armAbort.js";
 import { requestControlsOf, setRequestControls } from "../request/requestControls.js";
@@ -189,6 +191,8 @@ interface PipelineRoute {
    * signal).
    */
   readonly armsReachCoreTransport: boolean;
+  /** Whether the pipeline still holds the client's hedging layer, which strips the headers the SDK's plugins add. */
+  readonly holdsLayer: boolean;
 }
 
 /**
@@ -200,6 +204,7 @@ interface PipelineRoute {
  */
 function pipelineRoutes(pipeline: Pipeline, transport: HttpClient, ownTransport: boolean): () => PipelineRoute {
   const ours = pipeline.getOrderedPolicies();
+  const layer = ours[0];
   let order: readonly PipelinePolicy[] | undefined;
   let route: PipelineRoute | undefined;
   return () => {
@@ -209,6 +214,7 @@ function pipelineRoutes(pipeline: Pipeline, transport: HttpClient, ownTransport:
       route = {
         send: current.reduceRight<SendRequest>((next, policy) => (request) => policy.sendRequest(request, next), (request) => transport.sendRequest(request)),
         armsReachCoreTransport: ownTransport && current.length === ours.length && current.every((policy, index) => policy === ours[index]),
+        holdsLayer: layer !== undefined && current.includes(layer),
       };
     }
     return route;
@@ -272,7 +278,7 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
   logger.info(hedgingClientSummary(options));
   let warnedWithoutSdkOptions = false;
   const client: HedgingHttpClient = {
-    pipeline,
+    pipeline: hedgingPipeline(pipeline),
     regions,
     sendRequest: (request) => {
       if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request) === "missing" && !warnedWithoutSdkOptions) {
@@ -282,6 +288,11 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
         );
       }
       const route = routeOf();
+      if (!route.holdsLayer) {
+        // With the layer removed (hedging switched off by hand), nothing else would keep these headers off the wire.
+        request.headers.delete(operationHeaderName);
+        requestControlsOf(request);
+      }
       markForCoreTransport(request, route.armsReachCoreTransport);
       return route.send(request);
     },

@@ -5,6 +5,22 @@ import { composeHandlers } from "../policies/requestHandler.js";
 import { attemptSettled, linkAttempt, recordingSend } from "../diagnostics/dispatchRecording.js";
 import { armHttpTracing } from "../diagnostics/tracing.js";
 
+/**
+ * `next` with a synchronous throw (a policy of the user's below that is not
+ * `async`) turned into a rejection, as an `async` policy between them would:
+ * every request the layer sends then settles through its promise, so its
+ * detection record and its race always see it end.
+ */
+function rejectingThrows(next: SendRequest): SendRequest {
+  return (request) => {
+    try {
+      return next(request);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+}
+
 /** The name of the one policy a hedging client's pipeline starts with. */
 export const hedgingLayerPolicyName = "cosmosHedgingPolicy";
 
@@ -24,13 +40,13 @@ export const hedgingLayerPolicyName = "cosmosHedgingPolicy";
 export function hedgingLayer(regions: RegionCache, steering: RequestStep, handlers: readonly RequestHandler[]): PipelinePolicy {
   const send = composeHandlers(regions, [steering], handlers);
   // The rest of the pipeline is the same function for every request of a client (it is composed once per order of
-  // its policies), so its tracing wrapper is made once for it too.
+  // its policies), so its wrapper is made once for it too.
   let below: SendRequest | undefined;
   let belowTraced: SendRequest | undefined;
   const traced = (next: SendRequest): SendRequest => {
     if (next !== below || belowTraced === undefined) {
       below = next;
-      belowTraced = armHttpTracing(next);
+      belowTraced = armHttpTracing(rejectingThrows(next));
     }
     return belowTraced;
   };

@@ -9,6 +9,15 @@ interface CosmosOperationContext {
 }
 
 /**
+ * An `@azure/cosmos` request plugin (`PluginConfig` with `on: PluginOn.request`),
+ * typed structurally as {@link CosmosOperationPlugin} is.
+ */
+export interface CosmosAttemptPlugin {
+  readonly on: "request";
+  readonly plugin: CosmosOperationPlugin["plugin"];
+}
+
+/**
  * An `@azure/cosmos` operation plugin (`PluginConfig` with `on: PluginOn.operation`),
  * typed structurally so that this package needs none of the SDK's types.
  */
@@ -77,26 +86,35 @@ export function operationPlugin(): CosmosOperationPlugin {
 const contextOperations = new WeakMap<object, OperationDetection>();
 
 /**
- * Gives a record to an attempt of an operation `@azure/cosmos` runs without
- * operation plugins (in 4.x the pages of queries and feeds and the query
- * plan go to its retry loop directly), for the request plugin to call. The
- * SDK hands every attempt of such an operation the same request context,
- * so the record is found by it. Without an operation around it, the record
- * is ended after each attempt and reopened by the next (the SDK's retry),
- * so it is final between attempts; read it once the call has returned, or
- * through {@link collectHedgeDiagnostics}. An attempt of an operation the
- * operation plugin already names passes through.
+ * The request plugin that gives a record to the operations `@azure/cosmos`
+ * runs without operation plugins: in 4.x the pages of queries and feeds and
+ * the query plan go to its retry loop directly. The SDK hands every attempt
+ * of such an operation the same request context, so the record is found by
+ * it. It sits after the operation plugin: there @azure/cosmos 4.10.1 hands
+ * it the SDK's own context even when a plugin of the user's before it
+ * passed a copy along, so every retry of a page finds the page's record.
+ * Without an operation around it, the record is ended after each attempt
+ * and reopened by the next (the SDK's retry), so it is final between
+ * attempts; read it once the call has returned, or through
+ * {@link collectHedgeDiagnostics}. An attempt of an operation the operation
+ * plugin already names passes through.
  */
-export function sendFeedAttempt<T>(context: object, headers: Record<string, unknown>, next: () => Promise<T>): Promise<T> {
-  if (headers[operationHeaderName] !== undefined) return next();
-  let operation = contextOperations.get(context);
-  if (operation === undefined) {
-    operation = new OperationDetection();
-    contextOperations.set(context, operation);
-    recordOperationForCollectors(operation);
-  } else {
-    operation.operationReopened();
-  }
-  // Registered per attempt, so that nothing holds the record once its last attempt has ended.
-  return runAs(operation, headers, next);
+export function feedAttemptPlugin(): CosmosAttemptPlugin {
+  return {
+    on: "request",
+    plugin: (context, _diagnosticNode, next) => {
+      const { headers } = context;
+      if (headers === undefined || headers[operationHeaderName] !== undefined) return next(context);
+      let operation = contextOperations.get(context);
+      if (operation === undefined) {
+        operation = new OperationDetection();
+        contextOperations.set(context, operation);
+        recordOperationForCollectors(operation);
+      } else {
+        operation.operationReopened();
+      }
+      // Registered per attempt, so that nothing holds the record once its last attempt has ended.
+      return runAs(operation, headers, () => next(context));
+    },
+  };
 }

@@ -1,6 +1,5 @@
 import { logger } from "../log.js";
 import { requestControlHeaders } from "./headers.js";
-import { sendFeedAttempt } from "./operationPlugin.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 interface CosmosRequestContext {
@@ -41,8 +40,6 @@ function excludedLocationsHeader(context: CosmosRequestContext): string {
  * A retry of the SDK's (its `retryCount` above 0) also carries a marker, so
  * that no runtime routing of this package moves a request the SDK moved on
  * purpose (away from a region answering 503, 410 or timing out).
- * An attempt of an operation that ran without operation plugins (a page of
- * a feed) gets its detection record here (see {@link sendFeedAttempt}).
  * It also warns once when the SDK holds another `httpClient` than the
  * hedging one: an SDK before 4.1.0 ignores the option, and nothing is hedged.
  */
@@ -57,16 +54,16 @@ export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
           "This @azure/cosmos client does not send its requests through the hedging httpClient (the SDK ignores the option before 4.1.0, or it was replaced): nothing is hedged.",
         );
       }
-      const { headers } = context;
-      if (headers === undefined) return next(context);
-      headers[requestControlHeaders.sdkExcludedRegions] = excludedLocationsHeader(context);
-      // Only a retry carries it, so a first attempt pays nothing: the SDK chose a retry's region on purpose.
-      // @azure/cosmos 4.10.1 never sets the field and increments it on each retry, so a retry's is NaN; a later SDK may count from 0.
-      const { retryCount } = context;
-      if (typeof retryCount === "number" && retryCount !== 0) {
-        headers[requestControlHeaders.sdkRetry] = Number.isFinite(retryCount) ? String(retryCount) : "retry";
+      if (context.headers !== undefined) {
+        context.headers[requestControlHeaders.sdkExcludedRegions] = excludedLocationsHeader(context);
+        // Only a retry carries it, so a first attempt pays nothing: the SDK chose a retry's region on purpose.
+        // @azure/cosmos 4.10.1 never sets the field and increments it on each retry, so a retry's is NaN; a later SDK may count from 0.
+        const { retryCount } = context;
+        if (typeof retryCount === "number" && retryCount !== 0) {
+          context.headers[requestControlHeaders.sdkRetry] = Number.isFinite(retryCount) ? String(retryCount) : "retry";
+        }
       }
-      return sendFeedAttempt(context, headers, () => next(context));
+      return next(context);
     },
   };
 }

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import type { Container } from "@azure/cosmos";
+import { CosmosClient, PluginOn } from "@azure/cosmos";
+import type { Container, PluginConfig } from "@azure/cosmos";
+import { withHedging } from "../../src/client/withHedging.js";
 import { hedgingRequestOptions } from "../../src/client/requestOptions.js";
 import { getHedgingDetection } from "../../src/diagnostics/detection.js";
 import type { HedgingDetection } from "../../src/diagnostics/detection.js";
@@ -163,5 +165,36 @@ describe("the hedging detection API through the real CosmosClient", function () 
     assert.ok(requested.slice(1).some(([, reason]) => reason === "regionFailover"), JSON.stringify(requested));
     assert.equal(detection.respondedRegions().length, requested.length, "every attempt got a reply");
     assert.equal(detection.hedgingStarted(), false);
+  });
+});
+
+describe("the hedging detection API with a request plugin of the user's", function () {
+  const fixture = useEmulator({ items, preferredLocations: ["East US", "West US", "North Europe"] });
+
+  it("keeps a query page's SDK retry in its record as regionFailover when the user's plugin passes a copy of the context along", async function () {
+    const emulator = fixture.emulator;
+    // @azure/cosmos 4.10.1 hands the plugins after an operation plugin its own context back; the page's record is found by that one.
+    const copying: PluginConfig = { on: PluginOn.request, plugin: (context, _node, next) => next({ ...context }) };
+    const client = new CosmosClient(
+      withHedging({
+        endpoint: emulator.endpoint,
+        key: emulator.key,
+        connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: ["East US", "West US", "North Europe"] },
+        plugins: [copying],
+      }),
+    );
+    try {
+      const container = client.database(fixture.database).container(fixture.containerId);
+      await container.item("item-0", "pk-0").read();
+      emulator.region("East US").addFault({ operations: ["query"], status: 503, count: 1 });
+      const { result, detection } = await collectHedgeDiagnostics(() =>
+        container.items.query("SELECT * FROM c WHERE c.pk = 'pk-0'", hedgingRequestOptions({ hedging: false })).fetchAll(),
+      );
+      assert.equal(result.resources.length, 2);
+      const requested = pairs(detection).map(([region, reason]) => `${region} ${reason}`);
+      assert.ok(requested.some((entry) => entry.endsWith(" regionFailover")), JSON.stringify(requested));
+    } finally {
+      client.dispose();
+    }
   });
 });
