@@ -63,6 +63,10 @@ export interface TailRow {
   errors: number;
   /** The p99 of the reads scheduled in each second since the case's fault began (index 0: its first second). */
   secondP99s: (number | undefined)[];
+  /** Reads a hedge of which the budget refused. */
+  refusedHedges: number;
+  /** The seconds since the case's fault began in which the budget refused a hedge, each once. */
+  refusedSeconds: number[];
 }
 
 /** Healthy regions: what hedging costs when nothing is wrong. */
@@ -180,6 +184,8 @@ async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: 
     startLagP99: result.startLag.valueAt(99),
     errors: result.errors,
     secondP99s: secondP99s(result.reads),
+    refusedHedges: result.reads.filter((read) => read.detail?.refused === true).length,
+    refusedSeconds: [...new Set(result.reads.filter((read) => read.detail?.refused === true).map((read) => Math.floor(read.scheduledMs / 1000)))].sort((a, b) => a - b),
   };
 }
 
@@ -250,6 +256,7 @@ export function tailTable(rows: readonly TailRow[]): string {
       "served elsewhere",
       "start lag p99 ms",
       "bound hits",
+      "hedges refused by the budget (in seconds)",
       "errors",
     ],
     rows.map((row) => [
@@ -267,6 +274,7 @@ export function tailTable(rows: readonly TailRow[]): string {
       String(row.hedgesWon),
       ms(row.startLagP99),
       String(row.boundHits),
+      row.refusedHedges === 0 ? "0" : `${row.refusedHedges} (${row.refusedSeconds.join(", ")})`,
       String(row.errors),
     ]),
   );

@@ -54,6 +54,7 @@ export function describeRead(response: ItemResponse<ItemDefinition>, regionOfEnd
       region: diagnostics.winningRegion,
       charge: diagnostics.totalRequestCharge,
       extraRequests: Math.max(0, diagnostics.arms.length - 1),
+      refused: diagnostics.skipReason === "budgetExhausted",
     };
   }
   const contacted = response.diagnostics?.clientSideRequestStatistics.locationEndpointsContacted ?? [];

@@ -10,6 +10,8 @@ export interface ReadDetail {
   charge: number;
   /** Requests beyond the first that this read sent. */
   extraRequests: number;
+  /** Whether the hedge budget refused a hedge of this read. */
+  refused?: boolean;
 }
 
 /** A read as a timeline records it. */

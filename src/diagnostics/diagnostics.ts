@@ -131,8 +131,9 @@ export interface HedgeDiagnostics {
   thresholdStepMs?: number;
   /**
    * Where the threshold came from: options, the PPAF default, a per-request
-   * override, or the adaptive mode: `benefit`, the earliest delay at which a
-   * hedge wins for at least 9 in 10 of the reads still running then;
+   * override, or the adaptive mode: `benefit`, the earliest delay whose
+   * hedges cost no more than the share of reads a hedge can rescue plus one
+   * point, at least half of them winning;
    * `noBenefit`, no such delay, so a backstop: the primary's largest recent
    * answer plus the hedge region's latency; `adaptive`, the percentile of the healthy
    * baseline, while the hedge region's latency is not known yet;

@@ -4,11 +4,33 @@ import type { AdaptiveEstimate, AdaptiveThresholdSettings } from "./adaptiveThre
 /** The constants of the benefit rule. */
 export const hedgeDecisionDefaults = {
   /**
-   * The share of the hedges sent at a delay that must win for that delay to
-   * be chosen. At 0.9, at most one hedge in ten is sent in vain: with 10 %
-   * of reads straggling, hedging costs at most 11 % extra requests.
+   * The least share of reads a hedge must be able to rescue for the rule to
+   * hedge at all: the share a hedge sent at the floor would still beat by
+   * the floor. Below half a percent the rescued reads lie beyond the 99.5th
+   * percentile, so hedging them moves neither p99 nor much of p99.9, while
+   * every hedge sent for them (at least one point of extra requests, see
+   * `inVainShare`) is paid by every read; a lone outlier in the window is
+   * left to the backstop.
    */
-  minWinShare: 0.9,
+  minBenefitShare: 0.005,
+  /**
+   * The share of reads, above those a hedge can rescue, that may be hedged
+   * in vain: the rule spends at most the rescuable share plus this on
+   * hedges, and picks the earliest delay within that spend. One point: a
+   * straggler share of 10 % then costs at most 11 % extra requests, under
+   * the budget's 15 %, and the delay may sit a little inside the healthy
+   * tail, where the healthy-but-slowish reads it hedges for nothing are one
+   * in a hundred.
+   */
+  inVainShare: 0.01,
+  /**
+   * The share of the hedges sent at a delay that must win for that delay to
+   * be chosen: at least half. Without it the spend alone would accept a
+   * delay where the reads still running are mostly healthy ones just about
+   * to answer (a primary whose every read is a little slow), each of whose
+   * hedges would land after its primary.
+   */
+  minWinShare: 0.5,
   /**
    * How many recent latencies of a region give its hedge latency L. They do
    * not expire: a region the rule rarely hedges into keeps the latency it
@@ -52,39 +74,57 @@ export interface HedgeDelay {
   readonly winShare: number;
 }
 
+/** The constants {@link hedgeDelay} reads; {@link hedgeDecisionDefaults} by default. */
+export type HedgeDelayRule = Pick<typeof hedgeDecisionDefaults, "minBenefitShare" | "inVainShare" | "minWinShare">;
+
 /**
- * The benefit rule. A hedge sent `d` ms after the primary to a region whose
+ * The benefit rule: a budgeted single reissue, after Kaler, He and
+ * Elnikety's SingleR ("Optimal Reissue Policies for Reducing Tail Latency",
+ * SPAA 2017). A hedge sent `d` ms after the primary to a region whose
  * answers take `L` ms answers no earlier than `d + L`, so it wins only for a
- * primary still running then; it costs a request for every primary still
- * running at `d`. From the primary's survival P(T > t), the hedge at `d`
- * wins for the share P(T > d + L + floor | T > d) of the reads it is sent
- * for (winning by less than the floor is scheduling noise). The rule picks
- * the earliest `d`, from the floor up through the steps of the survival to
- * the ceiling, where that share reaches `minWinShare`; `undefined` when no
- * delay up to the ceiling reaches it.
+ * primary still running then, and it costs a request for every primary
+ * still running at `d`: P(T > d) per read, from the primary's survival. (A
+ * win by less than the floor is scheduling noise and not counted.)
  *
- * As in Kaler, He and Elnikety's single-reissue policies (SPAA 2017), the
- * delay comes from the response-time log, and a reissue at `d` costs
- * P(T > d) requests per read. Their SingleR also reissues with a
- * probability below 1 when the budget cannot cover every read reaching
- * `d`; here every read reaching `d` is hedged, since the `d` chosen lies
- * past the primary's healthy latencies, where mostly reads that would
- * straggle remain, and one skipped at random would answer as late as it
- * straggles. The budget still refuses hedges beyond its share.
+ * SingleR picks, for a budget of extra requests, the delay `d` and the
+ * reissue probability `q` that minimise the tail, from the response-time
+ * log. Here `q` is 1 (every read still running at `d` is hedged: past the
+ * primary's healthy latencies mostly reads that would straggle remain, and
+ * one skipped at random would answer as late as it straggles), and the
+ * budget is read from the survival itself rather than set by hand:
+ *
+ * - the share a hedge can rescue, `s = P(T > floor + L + floor)`: the reads
+ *   a hedge sent at the floor would still beat. Below `minBenefitShare`
+ *   (0.5 %) no hedge is worth sending: `undefined`.
+ * - the spend, `s + inVainShare`: what it costs to hedge the rescuable
+ *   reads and one point of others.
+ * - the delay: the earliest `d`, from the floor up through the steps of
+ *   the survival to the ceiling, with `P(T > d)` within the spend and at
+ *   least `minWinShare` (half) of the hedges sent at `d` winning;
+ *   `undefined` when none up to the ceiling qualifies.
+ *
+ * With 10 % of reads a second late the spend is 11 %, and the delay lands
+ * where all but one healthy read in a hundred has answered; a uniformly
+ * slow primary is hedged at the floor; a primary no slower than the hedge
+ * region is not hedged, since no delay leaves half its hedges winning. The
+ * budget still refuses hedges beyond its share.
  */
 export function hedgeDelay(
   survival: LatencySurvival,
   hedgeLatencyMs: number,
   bounds: Pick<AdaptiveThresholdSettings, "floor" | "ceiling">,
-  minWinShare: number = hedgeDecisionDefaults.minWinShare,
+  rule: HedgeDelayRule = hedgeDecisionDefaults,
 ): HedgeDelay | undefined {
   const { floor, ceiling } = bounds;
   const winsAfter = hedgeLatencyMs + floor;
+  const rescuable = survival.above(floor + winsAfter);
+  if (rescuable < rule.minBenefitShare) return undefined;
+  const spend = rescuable + rule.inVainShare;
   const consider = (delayMs: number): HedgeDelay | undefined => {
     const reaching = survival.above(delayMs);
-    if (reaching === 0) return undefined;
+    if (reaching === 0 || reaching > spend) return undefined;
     const winShare = survival.above(delayMs + winsAfter) / reaching;
-    return winShare >= minWinShare ? { delayMs, winShare } : undefined;
+    return winShare >= rule.minWinShare ? { delayMs, winShare } : undefined;
   };
   const atFloor = consider(floor);
   if (atFloor !== undefined) return atFloor;

@@ -83,9 +83,11 @@ export interface CrossRegionHedgingPolicyOptions {
    * the account's PPAF state. `"adaptive"` (or an {@link AdaptiveThresholdOptions}
    * object) learns it instead, per primary region, hedge region and latency
    * class: the earliest delay, between a floor of 5 ms and a ceiling of the
-   * fixed default, at which a hedge would answer first for at least 9 in 10
-   * of the reads still running then, judged from the primary's recent
-   * latencies and the hedge region's; when there is none, only a read that
+   * fixed default, whose hedges cost no more than the share of reads a hedge
+   * could rescue plus one point and at least half of which would answer
+   * first, judged from the primary's recent latencies and the hedge
+   * region's; no hedge while that share is below 0.5 %, and when there is
+   * no such delay, only a read that
    * outlasts every recent answer of its primary by the hedge region's
    * latency is hedged. While
    * the hedge region's latency is unknown, the 95th percentile

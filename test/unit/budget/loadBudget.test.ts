@@ -325,6 +325,21 @@ describe("LoadBudget", () => {
       assert.equal(strategy.admit(), true, "the same read, once it has waited as long as asked, gets the hedge");
     });
 
+    it("the last hedge goes to the read furthest past its region's healthy tail, not to one that barely passed its threshold", async () => {
+      const target = shortBudget();
+      // 14 hedges left (see shortBudget); 13 full-evidence hedges leave the last one.
+      for (let i = 0; i < 13; i++) assert.equal(target.tryWithdraw(1), true);
+      assert.ok(Math.abs(target.balance - 1) < 1e-9, String(target.balance));
+      assert.ok(Math.abs(target.evidenceNeeded() - 1) < 1e-6, `the last hedge needs full evidence: ${target.evidenceNeeded()}`);
+      // Two reads of a primary whose healthy tail is 10 ms: one 6 ms in (evidence 2 * 6 / 10 - 1 = 0.2), one 30 ms in (evidence 1).
+      const slowish = new DocumentRaceStrategy(5, 100, target, primary, performance.now() - 6);
+      const straggler = new DocumentRaceStrategy(5, 100, target, primary, performance.now() - 30);
+      assert.equal(slowish.delayBefore(1), 10, "the slowish read's hedge waits for the tail, where it would have full evidence");
+      assert.equal(slowish.admit(), false, "asking first, 6 ms in, does not get it");
+      assert.equal(straggler.admit(), true, "the straggler gets the last hedge");
+      assert.equal(target.tryWithdraw(1), false, "and nothing is left");
+    });
+
     it("a burst of slowish reads cannot starve the stragglers that follow", async () => {
       const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
       for (let i = 0; i < 300; i++) target.deposit();

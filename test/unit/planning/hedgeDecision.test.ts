@@ -8,6 +8,7 @@ import { resolveAdaptiveThreshold } from "../../../src/planning/adaptiveThreshol
 import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import type { HedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import { HedgeDecisions, hedgeDecisionDefaults, hedgeDelay, stragglerEvidence, waitForEvidence } from "../../../src/planning/hedgeDecision.js";
+import { LatencySurvival } from "../../../src/learning/latencyWindows.js";
 import { seededRandom } from "../../../src/testing/seededRandom.js";
 import { loserDrainDefaults } from "../../../src/race/loserDrain.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
@@ -66,7 +67,7 @@ describe("the benefit rule (hedgeDecision)", () => {
     // Past the bin of the slowest healthy read: the sketch's bins are 4 % wide.
     assert.ok(delay !== undefined && delay >= 9.9 && delay <= 10.3, `hedged within a few ms of the healthy 1 to 9.9 ms: ${delay}`);
     const cost = windows.survival(east, "pointRead")?.above(delay) ?? Number.NaN;
-    assert.ok(cost >= 0.1 && cost <= 0.1 / hedgeDecisionDefaults.minWinShare + 1e-9, `extra requests ${cost}`);
+    assert.ok(cost >= 0.1 && cost <= 0.1 + hedgeDecisionDefaults.inVainShare + 1e-9, `extra requests ${cost}`);
   });
 
   it("hedges a mixed tail (2 % at +1 s, 8 % at +150 ms) just past the primary's normal latency", () => {
@@ -93,11 +94,99 @@ describe("the benefit rule (hedgeDecision)", () => {
     assert.ok(before !== undefined && after !== undefined && Math.abs(after - before) <= before * 2 * latencyWindowDefaults.relativeAccuracy, `${before} then ${after}`);
   });
 
-  it("with a lone outlier, hedges only the reads past every healthy latency", () => {
+  it("with a lone outlier, sends no hedge: one read in a thousand is below the half percent worth hedging", () => {
     const windows = windowOf([spread(999, 1, 9.9), "baseline"], [[80], "baseline"]);
-    const delay = delayFor(windows, 30);
-    assert.ok(delay !== undefined && delay >= 9.7, `${delay}`);
-    assert.ok((windows.survival(east, "pointRead")?.above(delay) ?? 1) <= 0.002, "one read in a thousand");
+    assert.equal(delayFor(windows, 30), undefined);
+    const decisions = new HedgeDecisions(windows);
+    decisions.observe(west, "pointRead", 30, false);
+    // The backstop: past the outlier (80 ms) by West's 30 ms.
+    assert.deepEqual(decisions.estimate(east, west, "pointRead", settings), { thresholdMs: 110, source: "noBenefit", region: east });
+  });
+
+  describe("worked survival curves (floor 5 ms, hedge region 30 ms away: a hedge at d wins for reads still running at d + 35)", () => {
+    /** The rule's choice on a survival given as `[latency ms, reads]`, every read an answer. */
+    function chosen(answers: ReadonlyArray<readonly [number, number]>, hedgeLatencyMs = 30): ReturnType<typeof hedgeDelay> {
+      return hedgeDelay(new LatencySurvival(answers, 0), hedgeLatencyMs, settings);
+    }
+
+    it("spends the rescuable share plus one point, at the earliest delay where at least half the hedges win", () => {
+      // 200 reads: 120 at 1 ms, 50 at 3, 12 at 6, 9 at 9, 1 at 14, 8 stragglers at 1000.
+      // Rescuable s = P(T > 5 + 30 + 5) = 8/200 = 4 %; spend s + 1 point = 5 %.
+      // d = 5: P(T > 5) = 30/200 = 15 % > 5 %. d = 6: 18/200 = 9 % > 5 %.
+      // d = 9: P(T > 9) = 9/200 = 4.5 % <= 5 %, win share P(T > 44) / P(T > 9) = 8/9 = 0.889 >= 0.5: chosen.
+      // (The 90 % win share of the rule before would have waited for 14 ms, where 8/8 win.)
+      const delay = chosen([
+        [1, 120],
+        [3, 50],
+        [6, 12],
+        [9, 9],
+        [14, 1],
+        [1000, 8],
+      ]);
+      assert.equal(delay?.delayMs, 9);
+      assert.ok(Math.abs((delay?.winShare ?? 0) - 8 / 9) < 1e-12, String(delay?.winShare));
+    });
+
+    it("10 % stragglers: hedges where the spend of 11 % is reached", () => {
+      // 100 reads: 50 at 1 ms, 20 at 2, 10 at 4, 5 at 8, 3 at 12, 12 at 1000 ms.
+      // s = P(T > 40) = 12 %; spend 13 %. d = 5: P(T > 5) = 20 % > 13 %. d = 8: 15 % > 13 %.
+      // d = 12: 12 % <= 13 %, win share 12/12 = 1: chosen.
+      assert.deepEqual(
+        chosen([
+          [1, 50],
+          [2, 20],
+          [4, 10],
+          [8, 5],
+          [12, 3],
+          [1000, 12],
+        ]),
+        { delayMs: 12, winShare: 1 },
+      );
+    });
+
+    it("hedges a uniformly slow primary at the floor", () => {
+      // 100 reads at 300 ms: s = P(T > 40) = 1, spend 1.01; d = 5: P(T > 5) = 1 <= 1.01, win share P(T > 40) / 1 = 1.
+      assert.deepEqual(chosen([[300, 100]]), { delayMs: 5, winShare: 1 });
+    });
+
+    it("the win share guards the spend: no hedge where the reads still running answer before a hedge could", () => {
+      // 100 reads: 40 at 20 ms, 50 at 38, 10 at 60. s = P(T > 40) = 10 %; spend 11 %.
+      // d = 5 and 20: P(T > d) = 100 % and 60 % > 11 %. d = 38: 10 % <= 11 %, but a hedge then lands at 73 ms,
+      // after every primary: win share P(T > 73) / P(T > 38) = 0 < 0.5. d = 60: nobody left running. No hedge.
+      assert.equal(
+        chosen([
+          [20, 40],
+          [38, 50],
+          [60, 10],
+        ]),
+        undefined,
+      );
+    });
+
+    it("below 0.5 % rescuable, no hedge; at 0.6 %, a hedge at the floor", () => {
+      // 1000 reads at 3 ms but 4 at 1000 ms: s = P(T > 40) = 0.4 % < 0.5 %: no hedge.
+      assert.equal(hedgeDecisionDefaults.minBenefitShare, 0.005);
+      assert.equal(
+        chosen([
+          [3, 996],
+          [1000, 4],
+        ]),
+        undefined,
+      );
+      // 6 at 1000 ms: s = 0.6 %, spend 1.6 %; d = 5: P(T > 5) = 0.6 % <= 1.6 %, win share 6/6 = 1.
+      assert.deepEqual(
+        chosen([
+          [3, 994],
+          [1000, 6],
+        ]),
+        { delayMs: 5, winShare: 1 },
+      );
+    });
+
+    it("counts a censored latency as a read a hedge rescues", () => {
+      // 95 answers at 2 ms and 5 arms cut short by hedges: s = P(T > 40) = 5 %, spend 6 %; d = 5: P(T > 5) = 5 %, all win.
+      assert.deepEqual(hedgeDelay(new LatencySurvival([[2, 95]], 5), 30, settings), { delayMs: 5, winShare: 1 });
+    });
   });
 
   describe("HedgeDecisions", () => {
@@ -194,7 +283,8 @@ describe("the benefit rule through crossRegionHedgingPolicy", () => {
     assert.ok(slowest <= 9.5 + 36 + 1, `every straggler is hedged: slowest read ${slowest} ms`);
     const hedges = settled.filter((read) => read.diagnostics.hedgeFired).length;
     const stragglers = settled.filter((read) => read.diagnostics.hedgeWon).length;
-    assert.ok(hedges <= stragglers / hedgeDecisionDefaults.minWinShare + 2, `${hedges} hedges for ${stragglers} stragglers`);
+    // The spend: the stragglers plus one point of the reads in vain (and a couple for the rounding of a short run).
+    assert.ok(hedges <= stragglers + hedgeDecisionDefaults.inVainShare * settled.length + 2, `${hedges} hedges for ${stragglers} stragglers`);
   });
 
   it("a healthy primary with a hedge region 30 ms away is not hedged once the hedge region's latency is known", async () => {
