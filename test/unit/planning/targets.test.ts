@@ -20,3 +20,13 @@ describe("planning at its edges", () => {
     assert.equal(sameScheme("https://acct-eastus.documents.azure.com/dbs/db", eastUs), true);
   });
 });
+
+describe("sameScheme", () => {
+  it("matches a scheme spelt in any case, on the request's side and on the endpoint's", () => {
+    const shouting = { name: "East US", endpoint: "HTTPS://ACCT-EASTUS.DOCUMENTS.AZURE.COM:443/" };
+    assert.equal(sameScheme("https://acct-eastus.documents.azure.com/dbs/db", shouting), true);
+    assert.equal(sameScheme("HTTPS://acct-eastus.documents.azure.com/dbs/db", eastUs), true);
+    assert.equal(sameScheme("http://acct-eastus.documents.azure.com/dbs/db", shouting), false);
+    assert.equal(sameScheme("http://localhost:8081/dbs/db", eastUs), false, "never from https to http or back");
+  });
+});

@@ -17,10 +17,11 @@ import { eastUs, northEurope, observe, pointRead, westUs } from "../../support/h
 import { useRaceHarness } from "../../support/raceHarness.js";
 
 /** A logger that keeps its warnings. */
-function recordingLogger(): AzureLogger & { readonly warnings: string[] } {
+function recordingLogger(): AzureLogger & { readonly warnings: string[]; readonly verboseLines: string[] } {
   const warnings: string[] = [];
-  const logger = { warnings, warning: (message: string) => warnings.push(message), verbose: () => undefined, info: () => undefined, error: () => undefined };
-  return logger as unknown as AzureLogger & { readonly warnings: string[] };
+  const verboseLines: string[] = [];
+  const logger = { warnings, verboseLines, warning: (message: string) => warnings.push(message), verbose: (message: string) => verboseLines.push(message), info: () => undefined, error: () => undefined };
+  return logger as unknown as AzureLogger & { readonly warnings: string[]; readonly verboseLines: string[] };
 }
 
 /** A learner that records each call, in order. */
@@ -136,6 +137,16 @@ describe("hedgedSend", () => {
       assert.equal(rejected.response?.status, 200);
       await harness.clock.tickAsync(0);
       assert.deepEqual(logger.warnings, ["onDiagnostics failed and was ignored: TypeError", "onDiagnostics failed and was ignored: RangeError"]);
+    });
+
+    it("takes only a promise-like result of onDiagnostics for a promise: any other value it returns is left alone", async () => {
+      const logger = recordingLogger();
+      for (const returned of [{}, null, 0, "then", { then: "not a function" }]) {
+        harness.transport.script(eastUs.endpoint, { status: 200 });
+        const { response } = await skipped("disabled", { logger, onDiagnostics: (() => returned) as () => void });
+        assert.equal(response?.status, 200);
+      }
+      assert.deepEqual(logger.warnings, []);
     });
 
     it("names the type of a thrown non-Error, never its text", async () => {
@@ -281,6 +292,7 @@ describe("hedgedSend", () => {
       const state = pending.state();
       assert.ok(state.done && "error" in state);
       assert.ok(state.error instanceof AbortError);
+      assert.equal(state.error.message, "The operation was aborted.");
       const diagnostics = getHedgeDiagnostics(state.error);
       assert.equal(diagnostics?.terminalState, "aborted");
       assert.equal(diagnostics?.final, true);
@@ -370,12 +382,16 @@ describe("hedgedSend", () => {
       });
 
       it("a record the caller froze keeps its snapshot, and nothing throws", async () => {
-        const diagnostics = await drained({ logger: recordingLogger() });
+        const logger = recordingLogger();
+        const diagnostics = await drained({ logger });
         for (const arm of diagnostics.arms) Object.freeze(arm);
         Object.freeze(diagnostics);
         await harness.clock.tickAsync(350);
         assert.equal(diagnostics.totalRequestCharge, 1);
         assert.equal(diagnostics.arms[0]?.requestCharge, undefined);
+        assert.deepEqual(logger.verboseLines.filter((line) => line.startsWith("A drained arm's record could not be completed")), [
+          "A drained arm's record could not be completed (the caller froze or changed it): TypeError",
+        ]);
       });
     });
 
