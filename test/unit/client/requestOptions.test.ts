@@ -193,3 +193,11 @@ describe("withRequestHedgingOptions", function () {
     assert.throws(() => withRequestHedgingOptions({}, untyped("later") as unknown as () => void), /fn must be a function; got "later"/);
   });
 });
+
+describe("trustworthiness: what users hit", function () {
+  describe("timer values Node.js would fire after 1 ms", function () {
+    it("hedgingRequestOptions rejects a per-request threshold at 2^31 - 1 ms", function () {
+      assert.throws(() => hedgingRequestOptions({ hedging: { threshold: 2 ** 31 - 1 } }), /^RangeError: hedging\.threshold must be/);
+    });
+  });
+});

@@ -45,3 +45,14 @@ describe("withHedging", function () {
     });
   });
 });
+
+describe("trustworthiness: what users hit", function () {
+  describe("withHedging's connectionPolicy", function () {
+    it("names the SDK option the caller wrote when its requestTimeout is bad, not the policy option it feeds", function () {
+      assert.throws(
+        () => withHedging({ endpoint: "https://acct.documents.azure.com/", connectionPolicy: { requestTimeout: -1 } }),
+        /^RangeError: connectionPolicy\.requestTimeout must be a finite number of milliseconds above 0 and below 2147483647; got -1\.$/,
+      );
+    });
+  });
+});

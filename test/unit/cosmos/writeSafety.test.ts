@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 import { classifyOperation } from "../../../src/cosmos/operationKind.js";
 import { carriesOperationErrors, isRepeatableWrite } from "../../../src/cosmos/writeSafety.js";
-import { DocumentRaceStrategy } from "../../../src/race/raceStrategies.js";
-import { eastUs, westUs } from "../../support/hedgingFixtures.js";
 import { makeRequest, makeResponse } from "../../support/requests.js";
 
 const item = "https://acct-westus.documents.azure.com/dbs/db/colls/c/docs/item-1";
@@ -105,27 +103,6 @@ describe("writeSafety", function () {
       assert.equal(carriesOperationErrors(makeResponse(request, 200, { body: "statusCode: garbage" })), false);
       assert.equal(carriesOperationErrors(makeResponse(request, 200, { body: { statusCode: 409 } })), false);
       assert.equal(carriesOperationErrors(makeResponse(request, 200)), false);
-    });
-  });
-
-  describe("the document race of a batch", function () {
-    const conflicts = { response: makeResponse(request(), 200, { body: [{ statusCode: 409 }, { statusCode: 409 }] }) };
-    const created = { response: makeResponse(request(), 200, { body: [{ statusCode: 201 }, { statusCode: 201 }] }) };
-
-    function request() {
-      return makeRequest(docs, { method: "POST", headers: { "x-ms-cosmos-is-batch-request": "true" } });
-    }
-
-    it("holds a hedge's 200 that reports failed operations, so a primary in flight decides; a clean 200 wins", function () {
-      const strategy = new DocumentRaceStrategy(100, 100, undefined, undefined, undefined, true);
-      assert.equal(strategy.judge({ index: 1, region: eastUs, result: conflicts }), "hold");
-      assert.equal(strategy.judge({ index: 1, region: eastUs, result: created }), "win");
-      assert.equal(strategy.judge({ index: 0, region: westUs, result: conflicts }), "win", "the primary's own answer is the SDK's to read");
-    });
-
-    it("judges a point write's 200 by its status alone", function () {
-      const strategy = new DocumentRaceStrategy(100, 100, undefined);
-      assert.equal(strategy.judge({ index: 1, region: eastUs, result: conflicts }), "win");
     });
   });
 });

@@ -31,3 +31,21 @@ describe("redactCredentials", () => {
     }
   });
 });
+
+describe("trustworthiness: what users hit", function () {
+  describe("redaction", function () {
+    it("removes a signature URL-encoded once, twice or three times", function () {
+      for (const text of [
+        "failed: sig=abc123DEF%2B",
+        "failed: type%3Dmaster%26ver%3D1.0%26sig%3Dabc123",
+        "failed: type%253Dmaster%2526ver%253D1.0%2526sig%253Dabc123",
+        "failed: auth sig%25253Dabc123",
+        "failed: type%25253Dmaster%252526ver%25253D1.0",
+      ]) {
+        const redacted = redactCredentials(text);
+        assert.ok(!redacted.includes("abc123"), `${text} -> ${redacted}`);
+        assert.ok(redacted.includes("[redacted]"));
+      }
+    });
+  });
+});

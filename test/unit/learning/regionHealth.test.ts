@@ -98,6 +98,29 @@ describe("RegionHealth", () => {
     assert.equal(learner.throttledForMs("West US"), 0);
   });
 
+  it("reads x-ms-retry-after-ms as given, 0 included; without a usable one, throttles for the default; never past the cap", () => {
+    const learner = health();
+    assert.equal(learner.anyThrottled(), false, "nothing is throttled before a 429");
+    learner.noteResponse("East US", response(429, { "x-ms-retry-after-ms": "0" }));
+    assert.equal(learner.throttledForMs("East US"), 0);
+    for (const retryAfter of [undefined, "soon", "-5", "Infinity"]) {
+      learner.noteResponse("West US", response(429, retryAfter === undefined ? {} : { "x-ms-retry-after-ms": retryAfter }));
+      assert.equal(learner.throttledForMs("West US"), crossRegionHedgingDefaults.throttleWithoutRetryAfterMs, `retry-after ${retryAfter}`);
+    }
+    learner.noteResponse("North Europe", response(429, { "x-ms-retry-after-ms": "1e9" }));
+    assert.equal(learner.throttledForMs("North Europe"), crossRegionHedgingDefaults.maxRetryAfterMs);
+    learner.noteResponse(undefined, response(429, { "x-ms-retry-after-ms": "500" }));
+  });
+
+  it("forgets a throttle the moment it runs out, so that no region counts as throttled any more", () => {
+    const learner = health();
+    learner.noteResponse("West US", response(429, { "x-ms-retry-after-ms": "200" }));
+    assert.equal(learner.anyThrottled(), true);
+    clock.tick(200);
+    assert.equal(learner.throttledForMs("West US"), 0);
+    assert.equal(learner.anyThrottled(), false);
+  });
+
   it("demotes a primary after straight hedge wins, and ranks its reads to the winner", () => {
     const learner = health("demotion");
     for (let i = 0; i < demotionDefaults.consecutiveWins; i++) {

@@ -96,4 +96,16 @@ describe("HedgePlanner", () => {
     const write = documents.plan(requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: "{}" }), "create", eastUs, {});
     assert.deepEqual([write.kind, (write as SkipPlan).reason, write.header.thresholdMs], ["skip", "notEligible", 100]);
   });
+  it("plans a fixed-threshold race lazily: its hedges are found when the first is due, unless exclusions may leave none", () => {
+    const lazy = plan(documents);
+    assert.ok(lazy.kind === "race");
+    assert.equal(lazy.hedges, undefined, "nothing is looked up for a read that may never hedge");
+    const excludedByRequest = plan(documents, { excludedRegions: ["West US"] });
+    assert.ok(excludedByRequest.kind === "race");
+    assert.deepEqual(names(excludedByRequest.hedges as RegionEndpoint[]), ["North Europe"]);
+    regions.setExcludedRegions(["North Europe"]);
+    const excludedByClient = plan(documents);
+    assert.ok(excludedByClient.kind === "race");
+    assert.deepEqual(names(excludedByClient.hedges as RegionEndpoint[]), ["West US"]);
+  });
 });

@@ -20,6 +20,11 @@ import {
 import type { MetadataHedgingPolicyOptions } from "../../../src/policies/metadataHedgingPolicy.js";
 import { FakeTransport } from "../../support/fakeTransport.js";
 import { LeakCheck, checkEachTest } from "../../support/leakCheck.js";
+import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
+import { excludedRegionsPolicy } from "../../../src/policies/excludedRegionsPolicy.js";
+import { useRaceHarness } from "../../support/raceHarness.js";
+import * as fixtures from "../../support/hedgingFixtures.js";
+import { ok, pipelineOf, scriptedSender } from "../../support/scriptedPolicy.js";
 
 const eastUs: RegionEndpoint = { name: "East US", endpoint: "https://meta-eastus.documents.azure.com:443/" };
 const westUs: RegionEndpoint = { name: "West US", endpoint: "https://meta-westus.documents.azure.com:443/" };
@@ -733,6 +738,120 @@ describe("metadataHedgingPolicy", () => {
       const diagnostics = diagnosticsOf(responseOf(pending));
       assert.equal(diagnostics.thresholdMs, 500);
       assert.equal(diagnostics.hedgeWon, true);
+    });
+  });
+});
+
+describe("trustworthiness: what users hit", function () {
+  // This file's own regions and helpers share the shared fixtures' names; these tests were written against the shared ones.
+  const { eastUs, westUs, northEurope, observe, requestTo } = fixtures;
+  const threeRegions = { readRegions: [eastUs, westUs, northEurope] };
+  const slow = 1000;
+
+  describe("timer values Node.js would fire after 1 ms", function () {
+    it("metadataHedgingPolicy rejects a threshold at 2^31 - 1 ms", function () {
+      assert.throws(() => metadataHedgingPolicy({ threshold: 2 ** 31 - 1, requestTimeout: 2 ** 31 - 2 }), /^RangeError: threshold must be/);
+    });
+  });
+
+  describe("PartitionKeyRange feed pages", function () {
+    const harness = useRaceHarness();
+    const pkranges = "dbs/db/colls/c/pkranges";
+
+    function client(regions: RegionCache, options: Parameters<typeof metadataHedgingPolicy>[0] = {}): (request: PipelineRequest) => Promise<PipelineResponse> {
+      const pipeline = createEmptyPipeline();
+      pipeline.addPolicy(excludedRegionsPolicy({ regions }));
+      pipeline.addPolicy(metadataHedgingPolicy({ regions, enabled: true, threshold: 100, ...options }));
+      return async (request) => {
+        const pending = observe(pipeline.sendRequest(harness.transport, request));
+        await harness.clock.tickAsync(slow);
+        return pending.result();
+      };
+    }
+
+    function page(region: RegionEndpoint, token?: string, initialHeaders: Record<string, string> = {}): PipelineRequest {
+      return requestTo(region, "GET", pkranges, {
+        headers: { ...initialHeaders, ...(token !== undefined ? { "x-ms-continuation": token } : {}) },
+        abortSignal: harness.leaks.controller().signal,
+      });
+    }
+
+    function hosts(): string[] {
+      return harness.transport.received.map((record) => new URL(record.origin).hostname.split(".")[0] ?? "");
+    }
+
+    it("with a region excluded, every page of the feed goes to the next applicable region", async function () {
+      const regions = new RegionCache({ topology: threeRegions, preferredRegions: ["West US", "East US", "North Europe"] });
+      regions.setExcludedRegions(["West US"]);
+      const send = client(regions);
+      harness.transport.script(eastUs.endpoint, { status: 200, headers: { "x-ms-continuation": "page-2" } });
+      await send(page(westUs));
+      harness.transport.script(eastUs.endpoint, { status: 200 });
+      await send(page(westUs, "page-2"));
+      assert.deepEqual(hosts(), ["acct-eastus", "acct-eastus"]);
+    });
+
+    it("a later page goes where it was sent, unless the request's exclusions or its own region pin say otherwise", async function () {
+      const regions = new RegionCache({ topology: threeRegions });
+      const send = client(regions);
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+      harness.transport.script(westUs.endpoint, { status: 200, headers: { "x-ms-continuation": "2" } });
+      await send(page(eastUs));
+      // A hedge served page 1 from West US; page 2 still goes where the SDK sent it.
+      harness.transport.script(eastUs.endpoint, { status: 200 });
+      await send(page(eastUs, "2"));
+      // Excluded for this page: its region is left for the next applicable one.
+      harness.transport.script(westUs.endpoint, { status: 200 });
+      await send(page(eastUs, "2", hedgingRequestOptions({ excludedRegions: ["East US"] }).initialHeaders));
+      // Pinned by the request to North Europe: the request's own pin wins.
+      harness.transport.script(northEurope.endpoint, { status: 200 });
+      await send(page(eastUs, "2", hedgingRequestOptions({ region: "North Europe" }).initialHeaders));
+      assert.deepEqual(hosts(), ["acct-eastus", "acct-westus", "acct-eastus", "acct-westus", "acct-northeurope"]);
+    });
+  });
+});
+
+/**
+ * What a hedging policy must not learn from, or honour: behaviour seen only
+ * through the public factories, the responses' diagnostics, `metrics()` and
+ * the shared `RegionCache`, so that the checks outlive a rearrangement of the
+ * policies' insides.
+ */
+describe("what the hedging policies refuse to learn or honour", () => {
+  // This file's own regions and helpers share the shared fixtures' names; these tests were written against the shared ones.
+  const { eastUs, westUs, requestTo } = fixtures;
+  const harness = useRaceHarness();
+  const send = scriptedSender(harness);
+
+  describe("metadataHedgingPolicy", () => {
+    const requestTimeout = 1000;
+    const policyThreshold = 400;
+
+    function metadata() {
+      const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs], perPartitionFailover: true } });
+      return pipelineOf(metadataHedgingPolicy({ regions, enabled: true, threshold: policyThreshold, requestTimeout, drainLosers: false }));
+    }
+
+    function collectionReadWith(threshold: number): PipelineRequest {
+      const { initialHeaders } = hedgingRequestOptions({ hedging: { threshold } });
+      return requestTo(eastUs, "GET", "dbs/db/colls/c", { headers: initialHeaders as Record<string, string>, abortSignal: harness.leaks.controller().signal });
+    }
+
+    for (const requested of [requestTimeout, requestTimeout * 5]) {
+      it(`ignores a per-request threshold of ${requested} ms, not below requestTimeout (${requestTimeout} ms): the hedge goes out at the policy's`, async () => {
+        const diagnostics = await send(metadata(), { east: ok(3000), west: ok(10) }, collectionReadWith(requested));
+        assert.equal(diagnostics.thresholdMs, policyThreshold);
+        assert.equal(diagnostics.thresholdSource, "options");
+        assert.equal(diagnostics.arms[1]?.startOffsetMs, policyThreshold);
+        assert.equal(diagnostics.winningRegion, "West US");
+      });
+    }
+
+    it(`(the control: a per-request threshold just below requestTimeout is honoured)`, async () => {
+      const diagnostics = await send(metadata(), { east: ok(3000), west: ok(10) }, collectionReadWith(requestTimeout - 1));
+      assert.equal(diagnostics.thresholdMs, requestTimeout - 1);
+      assert.equal(diagnostics.thresholdSource, "request");
+      assert.equal(diagnostics.arms[1]?.startOffsetMs, requestTimeout - 1);
     });
   });
 });

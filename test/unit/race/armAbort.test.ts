@@ -219,3 +219,41 @@ describe("arm abort signals", () => {
     });
   });
 });
+
+describe("the light signal's listeners", () => {
+  it("takes only abort listeners that are functions or have handleEvent, ignoring the rest without a throw", () => {
+    const logs = captureAzureLogs("warning");
+    try {
+      const arm = armAbortFor(markedRequest());
+      const calls: string[] = [];
+      const add = arm.signal.addEventListener as (type: string, listener: unknown) => void;
+      add.call(arm.signal, "other", () => calls.push("other type"));
+      add.call(arm.signal, "abort", {});
+      add.call(arm.signal, "abort", null);
+      add.call(arm.signal, "abort", { handleEvent: "not a function" });
+      add.call(arm.signal, "abort", () => calls.push("abort"));
+      arm.abort();
+      assert.deepEqual(calls, ["abort"]);
+      assert.deepEqual(logs.packageLines(), [], "no listener it should not have taken ran");
+    } finally {
+      logs.restore();
+    }
+  });
+
+  it("removes a listener only for the abort type, and only that listener", () => {
+    const arm = armAbortFor(markedRequest());
+    const calls: string[] = [];
+    const first = (): number => calls.push("first");
+    const second = (): number => calls.push("second");
+    const third = (): number => calls.push("third");
+    arm.signal.removeEventListener("abort", first);
+    arm.signal.addEventListener("abort", first);
+    arm.signal.addEventListener("abort", second);
+    arm.signal.addEventListener("abort", third);
+    (arm.signal.removeEventListener as (type: string, listener: unknown) => void).call(arm.signal, "other", first);
+    arm.signal.removeEventListener("abort", () => undefined);
+    arm.signal.removeEventListener("abort", third);
+    arm.abort();
+    assert.deepEqual(calls, ["first", "second"]);
+  });
+});

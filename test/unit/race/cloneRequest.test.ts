@@ -141,7 +141,10 @@ describe("cloneRequest", () => {
       const host = fc.constantFrom("acct-eastus.documents.azure.com", "acct-westus.documents.azure.com", "127.0.0.1", "localhost", "[::1]");
       const port = fc.constantFrom("", ":443", ":80", ":8081", ":9443");
       const scheme = fc.constantFrom("https", "http");
-      const segment = fc.stringMatching(/^[A-Za-z0-9_~%-]{1,8}$/).filter((text) => !/%(?![0-9A-F]{2})/.test(text));
+      // Not a percent-encoded dot segment ("%2E", "%2E%2E"): the parser removes it, the retarget keeps it as written, and the transport parses the URL anyway.
+      const segment = fc
+        .stringMatching(/^[A-Za-z0-9_~%-]{1,8}$/)
+        .filter((text) => !/%(?![0-9A-F]{2})/.test(text) && !/^(%2E){1,2}$/.test(text));
       const path = fc.array(segment, { minLength: 0, maxLength: 6 }).map((segments) => `/${segments.join("/")}`);
       const query = fc.option(fc.stringMatching(/^[A-Za-z0-9=&]{0,10}$/), { nil: undefined }).map((text) => (text === undefined ? "" : `?${text}`));
       fc.assert(

@@ -11,6 +11,7 @@ import {
   setRequestControls,
 } from "../../../src/request/requestControls.js";
 import { eastUs, pointRead, requestTo, westUs } from "../../support/hedgingFixtures.js";
+import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
 
 const { excludedRegions: excludedHeader, region: regionHeader, hedging: hedgingHeader } = requestControlHeaders;
 
@@ -192,6 +193,18 @@ describe("requestControlsOf", function () {
       requestControlsOf(request);
       const controls = runWithRequestControls({ region: "East US" }, () => requestControlsOf(request));
       assert.deepEqual(controls, {});
+    });
+  });
+});
+
+describe("trustworthiness: what users hit", function () {
+  describe("the @azure/cosmos request plugin", function () {
+    it("adds the SDK's exclusions to the request's own, which an empty SDK list leaves alone", function () {
+      const request = pointRead(westUs);
+      const own = hedgingRequestOptions({ excludedRegions: ["North Europe"] }).initialHeaders;
+      for (const [name, value] of Object.entries(own)) request.headers.set(name, value);
+      request.headers.set(requestControlHeaders.sdkExcludedRegions, '["East US"]');
+      assert.deepEqual(requestControlsOf(request).excludedRegions, ["North Europe", "East US"]);
     });
   });
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { captureAzureLogs } from "../../support/logCapture.js";
 import type { LogCapture } from "../../support/logCapture.js";
 import { RegionCache } from "../../../src/topology/regionCache.js";
-import type { PipelineResponse } from "@azure/core-rest-pipeline";
+import type { PipelineResponse, PipelineRequest } from "@azure/core-rest-pipeline";
 import type { AccountTopologyInit, RegionEndpoint } from "../../../src/topology/regionCache.js";
 import {
   databaseAccountBody,
@@ -11,6 +11,8 @@ import {
   makeResponse,
 } from "../../support/requests.js";
 import type { LocationFixture } from "../../support/requests.js";
+import { createHttpHeaders } from "@azure/core-rest-pipeline";
+import * as fixtures from "../../support/hedgingFixtures.js";
 
 const westUs: LocationFixture = ["West US", "https://acct-westus.documents.azure.com:443/"];
 const eastUs: LocationFixture = ["East US", "https://acct-eastus.documents.azure.com:443/"];
@@ -497,6 +499,72 @@ describe("RegionCache", function () {
     it("is undefined for an unknown name or before the account is read", function () {
       assert.equal(learnedCache().regionNamed("Central US"), undefined);
       assert.equal(new RegionCache().regionNamed("West US"), undefined);
+    });
+  });
+});
+
+describe("trustworthiness: what users hit", function () {
+  // This file's own regions and helpers share the shared fixtures' names; these tests were written against the shared ones.
+  const { eastUs, westUs, requestTo } = fixtures;
+
+  function accountRead(region: RegionEndpoint): PipelineRequest {
+    return requestTo(region, "GET", "");
+  }
+
+  function accountResponse(request: PipelineRequest, regions: readonly RegionEndpoint[]): PipelineResponse {
+    const locations = regions.map((region) => ({ name: region.name, databaseAccountEndpoint: region.endpoint }));
+    return {
+      request,
+      status: 200,
+      headers: createHttpHeaders(),
+      bodyAsText: JSON.stringify({ readableLocations: locations, writableLocations: locations.slice(0, 1) }),
+    };
+  }
+  describe("one RegionCache, one account", function () {
+    const otherAccount: RegionEndpoint[] = [
+      { name: "East US", endpoint: "https://other-eastus.documents.azure.com:443/" },
+      { name: "West US", endpoint: "https://other-westus.documents.azure.com:443/" },
+    ];
+
+    it("learns from the first account's response and ignores another account's, with one warning", function () {
+      const logs = captureAzureLogs("warning");
+      try {
+        const regions = new RegionCache();
+        const first = accountRead({ name: "global", endpoint: "https://acct.documents.azure.com:443/" });
+        assert.equal(regions.observe(first, accountResponse(first, [eastUs, westUs])), true);
+        assert.equal(regions.accountEndpoint, "https://acct.documents.azure.com");
+        for (let i = 0; i < 2; i++) {
+          const other = accountRead({ name: "global", endpoint: "https://other.documents.azure.com:443/" });
+          assert.equal(regions.observe(other, accountResponse(other, otherAccount)), false);
+        }
+        assert.deepEqual(regions.topology?.readRegions.map((region) => region.name), ["East US", "West US"]);
+        assert.equal(regions.regionOf("https://other-westus.documents.azure.com/dbs/db"), undefined);
+        assert.equal(logs.packageLines().filter((line) => line.includes("ignoring the database account read from https://other.documents.azure.com")).length, 1);
+        // The account's own regional endpoints keep teaching it.
+        const regional = accountRead(westUs);
+        assert.equal(regions.observe(regional, accountResponse(regional, [westUs, eastUs])), true);
+        assert.deepEqual(regions.topology?.readRegions.map((region) => region.name), ["West US", "East US"]);
+      } finally {
+        logs.restore();
+      }
+    });
+
+    it("with accountEndpoint, ignores every other account even before it has learned anything", function () {
+      const regions = new RegionCache({ accountEndpoint: "https://acct.documents.azure.com:443/" });
+      const other = accountRead({ name: "global", endpoint: "https://other.documents.azure.com:443/" });
+      const logs = captureAzureLogs("warning");
+      try {
+        assert.equal(regions.observe(other, accountResponse(other, otherAccount)), false);
+      } finally {
+        logs.restore();
+      }
+      assert.equal(regions.topology, undefined);
+      const own = accountRead({ name: "global", endpoint: "https://ACCT.documents.azure.com/" });
+      assert.equal(regions.observe(own, accountResponse(own, [eastUs])), true);
+    });
+
+    it("rejects an accountEndpoint that is not an http(s) URL, naming the option", function () {
+      assert.throws(() => new RegionCache({ accountEndpoint: "ftp://acct" }), /^TypeError: accountEndpoint must be an http\(s\) URL/);
     });
   });
 });

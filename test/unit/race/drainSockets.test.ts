@@ -1,0 +1,145 @@
+import assert from "node:assert/strict";
+import { Agent } from "node:http";
+import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { markForCoreTransport } from "../../../src/race/armAbort.js";
+import { boundsSockets, drainedConnectionOf, primaryMayDrain } from "../../../src/race/drainSockets.js";
+import { makeRequest } from "../../support/requests.js";
+
+const url = "https://acct-eastus.documents.azure.com:443/dbs/db/colls/c/docs?x=1";
+const signed = { authorization: "type%3Dmaster%26ver%3D1.0%26sig%3Dabc", "x-ms-date": "Tue, 01 Dec 2026 00:00:00 GMT" };
+
+/** What a drain reads of a Node.js `ClientRequest` in flight, and whether it was destroyed. */
+class FakeClientRequest {
+  destroyed = false;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    private readonly headers: Record<string, string>,
+  ) {}
+
+  getHeader(name: string): string | undefined {
+    return this.headers[name];
+  }
+
+  destroy(): void {
+    this.destroyed = true;
+  }
+}
+
+/** A pooled socket as the agent lists it, carrying `message`. */
+class FakeSocket {
+  unrefs = 0;
+
+  constructor(readonly _httpMessage: FakeClientRequest | null | { method: string; path: string }) {}
+
+  unref(): void {
+    this.unrefs++;
+  }
+}
+
+function onTheWire(headers: Record<string, string> = {}, method = "GET", path = "/dbs/db/colls/c/docs?x=1"): FakeClientRequest {
+  return new FakeClientRequest(method, path, { host: "acct-eastus.documents.azure.com", ...signed, ...headers });
+}
+
+function requestOn(agent: unknown, headers: Record<string, string> = {}, at = url): PipelineRequest {
+  const request = makeRequest(at, { headers: { ...signed, ...headers } });
+  request.agent = agent as Agent;
+  return request;
+}
+
+function agentWith(...sockets: FakeSocket[]): { sockets: Record<string, FakeSocket[]> } {
+  return { sockets: { "acct-eastus.documents.azure.com:443:": sockets } };
+}
+
+describe("drainSockets", () => {
+  describe("boundsSockets", () => {
+    it("a finite maxSockets or maxTotalSockets bounds them; Node's defaults do not", () => {
+      assert.equal(boundsSockets(requestOn(new Agent({ keepAlive: true }))), false);
+      assert.equal(boundsSockets(requestOn(new Agent({ maxSockets: 4 }))), true);
+      assert.equal(boundsSockets(requestOn(new Agent({ maxTotalSockets: 8 }))), true);
+      assert.equal(boundsSockets(requestOn({ maxSockets: Number.POSITIVE_INFINITY, maxTotalSockets: "8" })), false);
+    });
+
+    it("a request without an agent has nothing to bound", () => {
+      assert.equal(boundsSockets(requestOn(undefined)), false);
+      assert.equal(boundsSockets(requestOn(null)), false);
+    });
+  });
+
+  describe("primaryMayDrain", () => {
+    function marked(agent: unknown): PipelineRequest {
+      const request = requestOn(agent);
+      markForCoreTransport(request, true);
+      return request;
+    }
+
+    it("only a request bound for core's own transport, on an agent that lists its sockets and does not bound them", () => {
+      assert.equal(primaryMayDrain(marked(new Agent({ keepAlive: true }))), true);
+      assert.equal(primaryMayDrain(requestOn(new Agent({ keepAlive: true }))), false, "not marked for core's transport");
+      assert.equal(primaryMayDrain(marked(new Agent({ maxSockets: 4 }))), false, "a bounded agent");
+      assert.equal(primaryMayDrain(marked(undefined)), false, "no agent");
+      assert.equal(primaryMayDrain(marked({ sockets: null })), false, "an agent without a socket list");
+      assert.equal(primaryMayDrain(marked({ sockets: "none" })), false);
+    });
+  });
+
+  describe("drainedConnectionOf", () => {
+    it("finds the one socket carrying the request; releasing unrefs it, destroying destroys its request", () => {
+      const message = onTheWire();
+      const socket = new FakeSocket(message);
+      const other = new FakeSocket(onTheWire({}, "GET", "/dbs/db/colls/other"));
+      const connection = drainedConnectionOf(requestOn(agentWith(other, socket)));
+      assert.ok(connection !== undefined);
+      connection.release();
+      assert.equal(socket.unrefs, 1);
+      assert.equal(other.unrefs, 0);
+      assert.equal(message.destroyed, false);
+      connection.destroy();
+      assert.equal(message.destroyed, true);
+    });
+
+    it("a socket whose request differs in method, path, host, signature, date or a page token is not the request's", () => {
+      const request = () => requestOn(agentWith(...candidates.map((message) => new FakeSocket(message))), { "x-ms-continuation": "page-2" });
+      const candidates = [
+        onTheWire({ "x-ms-continuation": "page-2" }, "POST"),
+        onTheWire({ "x-ms-continuation": "page-2" }, "GET", "/dbs/db/colls/c/docs"),
+        onTheWire({ "x-ms-continuation": "page-2", host: "acct-westus.documents.azure.com" }),
+        onTheWire({ "x-ms-continuation": "page-2", authorization: "type%3Dmaster%26ver%3D1.0%26sig%3Dother" }),
+        onTheWire({ "x-ms-continuation": "page-2", "x-ms-date": "Tue, 01 Dec 2026 00:00:01 GMT" }),
+        onTheWire({ "x-ms-continuation": "page-3" }),
+        onTheWire(),
+        onTheWire({ "x-ms-continuation": "page-2", "if-none-match": "etag" }),
+        onTheWire({ "x-ms-continuation": "page-2", "x-ms-documentdb-partitionkeyrangeid": "0" }),
+      ];
+      assert.equal(drainedConnectionOf(request()), undefined);
+      candidates.push(onTheWire({ "x-ms-continuation": "page-2" }));
+      assert.ok(drainedConnectionOf(request()) !== undefined, "(the control: the same page on the wire is found)");
+    });
+
+    it("two sockets carrying copies of the same request: neither, so another caller's connection is never released", () => {
+      const agent = agentWith(new FakeSocket(onTheWire()));
+      agent.sockets["acct-eastus.documents.azure.com:443:other"] = [new FakeSocket(onTheWire())];
+      assert.equal(drainedConnectionOf(requestOn(agent)), undefined);
+    });
+
+    it("skips sockets between requests and messages it cannot read", () => {
+      const socket = new FakeSocket(onTheWire());
+      const agent = { sockets: { a: [new FakeSocket(null), new FakeSocket({ method: "GET", path: "/dbs/db/colls/c/docs?x=1" })], b: undefined, c: [socket] } };
+      const connection = drainedConnectionOf(requestOn(agent));
+      assert.ok(connection !== undefined);
+      connection.release();
+      assert.equal(socket.unrefs, 1);
+    });
+
+    it("nothing without an agent, a socket list or a URL it can parse", () => {
+      assert.equal(drainedConnectionOf(requestOn(undefined)), undefined);
+      assert.equal(drainedConnectionOf(requestOn(null)), undefined);
+      assert.equal(drainedConnectionOf(requestOn({ sockets: null })), undefined);
+      const unparsable = requestOn(agentWith(new FakeSocket(onTheWire())));
+      unparsable.url = "not a url";
+      assert.equal(drainedConnectionOf(unparsable), undefined);
+      assert.equal(drainedConnectionOf(requestOn(agentWith())), undefined);
+    });
+  });
+});
