@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { operationPlugin, sendFeedAttempt } from "../../../src/cosmos/operationPlugin.js";
+import { feedAttemptPlugin, operationPlugin } from "../../../src/cosmos/operationPlugin.js";
 import { getHedgingDetection } from "../../../src/diagnostics/detection.js";
 import { operationHeaderName } from "../../../src/diagnostics/dispatchRecording.js";
 
@@ -50,15 +50,18 @@ describe("operationPlugin", () => {
   });
 });
 
-describe("sendFeedAttempt", () => {
+describe("feedAttemptPlugin", () => {
+  const send = feedAttemptPlugin().plugin;
+
   it("gives the attempts of one request context one record, named while each runs", async () => {
-    const context = {};
+    const context: { headers?: Record<string, unknown> } = {};
     const names: unknown[] = [];
     const first = { headers: {} };
     const second = { headers: {} };
     for (const page of [first, second]) {
       const headers: Record<string, unknown> = {};
-      await sendFeedAttempt(context, headers, async () => {
+      context.headers = headers;
+      await send(context, undefined, async () => {
         names.push(headers[operationHeaderName]);
         return page;
       });
@@ -68,14 +71,17 @@ describe("sendFeedAttempt", () => {
     assert.ok(names.every((name) => typeof name === "string"));
     assert.ok(getHedgingDetection(first) !== undefined);
     assert.equal(getHedgingDetection(first), getHedgingDetection(second), "the same operation's record");
-    assert.notEqual(getHedgingDetection(await sendFeedAttempt({}, {}, async () => ({ headers: {} }))), getHedgingDetection(first), "another context, another record");
+    assert.notEqual(getHedgingDetection(await send({ headers: {} }, undefined, async () => ({ headers: {} }))), getHedgingDetection(first), "another context, another record");
   });
 
-  it("passes through an attempt the operation plugin already names", async () => {
+  it("passes through an attempt the operation plugin already names, and a context without headers", async () => {
     const headers: Record<string, unknown> = { [operationHeaderName]: "7" };
     const page = { headers: {} };
-    assert.equal(await sendFeedAttempt({}, headers, async () => page), page);
+    assert.equal(await send({ headers }, undefined, async () => page), page);
     assert.equal(headers[operationHeaderName], "7");
     assert.equal(getHedgingDetection(page), undefined);
+    const bare = { headers: {} };
+    assert.equal(await send({}, undefined, async () => bare), bare);
+    assert.equal(getHedgingDetection(bare), undefined);
   });
 });
