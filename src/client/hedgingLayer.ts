@@ -5,22 +5,6 @@ import { composeHandlers } from "../policies/requestHandler.js";
 import { attemptSettled, linkAttempt, recordingSend } from "../diagnostics/dispatchRecording.js";
 import { armHttpTracing } from "../diagnostics/tracing.js";
 
-/**
- * `next` with a synchronous throw (a policy of the user's below that is not
- * `async`) turned into a rejection, as an `async` policy between them would:
- * every request the layer sends then settles through its promise, so its
- * detection record and its race always see it end.
- */
-function rejectingThrows(next: SendRequest): SendRequest {
-  return (request) => {
-    try {
-      return next(request);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  };
-}
-
 /** The name of the one policy a hedging client's pipeline starts with. */
 export const hedgingLayerPolicyName = "cosmosHedgingPolicy";
 
@@ -46,7 +30,7 @@ export function hedgingLayer(regions: RegionCache, steering: RequestStep, handle
   const traced = (next: SendRequest): SendRequest => {
     if (next !== below || belowTraced === undefined) {
       below = next;
-      belowTraced = armHttpTracing(rejectingThrows(next));
+      belowTraced = armHttpTracing(next);
     }
     return belowTraced;
   };

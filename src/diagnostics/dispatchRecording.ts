@@ -81,9 +81,8 @@ function sdkReason(operation: OperationDetection, region: string | undefined): R
  * How the requests of an attempt go out: each is noted with its region and
  * reason, and its reply (region and request charge) as it arrives, a
  * drained loser's included. The first request of an attempt is the SDK's;
- * any other request of it is a hedge. `next` must return a promise, never
- * throw (the hedging layer's does not), or the request would never end in
- * the record.
+ * any other request of it is a hedge. A `next` that throws ends the
+ * request in the record and rejects, as an `async` policy would.
  */
 export function recordingSend(attempt: Attempt, regions: RegionCache, next: SendRequest): SendRequest {
   const { operation } = attempt;
@@ -92,7 +91,16 @@ export function recordingSend(attempt: Attempt, regions: RegionCache, next: Send
     const reason = attempt.sent ? "hedging" : sdkReason(operation, region);
     attempt.sent = true;
     operation.requestSent(region, reason);
-    return next(request).then(
+    let sent: Promise<PipelineResponse>;
+    try {
+      sent = next(request);
+    } catch (error) {
+      // A policy of the user's below that throws rather than rejects: the request ended unsent, and the record must
+      // say so to become final.
+      operation.requestEnded(region, false, undefined);
+      return Promise.reject(error);
+    }
+    return sent.then(
       (response) => {
         operation.requestEnded(region, true, requestChargeOf(response));
         return response;

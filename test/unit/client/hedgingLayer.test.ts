@@ -104,6 +104,10 @@ describe("the hedging client's layer", () => {
       const alone = await read();
       assert.match((alone.outcome as Error).message, /East US refused/, "with no region to hedge to, the caller gets the policy's error");
       assert.equal(alone.operation.final, true);
+      // A request of no @azure/cosmos operation (no record to end) is refused as a rejection too, by the race itself.
+      const unrecorded = client.sendRequest(pointRead(eastUs, new AbortController().signal));
+      assert.ok(unrecorded instanceof Promise);
+      await assert.rejects(unrecorded, /East US refused/);
       assert.equal(clock.countTimers(), 0, "no timer of the race outlives it");
     } finally {
       clock.restore();
