@@ -34,9 +34,10 @@ function headersOf(value: unknown): object | undefined {
 /**
  * Runs `send` with the operation registered and named in `headers`, then
  * unregisters it, attaches the record to what the SDK returned or threw
- * (`attach` adds to that) and ends the operation, whichever way it ended.
+ * (with `withLastRecord`, the hedging record of its last attempt to that
+ * outcome's `headers` too) and ends the operation, whichever way it ended.
  */
-async function runAs<T>(operation: OperationDetection, headers: Record<string, unknown>, send: () => Promise<T>, attach?: (outcome: unknown) => void): Promise<T> {
+async function runAs<T>(operation: OperationDetection, headers: Record<string, unknown>, send: () => Promise<T>, withLastRecord: boolean): Promise<T> {
   const id = registerOperation(operation);
   headers[operationHeaderName] = id;
   let outcome: unknown;
@@ -51,7 +52,10 @@ async function runAs<T>(operation: OperationDetection, headers: Record<string, u
     unregisterOperation(id);
     delete headers[operationHeaderName];
     attachDetection(outcome, operation);
-    attach?.(outcome);
+    if (withLastRecord) {
+      const outcomeHeaders = headersOf(outcome);
+      if (outcomeHeaders !== undefined && operation.lastRecord !== undefined) attachHedgeDiagnosticsToHeaders(outcomeHeaders, operation.lastRecord);
+    }
     operation.operationEnded();
   }
 }
@@ -74,10 +78,7 @@ export function operationPlugin(): CosmosOperationPlugin {
       if (headers === undefined) return next(context);
       const operation = new OperationDetection();
       recordOperationForCollectors(operation);
-      return runAs(operation, headers, () => next(context), (outcome) => {
-        const outcomeHeaders = headersOf(outcome);
-        if (outcomeHeaders !== undefined && operation.lastRecord !== undefined) attachHedgeDiagnosticsToHeaders(outcomeHeaders, operation.lastRecord);
-      });
+      return runAs(operation, headers, () => next(context), true);
     },
   };
 }
@@ -114,7 +115,7 @@ export function feedAttemptPlugin(): CosmosAttemptPlugin {
         operation.operationReopened();
       }
       // Registered per attempt, so that nothing holds the record once its last attempt has ended.
-      return runAs(operation, headers, () => next(context));
+      return runAs(operation, headers, () => next(context), false);
     },
   };
 }

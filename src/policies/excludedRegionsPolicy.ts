@@ -95,7 +95,6 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
  * the request may not go to.
  */
 export function regionSteering(regions: RegionCache): RequestStep {
-
   const pinnedRoute = (
     request: PipelineRequest,
     access: RegionAccess,
@@ -163,12 +162,13 @@ export function regionSteering(regions: RegionCache): RequestStep {
 
   function steer(request: PipelineRequest, operation: OperationKind, controls: RequestHedgingControls): RequestHedgingControls {
     const { target, routing } = route(request, documentWriteKinds.has(operation) ? "write" : "read", controls);
-    const steered = routing === undefined ? controls : { ...controls, routing };
-    if (steered !== controls) setRequestControls(request, steered);
+    if (routing === undefined) return controls;
+    const steered = { ...controls, routing };
+    setRequestControls(request, steered);
     if (target !== undefined) {
-      logger.verbose(`Sending a ${operation} to ${target.name} instead of ${routing?.sdkRegion ?? "the SDK's region"} (${routing?.rerouteReason}).`);
+      logger.verbose(`Sending a ${operation} to ${target.name} instead of ${routing.sdkRegion ?? "the SDK's region"} (${routing.rerouteReason}).`);
       request.url = retarget(request.url, target);
-    } else if (routing?.exclusionsIgnored) {
+    } else if (routing.exclusionsIgnored) {
       logger.verbose(`Every applicable region of a ${operation} is excluded; sending it where the SDK did.`);
     }
     return steered;
