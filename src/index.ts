@@ -70,6 +70,7 @@ export type {
   MetadataHedgingOptions,
 } from "./client/hedgingHttpClient.js";
 export { withHedging } from "./client/withHedging.js";
+export { cosmosHedgingPolicyName } from "./client/hedgingLayer.js";
 export type { HedgeableCosmosClientOptions } from "./client/withHedging.js";
 export { excludedRegionsPolicy, excludedRegionsPolicyName } from "./policies/excludedRegionsPolicy.js";
 export type { ExcludedRegionsPolicyOptions } from "./policies/excludedRegionsPolicy.js";

@@ -5,8 +5,12 @@ import { composeHandlers } from "../policies/requestHandler.js";
 import { attemptSettled, linkAttempt, recordingSend } from "../diagnostics/dispatchRecording.js";
 import { armHttpTracing } from "../diagnostics/tracing.js";
 
-/** The name of the one policy a hedging client's pipeline starts with. */
-export const hedgingLayerPolicyName = "cosmosHedgingPolicy";
+/**
+ * The name of the one policy a hedging client's `pipeline` holds (see
+ * {@link createHedgingHttpClient}): name it in `afterPolicies` or
+ * `beforePolicies` to place a policy of yours relative to the hedging.
+ */
+export const cosmosHedgingPolicyName = "cosmosHedgingPolicy";
 
 /**
  * The hedging client's own layer: the steering of `excludedRegionsPolicy`,
@@ -35,7 +39,7 @@ export function hedgingLayer(regions: RegionCache, steering: RequestStep, handle
     return belowTraced;
   };
   return {
-    name: hedgingLayerPolicyName,
+    name: cosmosHedgingPolicyName,
     sendRequest(request, next) {
       const attempt = linkAttempt(request);
       if (attempt === undefined) return send(request, traced(next));

@@ -1,7 +1,7 @@
 import type { Pipeline, PipelinePolicy } from "@azure/core-rest-pipeline";
 import { crossRegionHedgingPolicyName } from "../policies/crossRegionHedgingPolicy.js";
 import { metadataHedgingPolicyName } from "../policies/metadataHedgingPolicy.js";
-import { hedgingLayerPolicyName } from "./hedgingLayer.js";
+import { cosmosHedgingPolicyName } from "./hedgingLayer.js";
 
 /**
  * The names of the policies a hedging client's pipeline held before they
@@ -25,7 +25,7 @@ function refuseRetired(option: string, names: readonly string[] | undefined): vo
   for (const name of names ?? []) {
     if (retiredPolicyNames.has(name)) {
       throw new TypeError(
-        `${option} names ${JSON.stringify(name)}, which a hedging client's pipeline no longer holds: its policies are one layer, ${JSON.stringify(hedgingLayerPolicyName)}; name that instead.`,
+        `${option} names ${JSON.stringify(name)}, which a hedging client's pipeline no longer holds: its policies are one layer, ${JSON.stringify(cosmosHedgingPolicyName)}; name that instead.`,
       );
     }
   }
@@ -42,7 +42,7 @@ export function hedgingPipeline(pipeline: Pipeline): Pipeline {
     addPolicy(policy: PipelinePolicy, options: Parameters<Pipeline["addPolicy"]>[1] = {}): void {
       if (racingPolicyNames.has(policy.name)) {
         throw new TypeError(
-          `A ${JSON.stringify(policy.name)} cannot be added to a hedging client's pipeline: its ${JSON.stringify(hedgingLayerPolicyName)} already hedges, and a second one would hedge every hedge again.`,
+          `A ${JSON.stringify(policy.name)} cannot be added to a hedging client's pipeline: its ${JSON.stringify(cosmosHedgingPolicyName)} already hedges, and a second one would hedge every hedge again.`,
         );
       }
       refuseRetired("afterPolicies", options.afterPolicies);

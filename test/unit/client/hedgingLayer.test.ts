@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { HttpClient, PipelineResponse } from "@azure/core-rest-pipeline";
 import { createHedgingHttpClient } from "../../../src/client/hedgingHttpClient.js";
-import { hedgingLayerPolicyName } from "../../../src/client/hedgingLayer.js";
+import { cosmosHedgingPolicyName } from "../../../src/client/hedgingLayer.js";
 import { OperationDetection } from "../../../src/diagnostics/detection.js";
 import { operationHeaderName, registerOperation, unregisterOperation } from "../../../src/diagnostics/dispatchRecording.js";
 import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
@@ -25,7 +25,7 @@ describe("the hedging client's layer", () => {
     const client = createHedgingHttpClient({ httpClient: answering(0) });
     assert.deepEqual(
       client.pipeline.getOrderedPolicies().map((policy) => policy.name),
-      [hedgingLayerPolicyName],
+      [cosmosHedgingPolicyName],
     );
   });
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { HttpClient, PipelineRequest } from "@azure/core-rest-pipeline";
 import { createHedgingHttpClient } from "../../../src/client/hedgingHttpClient.js";
-import { hedgingLayerPolicyName } from "../../../src/client/hedgingLayer.js";
+import { cosmosHedgingPolicyName } from "../../../src/client/hedgingLayer.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import { metadataHedgingPolicy } from "../../../src/policies/metadataHedgingPolicy.js";
 import { requestControlHeaders } from "../../../src/cosmos/headers.js";
@@ -20,13 +20,13 @@ describe("a hedging client's pipeline", () => {
     it(`refuses ${retired}, a name it no longer holds, in afterPolicies, beforePolicies and removePolicy, naming it and the layer`, () => {
       const client = createHedgingHttpClient({ httpClient: recording([]) });
       const naming = (option: string) => (error: Error) =>
-        error instanceof TypeError && error.message.startsWith(`${option} names "${retired}"`) && error.message.includes(`"${hedgingLayerPolicyName}"`);
+        error instanceof TypeError && error.message.startsWith(`${option} names "${retired}"`) && error.message.includes(`"${cosmosHedgingPolicyName}"`);
       assert.throws(() => client.pipeline.addPolicy(mine as never, { afterPolicies: [retired] }), naming("afterPolicies"));
       assert.throws(() => client.pipeline.addPolicy(mine as never, { beforePolicies: [retired] }), naming("beforePolicies"));
       assert.throws(() => client.pipeline.removePolicy({ name: retired }), naming("removePolicy's name"));
       assert.deepEqual(
         client.pipeline.getOrderedPolicies().map((policy) => policy.name),
-        [hedgingLayerPolicyName],
+        [cosmosHedgingPolicyName],
         "nothing was added or removed",
       );
     });
@@ -44,7 +44,7 @@ describe("a hedging client's pipeline", () => {
     const client = createHedgingHttpClient({ httpClient: recording(seen) });
     client.regions.setTopology({ readRegions: [eastUs, westUs] });
     const urls: string[] = [];
-    client.pipeline.addPolicy({ name: "mine", sendRequest: (request, next) => (urls.push(request.url), next(request)) }, { afterPolicies: [hedgingLayerPolicyName] });
+    client.pipeline.addPolicy({ name: "mine", sendRequest: (request, next) => (urls.push(request.url), next(request)) }, { afterPolicies: [cosmosHedgingPolicyName] });
     await client.sendRequest(pointRead(eastUs));
     assert.equal(urls.length, 1);
     assert.equal(seen.length, 1);
@@ -54,7 +54,7 @@ describe("a hedging client's pipeline", () => {
     const seen: PipelineRequest[] = [];
     const client = createHedgingHttpClient({ httpClient: recording(seen) });
     client.regions.setTopology({ readRegions: [eastUs, westUs] });
-    assert.equal(client.pipeline.removePolicy({ name: hedgingLayerPolicyName }).length, 1);
+    assert.equal(client.pipeline.removePolicy({ name: cosmosHedgingPolicyName }).length, 1);
     const request = pointRead(eastUs);
     request.headers.set(operationHeaderName, "7");
     request.headers.set(requestControlHeaders.sdkExcludedRegions, "[]");
