@@ -37,7 +37,8 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted[below]! + (sorted[above]! - sorted[below]!) * (at - below);
 }
 
-function median(values: readonly number[]): number {
+/** The median of `values`, interpolated between the middle two of an even count. */
+export function median(values: readonly number[]): number {
   return quantile([...values].sort((a, b) => a - b), 0.5);
 }
 
@@ -172,7 +173,8 @@ export const sdkOverheadModes: readonly SdkOverheadMode[] = [
   { name: "reference: a bare race + no-op span + JSON header", options: (base) => byHand(base, [referenceRace(true)]) },
 ];
 
-async function readRound(container: Container, reads: number, concurrency: number): Promise<void> {
+/** Reads one item `reads` times, `concurrency` reads at a time. */
+export async function readRound(container: Container, reads: number, concurrency: number): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < reads) {
