@@ -41,5 +41,17 @@ export const requestControlHeaders = {
   sdkRetry: "x-cosmos-hedging-sdk-retry",
 } as const;
 
+/**
+ * What the request plugin writes in {@link requestControlHeaders}.sdkExcludedRegions
+ * instead of the SDK's `excludedLocations` when they break the region-name
+ * rule, so that a list of any size costs one bounded check, not its
+ * serialization and parsing, before the request is sent unhedged. No JSON
+ * array reads like them.
+ */
+export const sdkExclusionsRefused = {
+  tooMany: "refused: too many",
+  notRegionNames: "refused: not region names",
+} as const;
+
 /** The value of the {@link requestControlHeaders}.hedging header that turns hedging off. */
 export const hedgingOffHeaderValue = "off";

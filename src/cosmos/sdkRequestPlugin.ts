@@ -1,5 +1,6 @@
 import { logger } from "../log.js";
-import { requestControlHeaders } from "./headers.js";
+import { requestControlHeaders, sdkExclusionsRefused } from "./headers.js";
+import { isRegionName, regionNameLimits } from "../options.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 interface CosmosRequestContext {
@@ -26,7 +27,11 @@ export function headerJson(value: unknown): string {
 /** The control header's value: nearly every request excludes nothing, and that one is written without serializing. */
 function excludedLocationsHeader(context: CosmosRequestContext): string {
   const excluded = context.options?.excludedLocations;
-  return Array.isArray(excluded) && excluded.length > 0 ? headerJson(excluded) : "[]";
+  if (!Array.isArray(excluded) || excluded.length === 0) return "[]";
+  // Checked before anything is copied: a list of thousands of long names would otherwise be serialized and parsed on every attempt, only to be refused.
+  if (excluded.length > regionNameLimits.maxRegions) return sdkExclusionsRefused.tooMany;
+  if (!excluded.every(isRegionName)) return sdkExclusionsRefused.notRegionNames;
+  return headerJson(excluded);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
+import { hedgingOffHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "../cosmos/headers.js";
 import { logger } from "../log.js";
 import { ObjectSlot } from "./objectSlot.js";
 import { originalOf } from "./originalRequest.js";
@@ -60,8 +60,13 @@ const sdkOptionsOnly: RequestHedgingControls = Object.freeze({ sdkOptionsKnown: 
 const controlsByRequest = new ObjectSlot<RequestHedgingControls>("cosmos-hedging request controls");
 const scope = new AsyncLocalStorage<RequestHedgingControls>();
 
-
 class GarbageHeader extends Error {}
+
+/** The reasons behind the request plugin's {@link sdkExclusionsRefused} values, for the warning. */
+const refusedSdkExclusions: ReadonlyMap<string, string> = new Map([
+  [sdkExclusionsRefused.tooMany, `it lists more than ${regionNameLimits.maxRegions} regions`],
+  [sdkExclusionsRefused.notRegionNames, "an entry is not a region name"],
+]);
 
 function parseJson(text: string): unknown {
   try {
@@ -76,6 +81,9 @@ const noRegions: readonly string[] = Object.freeze([]);
 function parseExcludedRegions(text: string): readonly string[] {
   // What the SDK plugin writes on nearly every request.
   if (text === "[]") return noRegions;
+  // What it writes for a list it has already found unreadable.
+  const refused = refusedSdkExclusions.get(text);
+  if (refused !== undefined) throw new GarbageHeader(refused);
   const value = parseJson(text);
   if (!Array.isArray(value)) throw new GarbageHeader("it is not a JSON array");
   if (value.length > regionNameLimits.maxRegions) {

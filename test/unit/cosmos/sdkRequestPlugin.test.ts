@@ -44,6 +44,29 @@ describe("trustworthiness: what users hit", function () {
       assert.equal(bare[requestControlHeaders.sdkExcludedRegions], "[]");
     });
 
+    for (const [what, excludedLocations, reason] of [
+      ["thousands of long names", Array.from({ length: 5000 }, (_, i) => `${"region".repeat(4000)}-${i}`), "it lists more than 256 regions"],
+      ["a name past 128 characters", ["East US", "x".repeat(25_000)], "an entry is not a region name"],
+      ["an entry that is no string", ["East US", 7], "an entry is not a region name"],
+    ] as const) {
+      it(`refuses excludedLocations with ${what} before copying them: the request is sent unhedged, with one warning saying why`, async function () {
+        const logs = captureAzureLogs("warning");
+        try {
+          const client = {};
+          const headers: Record<string, unknown> = {};
+          await sdkRequestPlugin(client).plugin({ headers, options: { excludedLocations }, httpClient: client }, undefined, async () => undefined);
+          const written = String(headers[requestControlHeaders.sdkExcludedRegions]);
+          assert.ok(written.length < 64, `a short marker, not the list serialized (${written.length} characters)`);
+          const request = pointRead(westUs);
+          request.headers.set(requestControlHeaders.sdkExcludedRegions, written);
+          assert.equal(requestControlsOf(request).sdkOptionsKnown, false, "unreadable: the request goes where the SDK sent it, unhedged");
+          assert.ok(logs.packageLines().some((line) => line.includes(`excludedLocations cannot be read (${reason})`)), logs.packageLines().join("\n"));
+        } finally {
+          logs.restore();
+        }
+      });
+    }
+
     it("warns once when the SDK does not send through the hedging httpClient (an SDK before 4.1.0 ignores the option)", async function () {
       const logs = captureAzureLogs("warning");
       try {
