@@ -62,10 +62,13 @@ const scope = new AsyncLocalStorage<RequestHedgingControls>();
 
 class GarbageHeader extends Error {}
 
-/** The reasons behind the request plugin's {@link sdkExclusionsRefused} values, for the warning. */
+const tooManyRegions = `it lists more than ${regionNameLimits.maxRegions} regions`;
+const notRegionNames = "an entry is not a region name";
+
+/** The reasons behind the request plugin's {@link sdkExclusionsRefused} values, for the warning: the same as a list parsed here would give. */
 const refusedSdkExclusions: ReadonlyMap<string, string> = new Map([
-  [sdkExclusionsRefused.tooMany, `it lists more than ${regionNameLimits.maxRegions} regions`],
-  [sdkExclusionsRefused.notRegionNames, "an entry is not a region name"],
+  [sdkExclusionsRefused.tooMany, tooManyRegions],
+  [sdkExclusionsRefused.notRegionNames, notRegionNames],
 ]);
 
 function parseJson(text: string): unknown {
@@ -86,10 +89,8 @@ function parseExcludedRegions(text: string): readonly string[] {
   if (refused !== undefined) throw new GarbageHeader(refused);
   const value = parseJson(text);
   if (!Array.isArray(value)) throw new GarbageHeader("it is not a JSON array");
-  if (value.length > regionNameLimits.maxRegions) {
-    throw new GarbageHeader(`it lists more than ${regionNameLimits.maxRegions} regions`);
-  }
-  if (!value.every(isRegionName)) throw new GarbageHeader("an entry is not a region name");
+  if (value.length > regionNameLimits.maxRegions) throw new GarbageHeader(tooManyRegions);
+  if (!value.every(isRegionName)) throw new GarbageHeader(notRegionNames);
   return Object.freeze([...value]);
 }
 
