@@ -45,13 +45,19 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | "timed out"> {
 describe("a user policy below the hedging layer that throws synchronously", function () {
   const fixture = useEmulator({ items, preferredLocations: ["East US", "West US", "North Europe"] });
 
-  it("a hedge refused by a sync-throwing guard: the read succeeds like plain, and its detection record becomes final", async function () {
-    const westPort = new URL(fixture.emulator.region("West US").endpoint).port;
+  /** A plain client and a hedged one, each with the guard refusing `region`: plain's in its own pipeline, the hedged one's below the hedging layer. */
+  async function guardedClients(region: string) {
+    const port = new URL(fixture.emulator.region(region).endpoint).port;
     const transport = plainTransport();
     const plain = await fixture.client({ hedging: false, httpClient: transport, warmUp: { id: "a", pk: "p" } });
-    transport.pipeline.addPolicy(residencyGuard(westPort));
+    transport.pipeline.addPolicy(residencyGuard(port));
     const hedged = await fixture.client({ hedging: { crossRegion: { threshold: 100, thresholdStep: 20_000 } }, warmUp: { id: "a", pk: "p" } });
-    hedged.hedging!.pipeline.addPolicy(residencyGuard(westPort), { afterPhase: "Sign" });
+    hedged.hedging!.pipeline.addPolicy(residencyGuard(port), { afterPhase: "Sign" });
+    return { plain, hedged };
+  }
+
+  it("a hedge refused by a sync-throwing guard: the read succeeds like plain, and its detection record becomes final", async function () {
+    const { plain, hedged } = await guardedClients("West US");
     fixture.emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: slowMs });
 
     const plainRead = await plain.container.item("a", "p").read();
@@ -67,12 +73,7 @@ describe("a user policy below the hedging layer that throws synchronously", func
   });
 
   it("a guard refusing the preferred region: plain fails, the hedged read is answered by the next region, and its record becomes final", async function () {
-    const eastPort = new URL(fixture.emulator.region("East US").endpoint).port;
-    const transport = plainTransport();
-    const plain = await fixture.client({ hedging: false, httpClient: transport, warmUp: { id: "a", pk: "p" } });
-    transport.pipeline.addPolicy(residencyGuard(eastPort));
-    const hedged = await fixture.client({ hedging: { crossRegion: { threshold: 100, thresholdStep: 20_000 } }, warmUp: { id: "a", pk: "p" } });
-    hedged.hedging!.pipeline.addPolicy(residencyGuard(eastPort), { afterPhase: "Sign" });
+    const { plain, hedged } = await guardedClients("East US");
 
     await assert.rejects(plain.container.item("a", "p").read(), /residencyGuard: region forbidden/);
     // The refused primary is a failure without a reply, which brings the hedge forward at once: never worse than plain.
