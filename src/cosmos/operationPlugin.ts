@@ -32,23 +32,17 @@ function headersOf(value: unknown): object | undefined {
 }
 
 /**
- * Runs `send` with the operation registered and named in `headers`, then
- * unregisters it, attaches the record to what the SDK returned or threw
- * (with `withLastRecord`, the hedging record of its last attempt to that
- * outcome's `headers` too) and ends the operation, whichever way it ended.
+ * Runs `next(context)` with the operation registered and named in
+ * `headers`, then unregisters it, attaches the record to what the SDK
+ * returned or threw (with `withLastRecord`, the hedging record of its last
+ * attempt to that outcome's `headers` too) and ends the operation, whichever
+ * way it ended. Chained rather than `async`: every operation runs through
+ * it, and an async frame with its `await` costs two promises more.
  */
-async function runAs<T>(operation: OperationDetection, headers: Record<string, unknown>, send: () => Promise<T>, withLastRecord: boolean): Promise<T> {
+function runAs<C, T>(operation: OperationDetection, headers: Record<string, unknown>, next: (context: C) => Promise<T>, context: C, withLastRecord: boolean): Promise<T> {
   const id = registerOperation(operation);
   headers[operationHeaderName] = id;
-  let outcome: unknown;
-  try {
-    const result = await send();
-    outcome = result;
-    return result;
-  } catch (error) {
-    outcome = error;
-    throw error;
-  } finally {
+  const end = (outcome: unknown): void => {
     unregisterOperation(id);
     delete headers[operationHeaderName];
     attachDetection(outcome, operation);
@@ -57,7 +51,25 @@ async function runAs<T>(operation: OperationDetection, headers: Record<string, u
       if (outcomeHeaders !== undefined && operation.lastRecord !== undefined) attachHedgeDiagnosticsToHeaders(outcomeHeaders, operation.lastRecord);
     }
     operation.operationEnded();
+  };
+  let sent: Promise<T>;
+  try {
+    sent = next(context);
+  } catch (error) {
+    // A plugin of the user's after this one that throws rather than rejects: the operation ends all the same.
+    end(error);
+    return Promise.reject(error);
   }
+  return sent.then(
+    (result) => {
+      end(result);
+      return result;
+    },
+    (error: unknown) => {
+      end(error);
+      throw error;
+    },
+  );
 }
 
 /**
@@ -73,12 +85,12 @@ async function runAs<T>(operation: OperationDetection, headers: Record<string, u
 export function operationPlugin(): CosmosOperationPlugin {
   return {
     on: "operation",
-    plugin: async (context, _diagnosticNode, next) => {
+    plugin: (context, _diagnosticNode, next) => {
       const { headers } = context;
       if (headers === undefined) return next(context);
       const operation = new OperationDetection();
       recordOperationForCollectors(operation);
-      return runAs(operation, headers, () => next(context), true);
+      return runAs(operation, headers, next, context, true);
     },
   };
 }
@@ -115,7 +127,7 @@ export function feedAttemptPlugin(): CosmosAttemptPlugin {
         operation.operationReopened();
       }
       // Registered per attempt, so that nothing holds the record once its last attempt has ended.
-      return runAs(operation, headers, () => next(context), false);
+      return runAs(operation, headers, next, context, false);
     },
   };
 }
