@@ -97,25 +97,32 @@ function raceRecord(
  * learner is told of the response as it arrives, except for a later page of
  * a metadata feed (`"continuationPage"`), which hedging never considered.
  */
-export async function sendSkipped(
+export function sendSkipped(
   request: PipelineRequest,
   next: SendRequest,
   skip: Pick<SkipPlan, "reason" | "header">,
   sink: DiagnosticsSink,
 ): Promise<PipelineResponse> {
   const { header, reason } = skip;
-  let response: PipelineResponse;
-  try {
-    response = await next(request);
-  } catch (error) {
+  const failed = (error: unknown): never => {
     sink.learner?.learnSkipped(header.primaryRegion);
     publish(sink, error, skippedRecord(header, reason, 0));
     throw error;
+  };
+  let sent: Promise<PipelineResponse>;
+  try {
+    sent = next(request);
+  } catch (error) {
+    // A send that throws rather than rejects fails the request as a rejection would, with its record.
+    return Promise.reject(error).catch(failed);
   }
-  if (reason !== "continuationPage") sink.learner?.noteResponse(header.primaryRegion, response);
-  sink.learner?.learnSkipped(header.primaryRegion);
-  publish(sink, response, skippedRecord(header, reason, requestChargeOf(response) ?? 0));
-  return response;
+  // Chained rather than `async`: most requests of a client with hedging off take this path.
+  return sent.then((response) => {
+    if (reason !== "continuationPage") sink.learner?.noteResponse(header.primaryRegion, response);
+    sink.learner?.learnSkipped(header.primaryRegion);
+    publish(sink, response, skippedRecord(header, reason, requestChargeOf(response) ?? 0));
+    return response;
+  }, failed);
 }
 
 function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
