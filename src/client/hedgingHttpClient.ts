@@ -13,10 +13,12 @@ import { metadataHedging } from "../policies/metadataHedgingPolicy.js";
 import { regionSteering } from "../policies/excludedRegionsPolicy.js";
 import { hedgingLayer } from "./hedgingLayer.js";
 import { hedgingPipeline } from "./hedgingPipeline.js";
-import { operationHeaderName } from "../diagnostics/dispatchRecording.js";
+import { noteHandedAttempt, operationHeaderName } from "../diagnostics/dispatchRecording.js";
+import { takeHandedOver } from "../cosmos/attemptHandoff.js";
 import { loadOpenTelemetryMetrics } from "../diagnostics/otelMetrics.js";
 import { markForCoreTransport } from "../race/armAbort.js";
-import { requestControlsOf, setRequestControls } from "../request/requestControls.js";
+import type { RequestHedgingControls } from "../request/requestControls.js";
+import { adoptSdkOptions, requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { logger } from "../log.js";
 import { hedgingClientSummary } from "./hedgingSummary.js";
 
@@ -171,8 +173,7 @@ export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}):
  * hedged); otherwise the request is kept from hedging, and `"unreadable"`
  * (already warned about where it was read) or `"missing"` says why.
  */
-function hedgeOnlyWithSdkOptions(request: PipelineRequest): "known" | "unreadable" | "missing" {
-  const controls = requestControlsOf(request);
+function hedgeOnlyWithSdkOptions(request: PipelineRequest, controls: RequestHedgingControls): "known" | "unreadable" | "missing" {
   if (controls.sdkOptionsKnown === true) return "known";
   // Nor may routing move it: the region it would move to may be one the SDK was told to avoid.
   setRequestControls(request, { ...controls, hedging: false, sdkOptionsKnown: false });
@@ -277,11 +278,20 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
   const routeOf = pipelineRoutes(pipeline, transport, options.httpClient === undefined);
   logger.info(hedgingClientSummary(options));
   let warnedWithoutSdkOptions = false;
+  /** The request's controls with the SDK's options: handed over by the request plugin, or read from its headers. */
+  const sdkOptionsOf = (request: PipelineRequest): RequestHedgingControls => {
+    const handed = takeHandedOver(client);
+    if (handed === undefined) return requestControlsOf(request);
+    // Any such header came from the caller's own headers, not from the plugin: it names nothing and must not leave.
+    request.headers.delete(operationHeaderName);
+    if (handed.operation !== undefined) noteHandedAttempt(request, handed.operation);
+    return adoptSdkOptions(request, handed.sdkExcluded, handed.sdkRetry);
+  };
   const client: HedgingHttpClient = {
     pipeline: hedgingPipeline(pipeline),
     regions,
     sendRequest: (request) => {
-      if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request) === "missing" && !warnedWithoutSdkOptions) {
+      if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request, sdkOptionsOf(request)) === "missing" && !warnedWithoutSdkOptions) {
         warnedWithoutSdkOptions = true;
         logger.warning(
           "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient (were its plugins replaced?); it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",

@@ -4,7 +4,7 @@ import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
 import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
 import { sdkRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
-import { feedAttemptPlugin, operationPlugin } from "../cosmos/operationPlugin.js";
+import { operationPlugin } from "../cosmos/operationPlugin.js";
 import { logger } from "../log.js";
 
 function isMasterKey(key: string): boolean {
@@ -142,7 +142,7 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
     ...(typeof endpoint === "string" ? { accountEndpoint: endpoint } : {}),
   }, true);
   if (hedging.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedging.preferredRegions);
-  // Last, so that it sees the options as every plugin before it left them.
+  // Last, so that nothing of the user's runs between the request plugin and the hedging client (see sdkRequestPlugin).
   const { plugins = [] } = cosmosClientOptions as { plugins?: readonly unknown[] };
-  return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, sdkRequestPlugin(hedgingClient), operationPlugin(), feedAttemptPlugin()] };
+  return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, operationPlugin(), sdkRequestPlugin(hedgingClient)] };
 }

@@ -1,6 +1,10 @@
 import { logger } from "../log.js";
 import { requestControlHeaders, sdkExclusionsRefused } from "./headers.js";
 import { isRegionName, regionNameLimits } from "../options.js";
+import type { OperationDetection } from "../diagnostics/detection.js";
+import { operationHeaderName, operationNamedIn, registerOperation } from "../diagnostics/dispatchRecording.js";
+import { feedOperationOf, runAs } from "./operationPlugin.js";
+import { handOver } from "./attemptHandoff.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 interface CosmosRequestContext {
@@ -8,6 +12,8 @@ interface CosmosRequestContext {
   options?: { excludedLocations?: unknown };
   retryCount?: unknown;
   httpClient?: unknown;
+  /** The SDK's own pipeline (AAD auth), through which it calls the `httpClient` later, not in the same run. */
+  pipeline?: unknown;
 }
 
 /**
@@ -24,51 +30,104 @@ export function headerJson(value: unknown): string {
   return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
-/** The control header's value: nearly every request excludes nothing, and that one is written without serializing. */
-function excludedLocationsHeader(context: CosmosRequestContext): string {
+/**
+ * The SDK request's `excludedLocations`, checked and copied, or the
+ * {@link sdkExclusionsRefused} marker of a list that breaks the region-name
+ * rule: checked before anything is copied, since a list of thousands of
+ * long names would otherwise be copied on every attempt only to be refused.
+ */
+function sdkExclusionsOf(context: CosmosRequestContext): readonly string[] | string {
   const excluded = context.options?.excludedLocations;
-  if (!Array.isArray(excluded) || excluded.length === 0) return "[]";
-  // Checked before anything is copied: a list of thousands of long names would otherwise be serialized and parsed on every attempt, only to be refused.
+  if (!Array.isArray(excluded) || excluded.length === 0) return noExclusions;
   if (excluded.length > regionNameLimits.maxRegions) return sdkExclusionsRefused.tooMany;
   if (!excluded.every(isRegionName)) return sdkExclusionsRefused.notRegionNames;
-  return headerJson(excluded);
+  return Object.freeze([...(excluded as string[])]);
+}
+
+const noExclusions: readonly string[] = Object.freeze([]);
+
+/** Whether the attempt is one of the SDK's retries, which chose its region on purpose. */
+function isSdkRetry(retryCount: unknown): boolean {
+  // @azure/cosmos 4.10.1 never sets the field and increments it on each retry, so a retry's is NaN; a later SDK may count from 0.
+  return typeof retryCount === "number" && retryCount !== 0;
 }
 
 /**
- * The plugin `withHedging` installs on the `CosmosClient`. `@azure/cosmos`
- * runs request plugins once per HTTP attempt, just before it builds the HTTP
- * request from the context; the SDK's own `excludedLocations` never reach
- * the wire, so the plugin copies them into a control header that the
- * hedging policies read (and remove): every arm of a race then stays out of
- * the regions the SDK was told to avoid. Every request carries the header,
- * empty or not, so that a request without it shows the plugin did not run.
- * A retry of the SDK's (its `retryCount` above 0) also carries a marker, so
- * that no runtime routing of this package moves a request the SDK moved on
- * purpose (away from a region answering 503, 410 or timing out).
+ * The attempt written into the request context's headers, for a hedging
+ * client reached through a pipeline of the SDK's (AAD auth awaits a token
+ * on the way, so the attempt cannot be handed over): the exclusions as a
+ * control header (every request carries it, empty or not, so that one
+ * without it shows the plugin did not run), a retry marker, and the
+ * operation's id.
+ */
+function writeAttempt(headers: Record<string, unknown>, sdkExcluded: readonly string[] | string, sdkRetry: boolean, operation: OperationDetection | undefined): void {
+  headers[requestControlHeaders.sdkExcludedRegions] = typeof sdkExcluded === "string" ? sdkExcluded : sdkExcluded.length === 0 ? "[]" : headerJson(sdkExcluded);
+  // Only a retry carries it, so a first attempt pays nothing (every attempt of a context shares its headers, and retries come last).
+  if (sdkRetry) headers[requestControlHeaders.sdkRetry] = "retry";
+  if (operation !== undefined) headers[operationHeaderName] = registerOperation(operation);
+}
+
+/**
+ * The request plugin `withHedging` installs on the `CosmosClient`, after
+ * the operation plugin. `@azure/cosmos` runs request plugins once per HTTP
+ * attempt, just before it builds the HTTP request from the context. The
+ * SDK's own `excludedLocations` never reach the wire, so the plugin passes
+ * them to the hedging client: every arm of a race then stays out of the
+ * regions the SDK was told to avoid. It also says whether the attempt is
+ * one of the SDK's retries, so that no runtime routing of this package
+ * moves a request the SDK moved on purpose (away from a region answering
+ * 503, 410 or timing out), and which operation the attempt belongs to: the
+ * one the operation plugin named, or, for the operations @azure/cosmos runs
+ * without operation plugins (the pages of queries and feeds, the query
+ * plan), a record per request context (see {@link feedOperationOf}).
+ *
+ * Sitting after the operation plugin, it gets the SDK's own request
+ * context even when a plugin of the user's before it passed a copy along
+ * (@azure/cosmos 4.10.1 passes its own past a plugin of the other kind),
+ * which is the one the SDK sends.
+ *
+ * The attempt is handed to the hedging client directly (see
+ * {@link handOver}) when the SDK calls the client in the same synchronous
+ * run, as it does without a pipeline of its own; otherwise, or once a
+ * hand-over was not taken (a later SDK that awaits on the way, which is
+ * warned about), it goes in headers that the client reads and removes.
  * It also warns once when the SDK holds another `httpClient` than the
  * hedging one: an SDK before 4.1.0 ignores the option, and nothing is hedged.
  */
 export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
   let warned = false;
+  let handOverWorks = true;
   return {
     on: "request",
     plugin: (context, _diagnosticNode, next) => {
-      if (context.httpClient !== hedgingClient && !warned) {
+      const ours = context.httpClient === hedgingClient;
+      if (!ours && !warned) {
         warned = true;
         logger.warning(
           "This @azure/cosmos client does not send its requests through the hedging httpClient (the SDK ignores the option before 4.1.0, or it was replaced): nothing is hedged.",
         );
       }
-      if (context.headers !== undefined) {
-        context.headers[requestControlHeaders.sdkExcludedRegions] = excludedLocationsHeader(context);
-        // Only a retry carries it, so a first attempt pays nothing: the SDK chose a retry's region on purpose.
-        // @azure/cosmos 4.10.1 never sets the field and increments it on each retry, so a retry's is NaN; a later SDK may count from 0.
-        const { retryCount } = context;
-        if (typeof retryCount === "number" && retryCount !== 0) {
-          context.headers[requestControlHeaders.sdkRetry] = Number.isFinite(retryCount) ? String(retryCount) : "retry";
+      const { headers } = context;
+      if (headers === undefined) return next(context);
+      const named = operationNamedIn(headers);
+      const feed = named === undefined ? feedOperationOf(context) : undefined;
+      const operation = named ?? feed;
+      // A feed's record is named for the length of each attempt, so that nothing holds it once its last attempt has ended.
+      const send = feed === undefined ? next : (passed: CosmosRequestContext) => runAs(feed, headers, next, passed, false);
+      const sdkExcluded = sdkExclusionsOf(context);
+      const sdkRetry = isSdkRetry(context.retryCount);
+      if (ours && handOverWorks && context.pipeline == null) {
+        const { taken, result } = handOver({ client: hedgingClient, sdkExcluded, sdkRetry, operation }, send, context);
+        if (!taken) {
+          handOverWorks = false;
+          logger.warning(
+            "@azure/cosmos did not hand its request to the hedging httpClient in the same synchronous run (a version that awaits on the way?): that request is not hedged; later ones carry the SDK's options in headers.",
+          );
         }
+        return result;
       }
-      return next(context);
+      writeAttempt(headers, sdkExcluded, sdkRetry, operation);
+      return send(context);
     },
   };
 }

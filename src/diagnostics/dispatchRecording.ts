@@ -4,28 +4,74 @@ import { normalizeRegionName } from "../topology/regionNames.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
 import { getHedgeDiagnostics } from "./diagnostics.js";
 import type { OperationDetection, RequestedRegionReason } from "./detection.js";
+import { ObjectSlot } from "../request/objectSlot.js";
 
 /**
- * The request header by which the operation plugin names the operation an
- * HTTP attempt belongs to; {@link linkAttempt} removes it, so it never
- * leaves the process.
+ * The request header by which the request plugin names the operation an
+ * HTTP attempt belongs to, when the attempt cannot be handed over; the
+ * hedging client removes it, so it never leaves the process.
  */
 export const operationHeaderName = "x-cosmos-hedging-operation";
 
-/** The operations running now, by the id their attempts carry. */
+/** The operations whose attempts carry their id in {@link operationHeaderName}, by that id. */
 const running = new Map<string, OperationDetection>();
+const ids = new WeakMap<OperationDetection, string>();
 let nextId = 0;
 
-/** Registers a starting operation. @returns the id its attempts carry in {@link operationHeaderName}. */
+/**
+ * Registers a running operation, once. Only the attempts that reach the
+ * hedging client through a pipeline of the SDK's (its AAD auth awaits a
+ * token on the way) are linked through the header; every other attempt is
+ * handed over (see `handOver`).
+ * @returns the id its attempts carry in {@link operationHeaderName}.
+ */
 export function registerOperation(operation: OperationDetection): string {
-  const id = String(nextId++);
-  running.set(id, operation);
+  let id = ids.get(operation);
+  if (id === undefined) {
+    id = String(nextId++);
+    ids.set(operation, id);
+    running.set(id, operation);
+  }
   return id;
 }
 
-/** Forgets an operation that has ended; requests of it still running keep their link. */
+/** Forgets an operation that has ended, by its id; requests of it still running keep their link. */
 export function unregisterOperation(id: string): void {
+  const operation = running.get(id);
   running.delete(id);
+  if (operation !== undefined) ids.delete(operation);
+}
+
+/** Forgets an operation that has ended, if it was registered. */
+export function forgetOperation(operation: OperationDetection): void {
+  const id = ids.get(operation);
+  if (id !== undefined) unregisterOperation(id);
+}
+
+/** The operation running on an `@azure/cosmos` request context, by the context's `headers` (shared by every attempt of it, and by a plugin's shallow copy). */
+const namedOperations = new ObjectSlot<OperationDetection | undefined>("cosmos-hedging running operation");
+
+/** Names `operation` as the one running on the request context whose headers these are, until {@link unnameOperation}. */
+export function nameOperation(headers: object, operation: OperationDetection): void {
+  namedOperations.set(headers, operation);
+}
+
+/** The operation running on the request context whose headers these are. */
+export function operationNamedIn(headers: object): OperationDetection | undefined {
+  return namedOperations.get(headers);
+}
+
+/** Ends the naming of {@link nameOperation}. */
+export function unnameOperation(headers: object): void {
+  if (namedOperations.get(headers) !== undefined) namedOperations.set(headers, undefined);
+}
+
+/** The operations of the attempts handed over to the hedging client, on the SDK's own request. */
+const handedOperations = new ObjectSlot<OperationDetection>("cosmos-hedging attempt's operation");
+
+/** Links the SDK's request of an attempt handed over to the hedging client to its operation. */
+export function noteHandedAttempt(request: PipelineRequest, operation: OperationDetection): void {
+  handedOperations.set(request, operation);
 }
 
 /** One HTTP attempt the SDK made for an operation, as it reached the hedging client. */
@@ -37,10 +83,13 @@ export interface Attempt {
 
 /**
  * Links an HTTP attempt of an `@azure/cosmos` operation to the operation's
- * record, by the id its header carries, and removes the header, so that it
- * never leaves the process. `undefined` for a request of no running operation.
+ * record: the one it was handed over with, or the one whose id its header
+ * carries (the header is removed, so that it never leaves the process).
+ * `undefined` for a request of no running operation.
  */
 export function linkAttempt(request: PipelineRequest): Attempt | undefined {
+  const handed = handedOperations.get(request);
+  if (handed !== undefined) return { operation: handed, sent: false };
   const id = request.headers.get(operationHeaderName);
   if (id === undefined) return undefined;
   request.headers.delete(operationHeaderName);

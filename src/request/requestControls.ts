@@ -169,12 +169,14 @@ function parseSdkExclusions(request: PipelineRequest): readonly string[] | "unre
     return parseExcludedRegions(text);
   } catch (error) {
     if (!(error instanceof GarbageHeader)) throw error;
-    warnOnce(
-      `sdk:${error.message}`,
-      `A request's @azure/cosmos excludedLocations cannot be read (${error.message}); the request is sent where the SDK sent it, unhedged.`,
-    );
-    return "unreadable";
+    return unreadableSdkExclusions(error.message);
   }
+}
+
+/** Warns once per problem that the SDK's exclusions cannot be read: the user wrote `excludedLocations`, not our header. */
+function unreadableSdkExclusions(problem: string): "unreadable" {
+  warnOnce(`sdk:${problem}`, `A request's @azure/cosmos excludedLocations cannot be read (${problem}); the request is sent where the SDK sent it, unhedged.`);
+  return "unreadable";
 }
 
 function hasControlHeader(request: PipelineRequest): boolean {
@@ -216,6 +218,36 @@ function withSdkExclusions(controls: RequestHedgingControls, sdkExcluded: readon
   return Object.freeze({ ...controls, ...(excludedRegions !== undefined ? { excludedRegions } : {}), sdkOptionsKnown: true });
 }
 
+/** The request's own control headers over the scope's, then the SDK's options as the request plugin gave them. */
+function withSdkOptions(request: PipelineRequest, sdkExcluded: readonly string[] | "unreadable" | undefined, sdkRetry: boolean): RequestHedgingControls {
+  const own = overlay(scope.getStore(), parseControlHeaders(request));
+  const controls = sdkExcluded === "unreadable" ? Object.freeze({ ...own, sdkOptionsKnown: false }) : withSdkExclusions(own, sdkExcluded);
+  return sdkRetry ? Object.freeze({ ...controls, sdkRetry: true }) : controls;
+}
+
+/**
+ * Records the controls of a request the `@azure/cosmos` request plugin
+ * handed over with the SDK's options (see `handOver`): the exclusions as the
+ * plugin checked and copied them, or the marker of a list it refused, and
+ * whether the request is one of the SDK's retries. The request's own control
+ * headers (from `hedgingRequestOptions`) are read and removed as
+ * {@link requestControlsOf} does, and so is any header that pretends to be
+ * the plugin's: the plugin's word is the one it handed over.
+ */
+export function adoptSdkOptions(request: PipelineRequest, sdkExcluded: readonly string[] | string, sdkRetry: boolean): RequestHedgingControls {
+  request.headers.delete(requestControlHeaders.sdkExcludedRegions);
+  request.headers.delete(requestControlHeaders.sdkRetry);
+  let exclusions: readonly string[] | "unreadable";
+  if (typeof sdkExcluded === "string") {
+    exclusions = unreadableSdkExclusions(refusedSdkExclusions.get(sdkExcluded) ?? sdkExcluded);
+  } else {
+    exclusions = sdkExcluded;
+  }
+  const controls = withSdkOptions(request, exclusions, sdkRetry);
+  controlsByRequest.set(request, controls);
+  return controls;
+}
+
 /**
  * Records the controls of a request, for the policies after this point in
  * the pipeline. Any control headers still on the request are removed, so
@@ -243,9 +275,7 @@ export function requestControlsOf(request: PipelineRequest): RequestHedgingContr
     const sdkExcluded = parseSdkExclusions(request);
     const sdkRetry = request.headers.has(requestControlHeaders.sdkRetry);
     if (sdkRetry) request.headers.delete(requestControlHeaders.sdkRetry);
-    const own = overlay(scope.getStore(), parseControlHeaders(request));
-    controls = sdkExcluded === "unreadable" ? Object.freeze({ ...own, sdkOptionsKnown: false }) : withSdkExclusions(own, sdkExcluded);
-    if (sdkRetry) controls = Object.freeze({ ...controls, sdkRetry: true });
+    controls = withSdkOptions(request, sdkExcluded, sdkRetry);
   } else {
     const original = originalOf(request);
     controls = (original !== undefined ? controlsByRequest.get(original) : undefined) ?? scope.getStore() ?? noControls;

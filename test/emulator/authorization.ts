@@ -60,13 +60,15 @@ export function signedHeaders(key: string, verb: string, path: string, date: Dat
 /**
  * Checks one request's master-key signature against the account key, at the
  * service's time `now` (ms since the epoch), allowing `skewMs` between the
- * request's date and `now`.
+ * request's date and `now`; or its AAD token against `aadToken`, when the
+ * account accepts one.
  */
 export function verifyAuthorization(
   key: Buffer,
   request: { method: string; path: string; header(name: string): string | undefined },
   now: number,
   skewMs: number = allowedClockSkewMs,
+  aadToken?: string,
 ): AuthorizationVerdict {
   const header = request.header("authorization");
   if (header === undefined || header === "") return "missing";
@@ -82,6 +84,8 @@ export function verifyAuthorization(
     if (at <= 0) return "malformed";
     fields.set(part.slice(0, at), part.slice(at + 1));
   }
+  // An Entra ID (AAD) bearer token as @azure/cosmos sends it: the account accepts the one token it was given.
+  if (fields.get("type") === "aad") return aadToken !== undefined && fields.get("sig") === aadToken ? "valid" : "badSignature";
   if (fields.get("type") !== "master") return "notMasterKey";
   const sig = fields.get("sig");
   if (fields.get("ver") !== "1.0" || sig === undefined || sig === "") return "malformed";

@@ -38,6 +38,8 @@ export interface EmulatorOptions extends EmulatorAccountSettings {
   allowedClockSkewMs?: number;
   /** The account's master key (base64), so that two emulated accounts can have different keys. Default a fixed made-up key. */
   key?: string;
+  /** An Entra ID (AAD) token the account also accepts (`aadCredentials` of the SDK); default none. */
+  aadToken?: string;
 }
 
 /**
@@ -359,7 +361,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       backendPort,
       timers,
       accountBody: (body) => account.render(body),
-      authorize: (request) => verifyAuthorization(keyBytes, request, Date.now(), skewMs),
+      authorize: (request) => verifyAuthorization(keyBytes, request, Date.now(), skewMs, options.aadToken),
       closing: false,
     };
     await Promise.all(

@@ -1,34 +1,39 @@
 import assert from "node:assert/strict";
-import { feedAttemptPlugin, operationPlugin } from "../../../src/cosmos/operationPlugin.js";
-import { getHedgingDetection } from "../../../src/diagnostics/detection.js";
-import { operationHeaderName } from "../../../src/diagnostics/dispatchRecording.js";
+import { operationPlugin } from "../../../src/cosmos/operationPlugin.js";
+import { sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
+import { takeHandedOver } from "../../../src/cosmos/attemptHandoff.js";
+import { getHedgingDetection, OperationDetection } from "../../../src/diagnostics/detection.js";
+import { linkAttempt, nameOperation, operationHeaderName, operationNamedIn, registerOperation } from "../../../src/diagnostics/dispatchRecording.js";
+import { pointRead, westUs } from "../../support/hedgingFixtures.js";
 
 describe("operationPlugin", () => {
-  it("names the operation in its context's headers while the SDK runs it, and removes the name after", async () => {
+  it("names the operation on its context's headers while the SDK runs it, and unnames it after", async () => {
     const headers: Record<string, unknown> = {};
     let seen: unknown;
     const response = { headers: {} };
     const returned = await operationPlugin().plugin({ headers }, undefined, async () => {
-      seen = headers[operationHeaderName];
+      seen = operationNamedIn(headers);
       return response;
     });
     assert.equal(returned, response);
-    assert.equal(typeof seen, "string");
-    assert.equal(operationHeaderName in headers, false);
+    assert.ok(seen instanceof OperationDetection);
+    assert.equal(operationNamedIn(headers), undefined);
+    assert.deepEqual(Object.keys(headers), [], "nothing the SDK would copy into a request");
     const detection = getHedgingDetection(response);
-    assert.ok(detection !== undefined, "the record is on the response");
+    assert.equal(detection, seen, "the record is on the response");
     assert.equal(detection.final, true);
     assert.equal(detection.hedgingStarted(), false);
   });
 
-  it("each operation gets a name of its own", async () => {
-    const names: unknown[] = [];
+  it("each operation gets a record of its own", async () => {
+    const named: unknown[] = [];
     const plugin = operationPlugin();
     for (let i = 0; i < 2; i++) {
       const headers: Record<string, unknown> = {};
-      await plugin.plugin({ headers }, undefined, async () => names.push(headers[operationHeaderName]));
+      await plugin.plugin({ headers }, undefined, async () => named.push(operationNamedIn(headers)));
     }
-    assert.notEqual(names[0], names[1]);
+    assert.ok(named[0] instanceof OperationDetection);
+    assert.notEqual(named[0], named[1]);
   });
 
   it("puts the record on the error the SDK throws, and rethrows it", async () => {
@@ -39,7 +44,34 @@ describe("operationPlugin", () => {
       (error: unknown) => error === failure,
     );
     assert.ok(getHedgingDetection(failure) !== undefined);
+    assert.equal(operationNamedIn(headers), undefined);
+  });
+
+  it("ends the operation when a plugin after it throws instead of rejecting", async () => {
+    const headers: Record<string, unknown> = {};
+    const failure = new Error("a plugin's bug");
+    await assert.rejects(
+      operationPlugin().plugin({ headers }, undefined, () => {
+        throw failure;
+      }),
+      (error: unknown) => error === failure,
+    );
+    assert.equal(getHedgingDetection(failure)?.final, true);
+    assert.equal(operationNamedIn(headers), undefined);
+  });
+
+  it("removes the operation's id the request plugin wrote for an attempt it could not hand over, and forgets it", async () => {
+    const headers: Record<string, unknown> = {};
+    let id: unknown;
+    await operationPlugin().plugin({ headers }, undefined, async () => {
+      id = headers[operationHeaderName] = registerOperation(operationNamedIn(headers)!);
+      return { headers: {} };
+    });
+    assert.equal(typeof id, "string");
     assert.equal(operationHeaderName in headers, false);
+    const request = pointRead(westUs);
+    request.headers.set(operationHeaderName, String(id));
+    assert.equal(linkAttempt(request), undefined, "an ended operation links no request");
   });
 
   it("passes a context without headers on untouched", async () => {
@@ -50,36 +82,50 @@ describe("operationPlugin", () => {
   });
 });
 
-describe("feedAttemptPlugin", () => {
-  const send = feedAttemptPlugin().plugin;
+describe("the request plugin's record of an operation run without operation plugins (a page of a feed)", () => {
+  const client = {};
+  const send = sdkRequestPlugin(client).plugin;
+  /** An attempt as @azure/cosmos makes it: the plugin, then the hedging client called in the same run. */
+  const attempt = (context: { headers?: Record<string, unknown> }, answer: object) => {
+    let handed: OperationDetection | undefined;
+    const sent = send({ ...context, httpClient: client }, undefined, async () => {
+      handed = takeHandedOver(client)?.operation;
+      return answer;
+    });
+    return { sent, handed: () => handed };
+  };
 
   it("gives the attempts of one request context one record, named while each runs", async () => {
-    const context: { headers?: Record<string, unknown> } = {};
-    const names: unknown[] = [];
+    const context: { headers?: Record<string, unknown>; httpClient?: unknown } = { httpClient: client };
+    const handed: unknown[] = [];
     const first = { headers: {} };
     const second = { headers: {} };
     for (const page of [first, second]) {
       const headers: Record<string, unknown> = {};
       context.headers = headers;
       await send(context, undefined, async () => {
-        names.push(headers[operationHeaderName]);
+        handed.push(takeHandedOver(client)?.operation);
+        assert.equal(operationNamedIn(headers), handed.at(-1), "named while the attempt runs");
         return page;
       });
-      assert.equal(operationHeaderName in headers, false);
+      assert.equal(operationNamedIn(headers), undefined);
     }
-    assert.equal(names.length, 2);
-    assert.ok(names.every((name) => typeof name === "string"));
-    assert.ok(getHedgingDetection(first) !== undefined);
+    assert.ok(handed.every((operation) => operation instanceof OperationDetection));
+    assert.equal(getHedgingDetection(first), handed[0]);
     assert.equal(getHedgingDetection(first), getHedgingDetection(second), "the same operation's record");
-    assert.notEqual(getHedgingDetection(await send({ headers: {} }, undefined, async () => ({ headers: {} }))), getHedgingDetection(first), "another context, another record");
+    const other = attempt({ headers: {} }, { headers: {} });
+    assert.notEqual(getHedgingDetection(await other.sent), getHedgingDetection(first), "another context, another record");
   });
 
-  it("passes through an attempt the operation plugin already names, and a context without headers", async () => {
-    const headers: Record<string, unknown> = { [operationHeaderName]: "7" };
+  it("hands over the operation the operation plugin named, without a record of its own, and passes a context without headers through", async () => {
+    const headers: Record<string, unknown> = {};
+    const operation = new OperationDetection();
+    nameOperation(headers, operation);
     const page = { headers: {} };
-    assert.equal(await send({ headers }, undefined, async () => page), page);
-    assert.equal(headers[operationHeaderName], "7");
-    assert.equal(getHedgingDetection(page), undefined);
+    const named = attempt({ headers }, page);
+    assert.equal(await named.sent, page);
+    assert.equal(named.handed(), operation);
+    assert.equal(getHedgingDetection(page), undefined, "the operation plugin attaches its record itself");
     const bare = { headers: {} };
     assert.equal(await send({}, undefined, async () => bare), bare);
     assert.equal(getHedgingDetection(bare), undefined);

@@ -1,47 +1,99 @@
 import assert from "node:assert/strict";
 import { sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
 import { requestControlHeaders } from "../../../src/cosmos/headers.js";
-import { requestControlsOf } from "../../../src/request/requestControls.js";
+import { adoptSdkOptions, requestControlsOf } from "../../../src/request/requestControls.js";
+import type { SdkAttempt } from "../../../src/cosmos/attemptHandoff.js";
+import { takeHandedOver } from "../../../src/cosmos/attemptHandoff.js";
+import { OperationDetection } from "../../../src/diagnostics/detection.js";
+import { linkAttempt, nameOperation, operationHeaderName } from "../../../src/diagnostics/dispatchRecording.js";
 import { pointRead, westUs } from "../../support/hedgingFixtures.js";
 import { captureAzureLogs } from "../../support/logCapture.js";
 
 describe("trustworthiness: what users hit", function () {
   describe("the @azure/cosmos request plugin", function () {
-    it("copies the SDK's excludedLocations into the control header, an empty list when there are none", async function () {
+    /** Runs the plugin as @azure/cosmos does without a pipeline of its own: the hedging client is called in the same run. */
+    async function handedOver(plugin: ReturnType<typeof sdkRequestPlugin>, client: object, context: Record<string, unknown>): Promise<SdkAttempt | undefined> {
+      let handed: SdkAttempt | undefined;
+      await plugin.plugin({ ...context, httpClient: client }, undefined, async () => {
+        handed = takeHandedOver(client);
+        return "response";
+      });
+      return handed;
+    }
+
+    it("hands the SDK's excludedLocations and retry marker to the hedging client it calls in the same run, and writes no header", async function () {
       const client = {};
       const plugin = sdkRequestPlugin(client);
       const headers: Record<string, unknown> = {};
-      let passed: unknown;
-      await plugin.plugin({ headers, options: { excludedLocations: ["East US", "Zürich"] }, httpClient: client }, undefined, async (context) => {
-        passed = context;
+      const excludedLocations = ["East US", "Zürich"];
+      const handed = await handedOver(plugin, client, { headers, options: { excludedLocations } });
+      assert.ok(handed !== undefined);
+      assert.deepEqual(handed.sdkExcluded, ["East US", "Zürich"]);
+      excludedLocations.push("West US");
+      assert.deepEqual(handed.sdkExcluded, ["East US", "Zürich"], "a copy, not the caller's array");
+      assert.equal(handed.sdkRetry, false, "a first attempt is no retry");
+      assert.deepEqual(Object.keys(headers), [], "nothing for the SDK to copy into the request");
+      assert.equal(takeHandedOver(client), undefined, "released once the SDK's call returned");
+
+      const request = pointRead(westUs);
+      request.headers.set(requestControlHeaders.sdkExcludedRegions, '["North Europe"]');
+      const controls = adoptSdkOptions(request, handed.sdkExcluded, handed.sdkRetry);
+      assert.deepEqual(controls.excludedRegions, ["East US", "Zürich"], "the plugin's word, not a header pretending to be it");
+      assert.equal(controls.sdkOptionsKnown, true);
+      assert.equal(request.headers.has(requestControlHeaders.sdkExcludedRegions), false, "never reaches the wire");
+      assert.equal(requestControlsOf(request), controls);
+
+      // What @azure/cosmos 4.10.1 holds on a retry: a field it never set, incremented.
+      for (const retryCount of [2, Number.NaN]) assert.equal((await handedOver(plugin, client, { headers: {}, retryCount }))?.sdkRetry, true);
+      assert.deepEqual((await handedOver(plugin, client, { headers: {} }))?.sdkExcluded, []);
+      assert.equal((await handedOver(plugin, {}, { headers: {} })), undefined, "another client takes nothing (it is not the one the plugin hedges for)");
+    });
+
+    it("writes the SDK's options and the operation's id in headers when the SDK calls the client through a pipeline of its own (AAD)", async function () {
+      const client = {};
+      const plugin = sdkRequestPlugin(client);
+      const headers: Record<string, unknown> = {};
+      const operation = new OperationDetection();
+      nameOperation(headers, operation);
+      await plugin.plugin({ headers, options: { excludedLocations: ["East US", "Zürich"] }, httpClient: client, pipeline: {} }, undefined, async () => {
+        assert.equal(takeHandedOver(client), undefined, "nothing handed over");
         return "response";
       });
       assert.equal(headers[requestControlHeaders.sdkExcludedRegions], '["East US","Z\\u00fcrich"]');
+      assert.equal(headers[requestControlHeaders.sdkRetry], undefined, "a first attempt carries no retry marker");
       const request = pointRead(westUs);
-      request.headers.set(requestControlHeaders.sdkExcludedRegions, String(headers[requestControlHeaders.sdkExcludedRegions]));
+      for (const name of [requestControlHeaders.sdkExcludedRegions, operationHeaderName]) request.headers.set(name, String(headers[name]));
       const controls = requestControlsOf(request);
       assert.deepEqual(controls.excludedRegions, ["East US", "Zürich"]);
       assert.equal(controls.sdkOptionsKnown, true);
       assert.equal(request.headers.has(requestControlHeaders.sdkExcludedRegions), false, "never reaches the wire");
-      assert.ok(passed !== undefined);
+      assert.equal(linkAttempt(request)?.operation, operation, "the attempt links to its operation by the id");
+      assert.equal(request.headers.has(operationHeaderName), false);
 
-      assert.equal(headers[requestControlHeaders.sdkRetry], undefined, "a first attempt carries no retry marker");
       const retried: Record<string, unknown> = {};
-      await plugin.plugin({ headers: retried, retryCount: 2, httpClient: client }, undefined, async () => undefined);
-      assert.equal(retried[requestControlHeaders.sdkRetry], "2");
-      // What @azure/cosmos 4.10.1 holds on a retry: a field it never set, incremented.
-      const sdkRetried: Record<string, unknown> = {};
-      await plugin.plugin({ headers: sdkRetried, retryCount: Number.NaN, httpClient: client }, undefined, async () => undefined);
-      assert.equal(sdkRetried[requestControlHeaders.sdkRetry], "retry");
+      await plugin.plugin({ headers: retried, retryCount: Number.NaN, httpClient: client, pipeline: {} }, undefined, async () => undefined);
+      assert.equal(retried[requestControlHeaders.sdkRetry], "retry");
       const marked = pointRead(westUs);
       marked.headers.set(requestControlHeaders.sdkExcludedRegions, "[]");
-      marked.headers.set(requestControlHeaders.sdkRetry, "2");
+      marked.headers.set(requestControlHeaders.sdkRetry, "retry");
       assert.equal(requestControlsOf(marked).sdkRetry, true);
       assert.equal(marked.headers.has(requestControlHeaders.sdkRetry), false);
+    });
 
-      const bare: Record<string, unknown> = {};
-      await plugin.plugin({ headers: bare, httpClient: client }, undefined, async () => undefined);
-      assert.equal(bare[requestControlHeaders.sdkExcludedRegions], "[]");
+    it("falls back to headers, with one warning, once the SDK did not call the client in the same run (a later SDK that awaits on the way)", async function () {
+      const logs = captureAzureLogs("warning");
+      try {
+        const client = {};
+        const plugin = sdkRequestPlugin(client);
+        const headers: Record<string, unknown> = {};
+        for (let i = 0; i < 3; i++) await plugin.plugin({ headers, httpClient: client }, undefined, async () => "not sent yet");
+        assert.equal(takeHandedOver(client), undefined, "nothing stays held for a later request");
+        assert.equal(headers[requestControlHeaders.sdkExcludedRegions], "[]", "the attempts after the first carry the options in headers");
+        const warnings = logs.packageLines().filter((line) => line.includes("did not hand its request to the hedging httpClient"));
+        assert.equal(warnings.length, 1, logs.packageLines().join("\n"));
+      } finally {
+        logs.restore();
+      }
     });
 
     for (const [what, excludedLocations, reason] of [
@@ -53,13 +105,17 @@ describe("trustworthiness: what users hit", function () {
         const logs = captureAzureLogs("warning");
         try {
           const client = {};
+          const handed = await handedOver(sdkRequestPlugin(client), client, { headers: {}, options: { excludedLocations } });
+          assert.equal(typeof handed?.sdkExcluded, "string");
+          assert.ok(String(handed?.sdkExcluded).length < 64, "a short marker, not the list copied");
+          assert.equal(adoptSdkOptions(pointRead(westUs), handed!.sdkExcluded, false).sdkOptionsKnown, false, "unreadable: the request goes where the SDK sent it, unhedged");
           const headers: Record<string, unknown> = {};
-          await sdkRequestPlugin(client).plugin({ headers, options: { excludedLocations }, httpClient: client }, undefined, async () => undefined);
+          await sdkRequestPlugin(client).plugin({ headers, options: { excludedLocations }, httpClient: client, pipeline: {} }, undefined, async () => undefined);
           const written = String(headers[requestControlHeaders.sdkExcludedRegions]);
-          assert.ok(written.length < 64, `a short marker, not the list serialized (${written.length} characters)`);
+          assert.ok(written.length < 64, `a short marker in the header too, not the list serialized (${written.length} characters)`);
           const request = pointRead(westUs);
           request.headers.set(requestControlHeaders.sdkExcludedRegions, written);
-          assert.equal(requestControlsOf(request).sdkOptionsKnown, false, "unreadable: the request goes where the SDK sent it, unhedged");
+          assert.equal(requestControlsOf(request).sdkOptionsKnown, false);
           assert.ok(logs.packageLines().some((line) => line.includes(`excludedLocations cannot be read (${reason})`)), logs.packageLines().join("\n"));
         } finally {
           logs.restore();

@@ -1,0 +1,49 @@
+import type { OperationDetection } from "../diagnostics/detection.js";
+
+/**
+ * What the `@azure/cosmos` request plugin knows of an attempt that the
+ * hedging client needs: the SDK request's options and the operation it
+ * belongs to.
+ */
+export interface SdkAttempt {
+  /** The hedging client the SDK was given, which is to take it. */
+  readonly client: object;
+  /** The SDK request's `excludedLocations`, checked and copied; or the {@link sdkExclusionsRefused} marker of a list that breaks the region-name rule. */
+  readonly sdkExcluded: readonly string[] | string;
+  /** Whether the attempt is one of the SDK's retries. */
+  readonly sdkRetry: boolean;
+  /** The record of the operation the attempt belongs to, if one runs. */
+  readonly operation: OperationDetection | undefined;
+}
+
+/** The attempt being handed over, for the length of one synchronous call. */
+let pending: SdkAttempt | undefined;
+
+/**
+ * Calls `next(context)` with `attempt` held for the hedging client to take.
+ * Without a pipeline of its own (master-key and resource-token auth),
+ * `@azure/cosmos` 4.x builds the HTTP request right after its request
+ * plugins and calls `httpClient.sendRequest` in the same synchronous run,
+ * so the client takes the attempt from here instead of from headers the SDK
+ * would copy into the request and the client would parse and remove. It is
+ * released when `next` returns, taken or not: nothing of one attempt can
+ * reach another request.
+ * @returns whether the hedging client took it, and what `next` returned.
+ */
+export function handOver<C, T>(attempt: SdkAttempt, next: (context: C) => T, context: C): { readonly taken: boolean; readonly result: T } {
+  pending = attempt;
+  try {
+    const result = next(context);
+    return { taken: pending === undefined, result };
+  } finally {
+    pending = undefined;
+  }
+}
+
+/** The attempt being handed over to `client`, taken (once) by the client the SDK is calling. */
+export function takeHandedOver(client: object): SdkAttempt | undefined {
+  const attempt = pending;
+  if (attempt === undefined || attempt.client !== client) return undefined;
+  pending = undefined;
+  return attempt;
+}
