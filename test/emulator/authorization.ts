@@ -85,7 +85,7 @@ export function verifyAuthorization(
     fields.set(part.slice(0, at), part.slice(at + 1));
   }
   // An Entra ID (AAD) bearer token as @azure/cosmos sends it: the account accepts the one token it was given.
-  if (fields.get("type") === "aad") return aadToken !== undefined && fields.get("sig") === aadToken ? "valid" : "badSignature";
+  if (fields.get("type") === "aad" && aadToken !== undefined) return fields.get("sig") === aadToken ? "valid" : "badSignature";
   if (fields.get("type") !== "master") return "notMasterKey";
   const sig = fields.get("sig");
   if (fields.get("ver") !== "1.0" || sig === undefined || sig === "") return "malformed";
