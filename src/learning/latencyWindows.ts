@@ -110,13 +110,13 @@ interface MergedView {
   readonly baseline: DDSketch | undefined;
   /** Baseline and tail answers together. */
   readonly answers: DDSketch | undefined;
-  /** How many censored latencies the buckets held. */
+  /** How many censored latencies the buckets held, with the latencies still running when the view was merged. */
   readonly censored: number;
   /** Every latency: answers and censored ones. */
   readonly observed: DDSketch | undefined;
   /** The answers of the newest `survivalBuckets` buckets, baseline and tail. */
   readonly recentAnswers: DDSketch | undefined;
-  /** How many censored latencies those buckets held. */
+  /** How many censored latencies those buckets held, with the latencies still running. */
   readonly recentCensored: number;
   /** Built on the first survival query of the view. */
   survival?: LatencySurvival;
@@ -138,6 +138,8 @@ class Window {
   private buckets: Bucket[] = [];
   private view: MergedView | undefined;
   private recordedSinceView = 0;
+  /** Latencies known to run past a bound and not ended yet (drained losers): censored until their answer is recorded. */
+  private running = 0;
 
   constructor(private readonly settings: Required<LatencyWindowsOptions>) {}
 
@@ -155,6 +157,17 @@ class Window {
           ? (bucket.tail ??= newSketch())
           : (bucket.censored ??= newSketch());
     sketch.accept(latencyMs);
+    this.recordedSinceView += 1;
+  }
+
+  /** Counts a latency still running as censored, from now until {@link Window.stopRunning}; the view is merged again as for a new latency. */
+  startRunning(): void {
+    this.running += 1;
+    this.recordedSinceView += 1;
+  }
+
+  stopRunning(): void {
+    if (this.running > 0) this.running -= 1;
     this.recordedSinceView += 1;
   }
 
@@ -185,14 +198,15 @@ class Window {
     }
     const answers = tail === undefined ? baseline : mergeInto(mergeInto(undefined, baseline), tail);
     const observed = censored === undefined ? answers : mergeInto(mergeInto(undefined, answers), censored);
-    this.view = { at: now, epoch, held: observed?.count ?? 0, baseline, answers, censored: censored?.count ?? 0, observed, recentAnswers, recentCensored };
+    const { running } = this;
+    this.view = { at: now, epoch, held: observed?.count ?? 0, baseline, answers, censored: (censored?.count ?? 0) + running, observed, recentAnswers, recentCensored: recentCensored + running };
     this.recordedSinceView = 0;
     return this.view;
   }
 
   isEmpty(epoch: number): boolean {
     this.dropStale(epoch);
-    return this.buckets.length === 0;
+    return this.buckets.length === 0 && this.running === 0;
   }
 
   private dropStale(epoch: number): void {
@@ -336,17 +350,23 @@ export class LatencyWindows {
   /** Records one latency of a region. Negative or non-finite latencies are ignored. */
   record(region: string, latencyClass: LatencyClass, latencyMs: number, observation: LatencyObservation): void {
     if (!Number.isFinite(latencyMs) || latencyMs < 0) return;
-    let byClass = this.windows.get(region);
-    if (byClass === undefined) {
-      byClass = new Map();
-      this.windows.set(region, byClass);
-    }
-    let window = byClass.get(latencyClass);
-    if (window === undefined) {
-      window = new Window(this.settings);
-      byClass.set(latencyClass, window);
-    }
-    window.record(this.epochOf(performance.now()), latencyMs, observation);
+    this.windowOf(region, latencyClass).record(this.epochOf(performance.now()), latencyMs, observation);
+  }
+
+  /**
+   * Counts one latency of a region that is known to run past a bound and
+   * has not ended (a drained loser) as censored in its survival, until
+   * {@link LatencyWindows.stopRunning}: a straggler drained for a second is
+   * otherwise unknown to the benefit rule for that second, and every read
+   * of the first second of a straggler episode would wait for a backstop.
+   */
+  startRunning(region: string, latencyClass: LatencyClass): void {
+    this.windowOf(region, latencyClass).startRunning();
+  }
+
+  /** Ends a {@link LatencyWindows.startRunning}; record the latency it ended with as usual. */
+  stopRunning(region: string, latencyClass: LatencyClass): void {
+    this.windows.get(region)?.get(latencyClass)?.stopRunning();
   }
 
   /**
@@ -404,6 +424,20 @@ export class LatencyWindows {
     if (window === undefined) return undefined;
     const now = performance.now();
     return window.merged(now, this.epochOf(now));
+  }
+
+  private windowOf(region: string, latencyClass: LatencyClass): Window {
+    let byClass = this.windows.get(region);
+    if (byClass === undefined) {
+      byClass = new Map();
+      this.windows.set(region, byClass);
+    }
+    let window = byClass.get(latencyClass);
+    if (window === undefined) {
+      window = new Window(this.settings);
+      byClass.set(latencyClass, window);
+    }
+    return window;
   }
 
   private epochOf(now: number): number {

@@ -57,6 +57,8 @@ export class RegionHealth implements RaceLearner, HealthyTails {
   private readonly thompson: ThompsonRanking | undefined;
   /** Until when (on the `performance.now()` clock) each region, by normalized name, answers 429. */
   private readonly throttledUntil = new Map<string, number>();
+  /** The drained losers counted as running in their region's window, until their drain ends (see learnDrained). */
+  private readonly runningDrains = new WeakSet<RaceArm>();
   private readonly adaptive: AdaptiveThresholdSettings | undefined;
   private readonly throttling: RegionHealthSettings["throttling"];
 
@@ -162,8 +164,13 @@ export class RegionHealth implements RaceLearner, HealthyTails {
         const informative = callerAborted
           ? thresholdMs !== undefined && duration >= thresholdMs
           : winnerMs !== undefined && duration >= winnerMs;
-        // A drained arm's latency is recorded when its drain ends, at its real length (see learnDrained).
+        // A drained arm's latency is recorded when its drain ends, at its real length (see learnDrained); until then it
+        // counts as running past its bound, so that the first stragglers of an episode teach the rule at once.
         if (informative && arm.drain === undefined) windows.record(region, latencyClass, duration, "censored");
+        else if (informative) {
+          windows.startRunning(region, latencyClass);
+          this.runningDrains.add(arm);
+        }
         // Any bound may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a drained arm tells more when its drain ends.
         if (arm.aborted === true) decisions?.observe(region, latencyClass, duration, true);
         if (informative || !callerAborted) thompson?.observeCensored(region, latencyClass, duration);
@@ -185,6 +192,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     this.recorder.recordDrainEnd(arm);
     const latencyClass = latencyClassOf(operation);
     const duration = drainedDurationMs(arm);
+    if (latencyClass !== undefined && this.runningDrains.delete(arm)) this.windows.stopRunning(arm.region.name, latencyClass);
     if (latencyClass === undefined || duration === undefined) return;
     // The region's percentiles show what its losers really took: an answer as a tail latency (never the healthy
     // baseline, which would raise the threshold of the region that is slow), a drain cut short as the bound it reached.

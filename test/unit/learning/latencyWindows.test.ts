@@ -156,6 +156,33 @@ describe("LatencyWindows", () => {
     assert.equal(windows.survival("East US", "pointRead")?.above(20), 0.5, "twenty latencies in 30 s: all of them count");
   });
 
+  it("counts a latency still running past its bound as censored in the survival until it stops, then only the answer it ended with", () => {
+    const windows = new LatencyWindows();
+    recordMany(windows, "East US", Array.from({ length: 18 }, () => 2));
+    assert.equal(windows.survival("East US", "pointRead")?.above(20), 0);
+    windows.startRunning("East US", "pointRead");
+    windows.startRunning("East US", "pointRead");
+    const running = windows.survival("East US", "pointRead");
+    assert.equal(running?.above(500), 2 / 20, "two stragglers still running outlast every delay");
+    assert.equal(running?.censored, 2);
+    assert.equal(windows.summary("East US", "pointRead")?.samples, 18, "a running latency has no value for the percentiles");
+    windows.stopRunning("East US", "pointRead");
+    windows.record("East US", "pointRead", 1000, "tail");
+    const ended = windows.survival("East US", "pointRead");
+    assert.equal(ended?.samples, 20, "the one that ended is counted once, at its answer");
+    assert.equal(ended?.above(500), 2 / 20);
+    assert.equal(ended?.above(1500), 1 / 20, "the other still runs");
+    windows.stopRunning("East US", "pointRead");
+    windows.stopRunning("East US", "pointRead");
+    assert.equal(windows.survival("East US", "pointRead")?.censored, 0, "a stop without a start counts nothing");
+    windows.stopRunning("West US", "pointRead");
+    assert.equal(windows.survival("West US", "pointRead"), undefined);
+    // A busy region's survival, read from its newest buckets, counts them too.
+    recordMany(windows, "North Europe", Array.from({ length: 100 }, () => 2));
+    windows.startRunning("North Europe", "pointRead");
+    assert.equal(windows.survival("North Europe", "pointRead")?.above(500), 1 / 101);
+  });
+
   it("validates its options, naming them", () => {
     assert.throws(() => new LatencyWindows({ survivalBuckets: 20 }), /survivalBuckets must be at most buckets \(6\); got 20/);
     assert.throws(() => new LatencyWindows({ bucketMs: 0 }), /bucketMs .*got 0/);

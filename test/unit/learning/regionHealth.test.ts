@@ -58,6 +58,21 @@ describe("RegionHealth", () => {
     assert.equal(byRegion.get("North Europe")?.latency, undefined, "a fast error is no latency");
   });
 
+  it("counts a primary drained after losing as still running in its region's survival until its drain ends, then at its real latency", () => {
+    const learner = health();
+    for (let i = 0; i < 18; i++) learner.windows.record("East US", "pointRead", 2, "baseline");
+    const drained = arm(0, eastUs, 0, undefined, { endedAt: undefined, drain: { decidedAt: 130 } });
+    learner.learn(header, decided([drained, arm(1, westUs, 130, { response: response(200) })], 1));
+    assert.equal(learner.windows.survival("East US", "pointRead")?.above(10_000), 1 / 19, "a straggler the rule knows of at once");
+    // The race completes the drained arm in place when its answer comes, and tells the learner.
+    Object.assign(drained.drain!, { endedAt: 1000, end: "settled", result: { response: response(200) } });
+    learner.learnDrained("pointRead", drained);
+    const survival = learner.windows.survival("East US", "pointRead");
+    assert.equal(survival?.censored, 0, "no longer running once its drain ended");
+    assert.equal(survival?.samples, 19, "counted once, not once running and once more at its answer");
+    assert.equal(survival?.above(500), 1 / 19);
+  });
+
   it("counts requests, hedges and the losers' charge from the raw responses", () => {
     const learner = health();
     learner.learn(
