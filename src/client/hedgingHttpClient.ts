@@ -294,7 +294,7 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
       if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request, sdkOptionsOf(request)) === "missing" && !warnedWithoutSdkOptions) {
         warnedWithoutSdkOptions = true;
         logger.warning(
-          "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient (were its plugins replaced?); it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",
+          "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient (were its plugins replaced, or did a plugin after them send the request again?); it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",
         );
       }
       const route = routeOf();

@@ -4,7 +4,7 @@ import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
 import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
 import { sdkRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
-import { operationPlugin } from "../cosmos/operationPlugin.js";
+import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
 import { logger } from "../log.js";
 
 function isMasterKey(key: string): boolean {
@@ -144,5 +144,5 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   if (hedging.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedging.preferredRegions);
   // Last, so that nothing of the user's runs between the request plugin and the hedging client (see sdkRequestPlugin).
   const { plugins = [] } = cosmosClientOptions as { plugins?: readonly unknown[] };
-  return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, operationPlugin(), sdkRequestPlugin(hedgingClient)] };
+  return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, ownContextPlugin(), operationPlugin(), sdkRequestPlugin(hedgingClient)] };
 }

@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+
 /**
  * Header names of the Cosmos DB wire protocol that this package reads, and the
  * headers it adds itself. Lower case, as `HttpHeaders` normalizes them.
@@ -55,3 +57,24 @@ export const sdkExclusionsRefused = {
 
 /** The value of the {@link requestControlHeaders}.hedging header that turns hedging off. */
 export const hedgingOffHeaderValue = "off";
+
+/**
+ * A value of this process's that no caller knows: every header the
+ * `@azure/cosmos` request plugin writes starts with it, so that a header of
+ * the same name a caller wrote (in `initialHeaders`) cannot pass for the
+ * plugin's and lift the SDK's own exclusions. Not a credential: it only
+ * tells this package's headers from others, and never leaves the process.
+ */
+const pluginHeaderToken = randomUUID();
+
+/** A value the request plugin writes in one of its headers. */
+export function pluginHeaderValue(value: string): string {
+  return `${pluginHeaderToken} ${value}`;
+}
+
+/** What the request plugin wrote in one of its headers, or `undefined` for a value it did not write. */
+export function fromPluginHeader(text: string): string | undefined {
+  return text.length > pluginHeaderToken.length && text.startsWith(pluginHeaderToken) && text.charCodeAt(pluginHeaderToken.length) === 32
+    ? text.slice(pluginHeaderToken.length + 1)
+    : undefined;
+}

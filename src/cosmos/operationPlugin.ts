@@ -64,6 +64,23 @@ export function runAs<C, T>(operation: OperationDetection, headers: Record<strin
   );
 }
 
+/** An `@azure/cosmos` request plugin (`PluginConfig` with `on: PluginOn.request`), typed structurally as {@link CosmosOperationPlugin} is. */
+export interface CosmosPassThroughPlugin {
+  readonly on: "request";
+  readonly plugin: (context: CosmosOperationContext, diagnosticNode: unknown, next: (context: CosmosOperationContext) => Promise<unknown>) => Promise<unknown>;
+}
+
+/**
+ * A request plugin that only passes each attempt on, placed just before the
+ * operation plugin: @azure/cosmos 4.10.1 hands its own request context past
+ * a plugin of the other kind, so the operation plugin names its record on
+ * the headers of the context the SDK sends even when an operation plugin of
+ * the user's before it passed a copy with copied headers along.
+ */
+export function ownContextPlugin(): CosmosPassThroughPlugin {
+  return { on: "request", plugin: (context, _diagnosticNode, next) => next(context) };
+}
+
 /**
  * The operation plugin `withHedging` installs on the `CosmosClient`.
  * `@azure/cosmos` runs operation plugins once per operation, around its

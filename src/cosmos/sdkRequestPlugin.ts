@@ -1,5 +1,5 @@
 import { logger } from "../log.js";
-import { requestControlHeaders, sdkExclusionsRefused } from "./headers.js";
+import { pluginHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "./headers.js";
 import { isRegionName, regionNameLimits } from "../options.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { operationHeaderName, operationNamedIn, registerOperation } from "../diagnostics/dispatchRecording.js";
@@ -61,9 +61,9 @@ function isSdkRetry(retryCount: unknown): boolean {
  * operation's id.
  */
 function writeAttempt(headers: Record<string, unknown>, sdkExcluded: readonly string[] | string, sdkRetry: boolean, operation: OperationDetection | undefined): void {
-  headers[requestControlHeaders.sdkExcludedRegions] = typeof sdkExcluded === "string" ? sdkExcluded : sdkExcluded.length === 0 ? "[]" : headerJson(sdkExcluded);
+  headers[requestControlHeaders.sdkExcludedRegions] = pluginHeaderValue(typeof sdkExcluded === "string" ? sdkExcluded : sdkExcluded.length === 0 ? "[]" : headerJson(sdkExcluded));
   // Only a retry carries it, so a first attempt pays nothing (every attempt of a context shares its headers, and retries come last).
-  if (sdkRetry) headers[requestControlHeaders.sdkRetry] = "retry";
+  if (sdkRetry) headers[requestControlHeaders.sdkRetry] = pluginHeaderValue("retry");
   if (operation !== undefined) headers[operationHeaderName] = registerOperation(operation);
 }
 
@@ -100,12 +100,15 @@ export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
   return {
     on: "request",
     plugin: (context, _diagnosticNode, next) => {
-      const ours = context.httpClient === hedgingClient;
-      if (!ours && !warned) {
-        warned = true;
-        logger.warning(
-          "This @azure/cosmos client does not send its requests through the hedging httpClient (the SDK ignores the option before 4.1.0, or it was replaced): nothing is hedged.",
-        );
+      if (context.httpClient !== hedgingClient) {
+        if (!warned) {
+          warned = true;
+          logger.warning(
+            "This @azure/cosmos client does not send its requests through the hedging httpClient (the SDK ignores the option before 4.1.0, or it was replaced): nothing is hedged.",
+          );
+        }
+        // Nothing would take a hand-over or remove a header: written, they would reach the service.
+        return next(context);
       }
       const { headers } = context;
       if (headers === undefined) return next(context);
@@ -116,7 +119,7 @@ export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
       const send = feed === undefined ? next : (passed: CosmosRequestContext) => runAs(feed, headers, next, passed, false);
       const sdkExcluded = sdkExclusionsOf(context);
       const sdkRetry = isSdkRetry(context.retryCount);
-      if (ours && handOverWorks && context.pipeline == null) {
+      if (handOverWorks && context.pipeline == null) {
         const { taken, result } = handOver({ client: hedgingClient, sdkExcluded, sdkRetry, operation }, send, context);
         if (!taken) {
           handOverWorks = false;

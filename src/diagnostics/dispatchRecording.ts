@@ -5,6 +5,7 @@ import { requestChargeOf } from "../cosmos/statusTables.js";
 import { getHedgeDiagnostics } from "./diagnostics.js";
 import type { OperationDetection, RequestedRegionReason } from "./detection.js";
 import { ObjectSlot } from "../request/objectSlot.js";
+import { pluginHeaderValue } from "../cosmos/headers.js";
 
 /**
  * The request header by which the request plugin names the operation an
@@ -28,7 +29,7 @@ let nextId = 0;
 export function registerOperation(operation: OperationDetection): string {
   let id = ids.get(operation);
   if (id === undefined) {
-    id = String(nextId++);
+    id = pluginHeaderValue(String(nextId++));
     ids.set(operation, id);
     running.set(id, operation);
   }

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import { hedgingOffHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "../cosmos/headers.js";
+import { fromPluginHeader, hedgingOffHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "../cosmos/headers.js";
 import { logger } from "../log.js";
 import { ObjectSlot } from "./objectSlot.js";
 import { originalOf } from "./originalRequest.js";
@@ -162,9 +162,12 @@ function parseHeader<T>(request: PipelineRequest, header: string, parse: (text: 
  * the option the user wrote, not our header.
  */
 function parseSdkExclusions(request: PipelineRequest): readonly string[] | "unreadable" | undefined {
-  const text = request.headers.get(requestControlHeaders.sdkExcludedRegions);
-  if (text === undefined) return undefined;
+  const written = request.headers.get(requestControlHeaders.sdkExcludedRegions);
+  if (written === undefined) return undefined;
   request.headers.delete(requestControlHeaders.sdkExcludedRegions);
+  // A header the plugin did not write (a caller's, through initialHeaders) says nothing of the SDK's options.
+  const text = fromPluginHeader(written);
+  if (text === undefined) return undefined;
   try {
     return parseExcludedRegions(text);
   } catch (error) {
@@ -273,8 +276,9 @@ export function requestControlsOf(request: PipelineRequest): RequestHedgingContr
   let controls: RequestHedgingControls;
   if (hasControlHeader(request)) {
     const sdkExcluded = parseSdkExclusions(request);
-    const sdkRetry = request.headers.has(requestControlHeaders.sdkRetry);
-    if (sdkRetry) request.headers.delete(requestControlHeaders.sdkRetry);
+    const retryMarker = request.headers.get(requestControlHeaders.sdkRetry);
+    if (retryMarker !== undefined) request.headers.delete(requestControlHeaders.sdkRetry);
+    const sdkRetry = retryMarker !== undefined && fromPluginHeader(retryMarker) !== undefined;
     controls = withSdkOptions(request, sdkExcluded, sdkRetry);
   } else {
     const original = originalOf(request);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
-import { requestControlHeaders } from "../../../src/cosmos/headers.js";
+import { pluginHeaderValue, requestControlHeaders } from "../../../src/cosmos/headers.js";
 import { adoptSdkOptions, requestControlsOf } from "../../../src/request/requestControls.js";
 import type { SdkAttempt } from "../../../src/cosmos/attemptHandoff.js";
 import { takeHandedOver } from "../../../src/cosmos/attemptHandoff.js";
@@ -59,7 +59,7 @@ describe("trustworthiness: what users hit", function () {
         assert.equal(takeHandedOver(client), undefined, "nothing handed over");
         return "response";
       });
-      assert.equal(headers[requestControlHeaders.sdkExcludedRegions], '["East US","Z\\u00fcrich"]');
+      assert.equal(headers[requestControlHeaders.sdkExcludedRegions], pluginHeaderValue('["East US","Z\\u00fcrich"]'));
       assert.equal(headers[requestControlHeaders.sdkRetry], undefined, "a first attempt carries no retry marker");
       const request = pointRead(westUs);
       for (const name of [requestControlHeaders.sdkExcludedRegions, operationHeaderName]) request.headers.set(name, String(headers[name]));
@@ -72,10 +72,10 @@ describe("trustworthiness: what users hit", function () {
 
       const retried: Record<string, unknown> = {};
       await plugin.plugin({ headers: retried, retryCount: Number.NaN, httpClient: client, pipeline: {} }, undefined, async () => undefined);
-      assert.equal(retried[requestControlHeaders.sdkRetry], "retry");
+      assert.equal(retried[requestControlHeaders.sdkRetry], pluginHeaderValue("retry"));
       const marked = pointRead(westUs);
-      marked.headers.set(requestControlHeaders.sdkExcludedRegions, "[]");
-      marked.headers.set(requestControlHeaders.sdkRetry, "retry");
+      marked.headers.set(requestControlHeaders.sdkExcludedRegions, pluginHeaderValue("[]"));
+      marked.headers.set(requestControlHeaders.sdkRetry, pluginHeaderValue("retry"));
       assert.equal(requestControlsOf(marked).sdkRetry, true);
       assert.equal(marked.headers.has(requestControlHeaders.sdkRetry), false);
     });
@@ -88,7 +88,7 @@ describe("trustworthiness: what users hit", function () {
         const headers: Record<string, unknown> = {};
         for (let i = 0; i < 3; i++) await plugin.plugin({ headers, httpClient: client }, undefined, async () => "not sent yet");
         assert.equal(takeHandedOver(client), undefined, "nothing stays held for a later request");
-        assert.equal(headers[requestControlHeaders.sdkExcludedRegions], "[]", "the attempts after the first carry the options in headers");
+        assert.equal(headers[requestControlHeaders.sdkExcludedRegions], pluginHeaderValue("[]"), "the attempts after the first carry the options in headers");
         const warnings = logs.packageLines().filter((line) => line.includes("did not hand its request to the hedging httpClient"));
         assert.equal(warnings.length, 1, logs.packageLines().join("\n"));
       } finally {
@@ -127,7 +127,9 @@ describe("trustworthiness: what users hit", function () {
       const logs = captureAzureLogs("warning");
       try {
         const plugin = sdkRequestPlugin({});
-        for (let i = 0; i < 3; i++) await plugin.plugin({ headers: {} }, undefined, async () => undefined);
+        const headers: Record<string, unknown> = {};
+        for (let i = 0; i < 3; i++) await plugin.plugin({ headers, options: { excludedLocations: ["East US"] } }, undefined, async () => undefined);
+        assert.deepEqual(Object.keys(headers), [], "nothing written: no hedging client would remove it before the wire");
         const warnings = logs.packageLines().filter((line) => line.includes("does not send its requests through the hedging httpClient"));
         assert.equal(warnings.length, 1);
       } finally {

@@ -5,7 +5,7 @@ import type { HttpMethods, Pipeline, PipelineRequest, PipelineResponse } from "@
 import sinon from "sinon";
 import { RegionCache } from "../../../src/topology/regionCache.js";
 import type { AccountTopologyInit, RegionEndpoint } from "../../../src/topology/regionCache.js";
-import { hedgeDiagnosticsHeaderName, requestControlHeaders } from "../../../src/cosmos/headers.js";
+import { hedgeDiagnosticsHeaderName, pluginHeaderValue, requestControlHeaders } from "../../../src/cosmos/headers.js";
 import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import type { HedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import { classifyOperation } from "../../../src/cosmos/operationKind.js";
@@ -190,7 +190,7 @@ describe("crossRegionHedgingPolicy", () => {
     it("a retry of the SDK's (marked by its plugin): one send where the SDK sent it, skipReason sdkRetry; its first attempt is hedged", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100 });
       const retry = pointRead(eastUs, signal());
-      retry.headers.set(requestControlHeaders.sdkRetry, "1");
+      retry.headers.set(requestControlHeaders.sdkRetry, pluginHeaderValue("retry"));
       const response = await armsSentFor(pipeline, retry);
       assert.deepEqual(harness.transport.received.map((received) => received.origin), ["https://acct-eastus.documents.azure.com"]);
       assert.equal(diagnosticsOf(response).skipReason, "sdkRetry");

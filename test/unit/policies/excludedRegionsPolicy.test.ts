@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import sinon from "sinon";
-import { requestControlHeaders } from "../../../src/cosmos/headers.js";
+import { pluginHeaderValue, requestControlHeaders } from "../../../src/cosmos/headers.js";
 import { AbortError } from "@azure/abort-controller";
 import { createEmptyPipeline, createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { HttpClient, PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
@@ -316,7 +316,7 @@ describe("excludedRegionsPolicy", function () {
       const { sent, send } = routedPipeline(regions);
       regions.setPreferredRegions(["North Europe", "East US", "West US"]);
       const retry = read(westUs);
-      retry.headers.set(requestControlHeaders.sdkRetry, "2");
+      retry.headers.set(requestControlHeaders.sdkRetry, pluginHeaderValue("retry"));
       await send(retry);
       await send(read(westUs));
       assert.deepEqual(sent.map((s) => s.region), ["West US", "North Europe"], "the first attempt moves; the retry does not");

@@ -4,7 +4,7 @@ import type { LogCapture } from "../../support/logCapture.js";
 import { setImmediate as nextMacrotask } from "node:timers/promises";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { cloneRequestFor } from "../../../src/race/cloneRequest.js";
-import { requestControlHeaders } from "../../../src/cosmos/headers.js";
+import { pluginHeaderValue, requestControlHeaders } from "../../../src/cosmos/headers.js";
 import {
   requestControlsOf,
   runWithRequestControls,
@@ -203,8 +203,22 @@ describe("trustworthiness: what users hit", function () {
       const request = pointRead(westUs);
       const own = hedgingRequestOptions({ excludedRegions: ["North Europe"] }).initialHeaders;
       for (const [name, value] of Object.entries(own)) request.headers.set(name, value);
-      request.headers.set(requestControlHeaders.sdkExcludedRegions, '["East US"]');
+      request.headers.set(requestControlHeaders.sdkExcludedRegions, pluginHeaderValue('["East US"]'));
       assert.deepEqual(requestControlsOf(request).excludedRegions, ["North Europe", "East US"]);
+    });
+
+    it("ignores plugin headers the plugin did not write (a caller's initialHeaders): they cannot lift the SDK's exclusions or mark a retry", function () {
+      const request = pointRead(westUs);
+      request.headers.set(requestControlHeaders.sdkExcludedRegions, "[]");
+      request.headers.set(requestControlHeaders.sdkRetry, "retry");
+      const controls = requestControlsOf(request);
+      assert.equal(controls.sdkOptionsKnown, undefined, "the SDK's options stay unknown, so a withHedging client sends it unhedged");
+      assert.equal(controls.sdkRetry, undefined);
+      assert.equal(request.headers.has(requestControlHeaders.sdkExcludedRegions), false, "never reaches the wire");
+      assert.equal(request.headers.has(requestControlHeaders.sdkRetry), false);
+      const forged = pointRead(westUs);
+      forged.headers.set(requestControlHeaders.sdkExcludedRegions, `${pluginHeaderValue("[]").slice(0, 10)} []`);
+      assert.equal(requestControlsOf(forged).sdkOptionsKnown, undefined, "nor a guess at the plugin's mark");
     });
   });
 });
