@@ -5,9 +5,8 @@ import type { Container, CosmosClientOptions } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
 import { getHedgingDetection } from "../../src/diagnostics/detection.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
-import { startEmulator, startWan } from "../emulator/index.js";
 import type { Emulator, Wan } from "../emulator/index.js";
-import { seedContainer } from "../support/cosmos.js";
+import { useWanEmulator } from "../support/emulatorFixture.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 
 const preferredLocations = ["East US", "West US", "North Europe"];
@@ -15,6 +14,8 @@ const aadToken = "emulator-aad-token";
 /** Far beyond the threshold and the WAN's round trips: only a hedge answers before it. */
 const slowMs = 1500;
 const threshold = 100;
+/** A second hedge only after seconds: each race has the arms its test expects (a hedge's new TLS connection takes a while on a loaded machine). */
+const thresholdStep = 5000;
 
 /**
  * With `aadCredentials`, @azure/cosmos sends through a pipeline of its own
@@ -25,29 +26,14 @@ const threshold = 100;
  * HTTPS (WAN) fronts.
  */
 describe("Entra ID (aadCredentials): the SDK's options reach the hedging client through headers", function () {
+  const fixture = useWanEmulator({ emulator: { aadToken }, items: [{ id: "1", pk: "a", value: 1 }] });
   let emulator: Emulator;
   let wan: Wan;
   const clients: CosmosClient[] = [];
   const agents: https.Agent[] = [];
 
-  before(async function () {
-    emulator = await startEmulator({ aadToken });
-    wan = await startWan(emulator, {});
-    const agent = new https.Agent({ keepAlive: true, ca: wan.ca });
-    const seeder = new CosmosClient({ endpoint: wan.endpoint, key: emulator.key, agent, connectionPolicy: { enableBackgroundEndpointRefreshing: false } });
-    await seedContainer(seeder, { database: "db", container: "items", items: [{ id: "1", pk: "a", value: 1 }] });
-    seeder.dispose();
-    agent.destroy();
-  });
-
-  after(async function () {
-    await wan.close();
-    await emulator.close();
-  });
-
   beforeEach(function () {
-    emulator.clearFaults();
-    emulator.resetCounters();
+    ({ emulator, wan } = fixture);
   });
 
   afterEach(function () {
@@ -85,7 +71,7 @@ describe("Entra ID (aadCredentials): the SDK's options reach the hedging client 
     try {
       const diagnostics: HedgeDiagnostics[] = [];
       const plain = await containerOf(options());
-      const hedged = await containerOf(withHedging(options(), { crossRegion: { threshold, budget: false }, onDiagnostics: (record) => diagnostics.push(record) }));
+      const hedged = await containerOf(withHedging(options(), { crossRegion: { threshold, thresholdStep, budget: false }, onDiagnostics: (record) => diagnostics.push(record) }));
       emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: slowMs });
 
       const plainStart = performance.now();
@@ -113,7 +99,7 @@ describe("Entra ID (aadCredentials): the SDK's options reach the hedging client 
 
   it("the SDK's excludedLocations bind the hedge: it skips West US for North Europe", async function () {
     const diagnostics: HedgeDiagnostics[] = [];
-    const hedged = await containerOf(withHedging(options(), { crossRegion: { threshold, budget: false }, onDiagnostics: (record) => diagnostics.push(record) }));
+    const hedged = await containerOf(withHedging(options(), { crossRegion: { threshold, thresholdStep, budget: false }, onDiagnostics: (record) => diagnostics.push(record) }));
     emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: slowMs });
     const { resource } = await hedged.item("1", "a").read({ excludedLocations: ["West US"] });
     assert.equal(resource?.value, 1);

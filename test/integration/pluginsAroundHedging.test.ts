@@ -4,9 +4,8 @@ import { CosmosClient } from "@azure/cosmos";
 import type { Container, CosmosClientOptions, PluginConfig } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
 import { getHedgingDetection } from "../../src/diagnostics/detection.js";
-import { startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
-import { seedContainer } from "../support/cosmos.js";
+import { useEmulator } from "../support/emulatorFixture.js";
 
 const preferredLocations = ["West US", "East US", "North Europe"];
 /** Far beyond the threshold: only a hedge answers before it. */
@@ -24,23 +23,12 @@ type PluggedOptions = CosmosClientOptions & { plugins?: PluginConfig[] };
  * and the detection record still sees the hedges.
  */
 describe("user plugins around withHedging's, beside plain @azure/cosmos", function () {
+  const fixture = useEmulator({ items: [{ id: "1", pk: "a", value: 1 }] });
   let emulator: Emulator;
   const clients: CosmosClient[] = [];
 
-  before(async function () {
-    emulator = await startEmulator();
-    const seeder = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key, connectionPolicy: { enableBackgroundEndpointRefreshing: false } });
-    await seedContainer(seeder, { database: "db", container: "items", items: [{ id: "1", pk: "a", value: 1 }] });
-    seeder.dispose();
-  });
-
-  after(async function () {
-    await emulator.close();
-  });
-
   beforeEach(function () {
-    emulator.clearFaults();
-    emulator.resetCounters();
+    emulator = fixture.emulator;
   });
 
   afterEach(function () {
@@ -70,7 +58,7 @@ describe("user plugins around withHedging's, beside plain @azure/cosmos", functi
   /** A plain client and a hedged one, each with `before` passed in and `after` appended to the plugins withHedging returns. */
   async function pair(after: readonly PluginConfig[], before: readonly PluginConfig[] = []): Promise<{ plain: Container; hedged: Container }> {
     const plain = await containerOf(base([...before, ...after]));
-    const hedging = withHedging(base(before), { crossRegion: { threshold, budget: false } });
+    const hedging = withHedging(base(before), { crossRegion: { threshold, thresholdStep: 5000, budget: false } });
     const hedged = await containerOf({ ...hedging, plugins: [...(hedging.plugins ?? []), ...after] });
     return { plain, hedged };
   }

@@ -10,6 +10,7 @@ import type { LoserDrainOptions } from "../../src/race/loserDrain.js";
 import { connectionRequestHeader, startEmulator, startWan } from "../emulator/index.js";
 import type { Emulator, Wan, WanCounters } from "../emulator/index.js";
 import { seedContainer } from "../support/cosmos.js";
+import { useWanEmulator } from "../support/emulatorFixture.js";
 
 const preferredLocations = ["East US", "West US", "North Europe"];
 /** Low round-trip times keep the suite fast; the East US fault, not the RTTs, decides every race here. */
@@ -34,28 +35,12 @@ async function waitFor(what: string, done: () => boolean, limitMs = 10_000): Pro
 }
 
 describe("over the WAN mode of the emulator (https, round trips charged per TCP chunk)", function () {
+  const fixture = useWanEmulator({ wan: { rttMs }, items: [{ id: "1", pk: "a", value: 1 }] });
   let emulator: Emulator;
   let wan: Wan;
 
-  before(async function () {
-    emulator = await startEmulator();
-    wan = await startWan(emulator, { rttMs });
-    const agent = new https.Agent({ keepAlive: true, ca: wan.ca });
-    const seeder = new CosmosClient({ endpoint: wan.endpoint, key: emulator.key, agent, connectionPolicy: { enableBackgroundEndpointRefreshing: false } });
-    await seedContainer(seeder, { database: "db", container: "items", items: [{ id: "1", pk: "a", value: 1 }] });
-    seeder.dispose();
-    agent.destroy();
-  });
-
-  after(async function () {
-    await wan.close();
-    await emulator.close();
-  });
-
   beforeEach(function () {
-    emulator.clearFaults();
-    emulator.resetCounters();
-    wan.resetCounters();
+    ({ emulator, wan } = fixture);
   });
 
   interface HedgingSetup {

@@ -1,3 +1,4 @@
+import https from "node:https";
 import { CosmosClient } from "@azure/cosmos";
 import type { Container, CosmosClientOptions, ItemDefinition } from "@azure/cosmos";
 import type { Emulator } from "../emulator/index.js";
@@ -43,4 +44,16 @@ export async function seedContainer(client: CosmosClient, options: SeedOptions):
   });
   for (const item of options.items ?? []) await container.items.upsert(item);
   return container;
+}
+
+/** Seeds the emulator through its HTTPS (WAN) fronts with a client of its master key, then closes that client and its agent. */
+export async function seedOverWan(emulator: Emulator, wan: { readonly endpoint: string; readonly ca: string }, options: SeedOptions): Promise<void> {
+  const agent = new https.Agent({ keepAlive: true, ca: wan.ca });
+  const seeder = new CosmosClient({ endpoint: wan.endpoint, key: emulator.key, agent, connectionPolicy: { enableBackgroundEndpointRefreshing: false } });
+  try {
+    await seedContainer(seeder, options);
+  } finally {
+    seeder.dispose();
+    agent.destroy();
+  }
 }

@@ -3,9 +3,9 @@ import type { HttpClient } from "@azure/core-rest-pipeline";
 import type { HedgingHttpClient, HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
-import { startEmulator } from "../emulator/index.js";
-import type { Emulator, EmulatorOptions } from "../emulator/index.js";
-import { createTestClient, seedContainer } from "./cosmos.js";
+import { startEmulator, startWan } from "../emulator/index.js";
+import type { Emulator, EmulatorOptions, Wan, WanOptions } from "../emulator/index.js";
+import { createTestClient, seedContainer, seedOverWan } from "./cosmos.js";
 
 /** What {@link useEmulator} starts and seeds once for its `describe`. */
 export interface EmulatorFixtureOptions {
@@ -147,6 +147,48 @@ export function useEmulator(options: EmulatorFixtureOptions = {}): EmulatorFixtu
         hedging: hedgingOptions === false ? undefined : (cosmosOptions.httpClient as HedgingHttpClient),
         diagnostics,
       };
+    },
+  };
+}
+
+/** The emulator behind its HTTPS (WAN) fronts that {@link useWanEmulator} starts for its `describe`. */
+export interface WanFixture {
+  readonly emulator: Emulator;
+  readonly wan: Wan;
+}
+
+/**
+ * Starts the emulator and its HTTPS fronts once for the enclosing
+ * `describe`, seeds `db`/`items` with `items` through them, clears the
+ * faults and resets the counters before each test, and closes both after.
+ */
+export function useWanEmulator(options: { readonly emulator?: EmulatorOptions; readonly wan?: WanOptions; readonly items: readonly ItemDefinition[] }): WanFixture {
+  let emulator: Emulator | undefined;
+  let wan: Wan | undefined;
+  before(async function () {
+    emulator = await startEmulator(options.emulator);
+    wan = await startWan(emulator, options.wan ?? {});
+    await seedOverWan(emulator, wan, { database: "db", container: "items", items: [...options.items] });
+  });
+  after(async function () {
+    await wan?.close();
+    await emulator?.close();
+  });
+  beforeEach(function () {
+    emulator?.clearFaults();
+    emulator?.resetCounters();
+    wan?.resetCounters();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("useWanEmulator: the emulator exists only inside the describe's hooks and tests.");
+    return value;
+  };
+  return {
+    get emulator() {
+      return started(emulator);
+    },
+    get wan() {
+      return started(wan);
     },
   };
 }
