@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { SinonFakeTimers } from "sinon";
-import { LatencyWindows, latencyClassOf, latencyWindowDefaults } from "../../../src/learning/latencyWindows.js";
+import { LatencySurvival, LatencyWindows, latencyClassOf, latencyWindowDefaults } from "../../../src/learning/latencyWindows.js";
 import type { OperationKind } from "../../../src/cosmos/operationKind.js";
 import { useFakeClock } from "../../support/leakCheck.js";
 
@@ -126,6 +126,19 @@ describe("LatencyWindows", () => {
     assert.equal(windows.summary("East US", "pointRead")?.samples, 112, "a second later the view is merged again");
   });
 
+  it("reuses a merged view for a second from when it was merged, however late on the clock", async () => {
+    await clock.tickAsync(2_000);
+    const windows = new LatencyWindows();
+    recordMany(windows, "East US", Array.from({ length: 100 }, () => 2));
+    assert.equal(windows.summary("East US", "pointRead")?.samples, 100);
+    windows.record("East US", "pointRead", 50, "baseline");
+    assert.equal(windows.summary("East US", "pointRead")?.samples, 100, "one more on a hundred does not refresh the view");
+    await clock.tickAsync(latencyWindowDefaults.refreshMs - 1);
+    assert.equal(windows.summary("East US", "pointRead")?.samples, 100);
+    await clock.tickAsync(1);
+    assert.equal(windows.summary("East US", "pointRead")?.samples, 101);
+  });
+
   it("refreshes a young window's view on every new latency, so it is usable after its first few", () => {
     const windows = new LatencyWindows();
     for (let count = 1; count <= 99; count++) {
@@ -146,6 +159,75 @@ describe("LatencyWindows", () => {
     assert.equal(windows.survival("East US", "pointRead")?.above(20), 0, "10 s later the survival holds only the newest buckets");
     assert.equal(windows.summary("East US", "pointRead")?.samples, 200, "while the window still holds both");
     near(windows.baseline("East US", "pointRead", 0.95, 20), 40, "and so does the baseline");
+  });
+
+  it("reads the survival from both of the newest buckets, censored latencies counted towards the hundred", async () => {
+    const windows = new LatencyWindows();
+    recordMany(windows, "East US", Array.from({ length: 50 }, () => 400));
+    await clock.tickAsync(10_000);
+    // Bucket 2 and bucket 3 are the newest two: 30 + 30 answers and 40 censored latencies make the hundred.
+    recordMany(windows, "East US", Array.from({ length: 30 }, () => 2));
+    for (let i = 0; i < 40; i++) windows.record("East US", "pointRead", 5, "censored");
+    await clock.tickAsync(5_000);
+    recordMany(windows, "East US", Array.from({ length: 30 }, () => 2));
+    const survival = windows.survival("East US", "pointRead");
+    assert.equal(survival?.samples, 100, "the 400 ms answers of the first bucket are left out");
+    assert.equal(survival?.censored, 40);
+    assert.equal(survival?.above(100), 0.4);
+  });
+
+  it("steps the survival at each bin holding latencies, a zero included, and counts tail answers as answers", () => {
+    const windows = new LatencyWindows();
+    windows.record("East US", "pointRead", 0, "baseline");
+    windows.record("East US", "pointRead", 10, "baseline");
+    windows.record("East US", "pointRead", 100, "tail");
+    const survival = windows.survival("East US", "pointRead");
+    assert.equal(survival?.samples, 3);
+    assert.equal(survival?.censored, 0, "a tail latency is an answer");
+    assert.equal(survival?.steps.length, 3, "no step for the empty bins between 10 and 100 ms");
+    assert.equal(survival?.steps[0], 0);
+    assert.equal(survival?.largest, 100);
+    near(survival?.steps[1], 10);
+  });
+
+  it("steps the survival once for latencies within the sketch's 2 % relative accuracy of each other, and never at 0 without a zero", () => {
+    const windows = new LatencyWindows();
+    recordMany(windows, "East US", [100, 101, 102, 103]);
+    const survival = windows.survival("East US", "pointRead");
+    assert.deepEqual(survival?.steps, [103], "one bin, its edge kept within the latencies seen");
+    assert.equal(survival?.above(50), 1);
+  });
+
+  it("has no survival once every latency has left the window", async () => {
+    const windows = new LatencyWindows();
+    recordMany(windows, "East US", [10]);
+    assert.notEqual(windows.survival("East US", "pointRead"), undefined);
+    await clock.tickAsync(30_000);
+    assert.equal(windows.survival("East US", "pointRead"), undefined);
+  });
+
+  describe("LatencySurvival", () => {
+    it("merges answers of one latency into one step, and counts censored latencies as outlasting every t", () => {
+      const survival = new LatencySurvival(
+        [
+          [10, 2],
+          [10, 3],
+          [20, 5],
+        ],
+        2,
+      );
+      assert.deepEqual(survival.steps, [10, 20]);
+      assert.equal(survival.samples, 12);
+      assert.equal(survival.above(5), 1);
+      assert.equal(survival.above(10), 7 / 12);
+      assert.equal(survival.above(20), 2 / 12);
+    });
+
+    it("is 0 everywhere without latencies", () => {
+      const survival = new LatencySurvival([], 0);
+      assert.equal(survival.above(10), 0);
+      assert.equal(survival.largest, undefined);
+    });
   });
 
   it("reads a quiet region's survival over the whole window", async () => {
@@ -188,5 +270,7 @@ describe("LatencyWindows", () => {
     assert.throws(() => new LatencyWindows({ bucketMs: 0 }), /bucketMs .*got 0/);
     assert.throws(() => new LatencyWindows({ buckets: 1.5 }), /buckets .*got 1\.5/);
     assert.throws(() => new LatencyWindows({ refreshMs: -1 }), /refreshMs .*got -1/);
+    assert.throws(() => new LatencyWindows({ survivalBuckets: 1.5 }), /survivalBuckets .*got 1\.5/);
+    assert.equal(new LatencyWindows({ buckets: 2, survivalBuckets: 2 }).survival("East US", "pointRead"), undefined, "as many survival buckets as buckets are allowed");
   });
 });

@@ -120,6 +120,12 @@ describe("region ranking", () => {
       assert.equal(after.reason, "demoted");
     });
 
+    it("leaves a read addressed to a region that is not demoted as it is while another region is demoted", () => {
+      for (let i = 0; i < 5; i++) tracker.observe({ primary: "West US", hedgeWinner: "North Europe" });
+      assert.equal(regions.isDemoted("West US"), true);
+      for (let i = 0; i < 3; i++) assert.deepEqual(tracker.route(eastUs, candidates()), { targets: candidates() });
+    });
+
     it("probes a demoted region with one read in a hundred", () => {
       hedgeWins(5);
       const reasons = Array.from({ length: 300 }, () => tracker.route(eastUs, candidates()).reason);
@@ -204,6 +210,12 @@ describe("region ranking", () => {
       assert.equal(firstShare(ranking, "East US"), 1);
       ranking.observe("West US", "pointRead", 2);
       assert.ok(firstShare(ranking, "West US") > 0.9);
+    });
+
+    it("ranks a region known only from a censored bound among those that answered, ahead of the untried", () => {
+      const ranking = new ThompsonRanking(seededRandom(3));
+      ranking.observeCensored("West US", "pointRead", 200);
+      assert.equal(firstShare(ranking, "West US"), 1, "West US, known to take at least 200 ms, goes before East US, never tried");
     });
 
     it("puts the faster region first almost always once both are known", () => {

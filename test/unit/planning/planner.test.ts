@@ -8,6 +8,7 @@ import type { RacePlan, SkipPlan } from "../../../src/planning/planner.js";
 import { RegionHealth } from "../../../src/learning/regionHealth.js";
 import type { RequestHedgingControls } from "../../../src/request/requestControls.js";
 import { CrossRegionTiming, MetadataTiming } from "../../../src/planning/timing.js";
+import { diagnosticsHeader } from "../../../src/diagnostics/diagnosticsHeader.js";
 import { crossRegionHedgingDefaults } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import { eastUs, northEurope, pointRead, requestTo, westUs } from "../../support/hedgingFixtures.js";
 import { useFakeClock } from "../../support/leakCheck.js";
@@ -90,6 +91,21 @@ describe("HedgePlanner", () => {
     assert.equal(arms(documents), "regionThrottled");
     clock.tick(crossRegionHedgingDefaults.throttleWithoutRetryAfterMs);
     assert.deepEqual(arms(documents), ["East US", "West US", "North Europe"]);
+  });
+
+  it("hedges a write in the write order, never ranked by the read demotions", () => {
+    const multiWrite = new RegionCache({ topology: { readRegions: [eastUs, westUs, northEurope], writeRegions: [eastUs, westUs, northEurope], multipleWriteLocations: true } });
+    const demoting = new RegionHealth(multiWrite, { routing: "demotion", throttling: crossRegionHedgingDefaults });
+    const timing = new CrossRegionTiming({ enabled: true, explicit: fixed, followingAccount: fixed, enableMultiWriteRegionHedge: true });
+    const planner = new HedgePlanner(multiWrite, timing, demoting);
+    multiWrite.demoteRegion("East US", "North Europe");
+    const header = diagnosticsHeader("crossRegion", "create", eastUs, {});
+    const hedges = planner.hedges(requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: "{}" }), "create", eastUs, {}, header);
+    assert.deepEqual(typeof hedges === "string" ? hedges : names(hedges), ["West US", "North Europe"]);
+    assert.equal(header.ranking, undefined);
+    const readHeader = diagnosticsHeader("crossRegion", "pointRead", eastUs, {});
+    const readHedges = planner.hedges(pointRead(eastUs), "pointRead", eastUs, {}, readHeader);
+    assert.deepEqual(typeof readHedges === "string" ? readHedges : names(readHedges), ["North Europe", "West US"], "a read of the demoted region is ranked");
   });
 
   it("refuses a document write on a single-write account, with the threshold in its header", () => {

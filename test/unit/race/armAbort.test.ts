@@ -256,4 +256,16 @@ describe("the light signal's listeners", () => {
     arm.abort();
     assert.deepEqual(calls, ["first", "second"]);
   });
+
+  it("writes no mark on a request bound elsewhere that was never marked, and clears a mark once set", () => {
+    const request = pointRead(eastUs);
+    const ownSymbols = Object.getOwnPropertySymbols(request).length;
+    markForCoreTransport(request, false);
+    assert.equal(Object.getOwnPropertySymbols(request).length, ownSymbols, "nothing is added for a request that keeps its native signal");
+    assert.ok(armAbortFor(request) instanceof AbortController);
+    markForCoreTransport(request, true);
+    assert.equal(armAbortFor(request) instanceof AbortController, false);
+    markForCoreTransport(request, false);
+    assert.ok(armAbortFor(request) instanceof AbortController);
+  });
 });

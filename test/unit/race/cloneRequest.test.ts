@@ -20,6 +20,7 @@ describe("cloneRequest", () => {
   describe("isResendableBody", () => {
     const resendable: ReadonlyArray<readonly [string, PipelineRequest["body"]]> = [
       ["no body", undefined],
+      ["a null body", null],
       ["a string", '{"id":"1"}'],
       ["an empty string", ""],
       ["a Buffer", Buffer.from("abc")],
@@ -132,6 +133,21 @@ describe("cloneRequest", () => {
       assert.equal(retarget("https://acct-westus.documents.azure.com:4430/dbs/db", listed), "https://acct-eastus.documents.azure.com/dbs/db");
     });
 
+    it("keeps the path and query as written, where the URL parser would escape them, on http and https alike", () => {
+      // The parser writes a space as %20; the string path, taken for every plain http(s) URL, leaves the path alone.
+      assert.equal(retarget("https://acct-westus.documents.azure.com/dbs/my db/colls/c?q=a b", eastUs), "https://acct-eastus.documents.azure.com/dbs/my db/colls/c?q=a b");
+      const plainHttp: RegionEndpoint = { name: "Plain", endpoint: "http://127.0.0.1:8081/" };
+      assert.equal(retarget("http://localhost:8081/dbs/my db", plainHttp), "http://127.0.0.1:8081/dbs/my db");
+      assert.equal(retarget("http://[::1]:8081/dbs/my db", plainHttp), "http://127.0.0.1:8081/dbs/my db");
+    });
+
+    it("leaves a URL of another scheme, or no URL at all, to the URL parser", () => {
+      const url = "foo://acct-eastus.documents.azure.com/dbs/db";
+      assert.equal(retarget(url, westUs), retargetByParsing(url, westUs));
+      assert.equal(retarget(url, westUs), "foo://acct-westus.documents.azure.com/dbs/db", "the parser cannot make a foo: URL https:");
+      assert.throws(() => retarget("dbs/db/colls/c", westUs), TypeError);
+    });
+
     it("leaves a URL with user info or an escaped host to the URL parser", () => {
       assert.equal(retarget("https://user:pass@acct-westus.documents.azure.com/dbs/db", westUs), "https://user:pass@acct-westus.documents.azure.com/dbs/db");
       assert.equal(retarget("https://acct%2Deastus.documents.azure.com/dbs/db", westUs), "https://acct-westus.documents.azure.com/dbs/db");
@@ -210,6 +226,7 @@ describe("cloneRequest", () => {
       assert.deepEqual(clone.headers.toJSON({ preserveCase: true }), request.headers.toJSON({ preserveCase: true }));
       clone.headers.set("x-ms-date", "changed on the clone");
       clone.headers.delete("x-custom-case");
+      assert.equal(clone.headers.has("x-custom-case"), false, "a header the arm deletes is gone from the arm");
       assert.equal(request.headers.get("x-ms-date"), "Tue, 01 Jul 2025 00:00:00 GMT");
       assert.equal(request.headers.get("x-custom-case"), "kept");
       request.headers.set("x-added-later", "1");
@@ -246,6 +263,8 @@ describe("cloneRequest", () => {
       assert.equal(arm.headers.has("x-set-after-the-arm-changed"), false);
       assert.equal(arm.headers.get("x-set-on-the-original"), "seen");
       assert.equal(request.headers.has("x-own"), false);
+      arm.headers.delete("x-own");
+      assert.equal(arm.headers.has("x-own"), false, "a header only the arm's own copy has can be deleted again");
     });
 
     it("gives the copy its own abort signal and its own request id", () => {

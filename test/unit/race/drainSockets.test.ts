@@ -136,6 +136,7 @@ describe("drainSockets", () => {
       assert.equal(drainedConnectionOf(requestOn(undefined)), undefined);
       assert.equal(drainedConnectionOf(requestOn(null)), undefined);
       assert.equal(drainedConnectionOf(requestOn({ sockets: null })), undefined);
+      assert.equal(drainedConnectionOf(requestOn({})), undefined, "an agent of the caller's that lists no sockets");
       const unparsable = requestOn(agentWith(new FakeSocket(onTheWire())));
       unparsable.url = "not a url";
       assert.equal(drainedConnectionOf(unparsable), undefined);

@@ -15,6 +15,7 @@ import { LoserDrain, loserDrainDefaults } from "../../../src/race/loserDrain.js"
 import { whenFinal } from "../../../src/diagnostics/final.js";
 import { eastUs, northEurope, observe, pointRead, westUs } from "../../support/hedgingFixtures.js";
 import { useRaceHarness } from "../../support/raceHarness.js";
+import { useRecordingInstrumenter } from "../../support/recordingInstrumenter.js";
 
 /** A logger that keeps its warnings. */
 function recordingLogger(): AzureLogger & { readonly warnings: string[]; readonly verboseLines: string[] } {
@@ -381,6 +382,16 @@ describe("hedgedSend", () => {
         assert.equal(diagnostics.totalRequestCharge, 5);
       });
 
+      it("a record whose drained arm the caller removed is left as the caller made it, nothing logged", async () => {
+        const logger = recordingLogger();
+        const diagnostics = await drained({ logger });
+        diagnostics.arms.length = 0;
+        await harness.clock.tickAsync(350);
+        await whenFinal(diagnostics);
+        assert.equal(diagnostics.totalRequestCharge, 1);
+        assert.deepEqual(logger.verboseLines.filter((line) => line.startsWith("A drained arm's record")), []);
+      });
+
       it("a record the caller froze keeps its snapshot, and nothing throws", async () => {
         const logger = recordingLogger();
         const diagnostics = await drained({ logger });
@@ -392,6 +403,68 @@ describe("hedgedSend", () => {
         assert.deepEqual(logger.verboseLines.filter((line) => line.startsWith("A drained arm's record could not be completed")), [
           "A drained arm's record could not be completed (the caller froze or changed it): TypeError",
         ]);
+      });
+    });
+
+    describe("traced", () => {
+      let recording: ReturnType<typeof useRecordingInstrumenter>;
+
+      beforeEach(() => {
+        recording = useRecordingInstrumenter();
+      });
+
+      afterEach(() => {
+        recording.restore();
+      });
+
+      it("starts no span for a request whose plan found no hedge to send", async () => {
+        harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 300 });
+        const pending = hedged(read(), plan({ hedges: () => "regionThrottled" }));
+        await harness.clock.tickAsync(300);
+        await pending.result();
+        assert.deepEqual(
+          recording.spans.map((span) => span.name),
+          [],
+        );
+      });
+
+      it("closes a drained primary's span with its own answer, not with another drained loser's", async () => {
+        harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 500 });
+        harness.transport.script(westUs.endpoint, { status: 404, delayMs: 300 });
+        harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 50 });
+        const pending = hedged(read(), plan({ drain: new LoserDrain(loserDrainDefaults), eager: true }));
+        await harness.clock.tickAsync(250);
+        const diagnostics = getHedgeDiagnostics(await pending.result());
+        assert.deepEqual(diagnostics?.arms.map((arm) => arm.outcome), ["drained", "drained", "returned"]);
+        const primarySpan = recording.spans.find((span) => span.name === "hedge pointRead arm" && span.attributes["cosmos.hedging.arm.index"] === 0);
+        await harness.clock.tickAsync(150);
+        assert.equal(primarySpan?.ended, false, "West US's drain ended at 400 ms; the primary still runs");
+        await harness.clock.tickAsync(100);
+        assert.ok(diagnostics !== undefined);
+        await whenFinal(diagnostics);
+        assert.equal(primarySpan?.ended, true);
+        assert.equal(primarySpan?.attributes["cosmos.hedging.arm.status_code"], 200);
+      });
+
+      it("ends the race's span with the error when its strategy throws", async () => {
+        harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 150 });
+        harness.transport.script(westUs.endpoint, { status: 200, delayMs: 1000 });
+        const broken = new TypeError("the strategy broke");
+        const strategy = {
+          delayBefore: () => 100,
+          earlyLaunchReason: "transientResult" as const,
+          judge: (): never => {
+            throw broken;
+          },
+        };
+        const pending = hedged(read(), plan({ hedges: () => [westUs], strategy }));
+        await harness.clock.tickAsync(150);
+        const state = pending.state();
+        assert.ok(state.done && "error" in state);
+        assert.equal(state.error, broken);
+        const race = recording.spans.find((span) => span.name === "hedge pointRead");
+        assert.equal(race?.ended, true);
+        assert.equal(race?.status?.status, "error");
       });
     });
 

@@ -1,19 +1,20 @@
 import assert from "node:assert/strict";
-import { createEmptyPipeline } from "@azure/core-rest-pipeline";
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../../../src/topology/regionCache.js";
 import type { RegionEndpoint } from "../../../src/topology/regionCache.js";
 import { markForCoreTransport } from "../../../src/race/armAbort.js";
 import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import type { HedgeDiagnostics, HedgeArmDiagnostics } from "../../../src/diagnostics/diagnostics.js";
-import { loserDrainDefaults } from "../../../src/race/loserDrain.js";
+import { LoserDrain, loserDrainDefaults } from "../../../src/race/loserDrain.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import type { CrossRegionHedgingPolicyOptions } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import { eastUs, northEurope, observe, pointRead, westUs } from "../../support/hedgingFixtures.js";
 import { useRaceHarness } from "../../support/raceHarness.js";
 import { describeArm } from "../../../src/diagnostics/diagnosticsRecord.js";
-import { runRace } from "../../../src/race/hedgingRace.js";
-import type { RaceOutcome, RaceStrategy, Verdict } from "../../../src/race/race.js";
+import { PassThrough } from "node:stream";
+import { createEmptyPipeline, createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
+import { discardStreamBody, runRace } from "../../../src/race/hedgingRace.js";
+import type { RaceInput, RaceOutcome, RaceStrategy, Verdict } from "../../../src/race/race.js";
 
 const threshold = 100;
 /** Far beyond any threshold: an arm that answers this late is effectively hanging. */
@@ -267,6 +268,89 @@ describe("race engine at its edges", () => {
     assert.equal(harness.transport.received.length, 1);
   });
 
+  function raceFor(caller: AbortController, raceStrategy: RaceStrategy, input: Partial<RaceInput> = {}): ReturnType<typeof observe<RaceOutcome>> {
+    return observe(
+      runRace({
+        request: pointRead(eastUs, caller.signal),
+        primaryRegion: eastUs,
+        hedges: () => [westUs, northEurope],
+        send: harness.transport.next,
+        strategy: raceStrategy,
+        ...input,
+      }),
+    );
+  }
+
+  it("a caller that aborted before the race began: an aborted outcome without arms, nothing sent, no timer", async () => {
+    const caller = harness.leaks.controller();
+    caller.abort();
+    const outcome = raceFor(caller, strategy());
+    await harness.clock.tickAsync(0);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state);
+    assert.deepEqual(state.value, { kind: "aborted", startedAt: 0, arms: [], hedgeRefused: false });
+    assert.equal(harness.transport.received.length, 0);
+    assert.equal(harness.clock.countTimers(), 0);
+  });
+
+  it("a caller's abort before any hedge: an aborted outcome of the primary alone, whatever the strategy makes of its error", async () => {
+    const caller = harness.leaks.controller();
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 1000 });
+    const outcome = raceFor(caller, strategy({ judge: () => "win" }));
+    await harness.clock.tickAsync(50);
+    caller.abort();
+    await harness.clock.tickAsync(0);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state);
+    assert.equal(state.value.kind, "aborted");
+    assert.equal(state.value.hedgeRefused, false);
+    assert.deepEqual(
+      state.value.arms.map((arm) => [arm.index, arm.aborted, arm.endedAt]),
+      [[0, true, 50]],
+    );
+    assert.equal(harness.clock.countTimers(), 0);
+  });
+
+  it("a primary sent with the caller's signal only (left to drain, eager by default only without a drain): the caller's abort, seen when it settles, ends the race aborted", async () => {
+    const caller = harness.leaks.controller();
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 1000 });
+    const outcome = raceFor(caller, strategy({ judge: () => "win" }), { drain: new LoserDrain(loserDrainDefaults) });
+    await harness.clock.tickAsync(50);
+    assert.equal(harness.transport.received[0]?.request.abortSignal, caller.signal, "the race gave the primary no signal of its own");
+    caller.abort();
+    await harness.clock.tickAsync(0);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state);
+    assert.equal(state.value.kind, "aborted");
+    assert.deepEqual(
+      state.value.arms.map((arm) => [arm.index, arm.aborted, arm.endedAt]),
+      [[0, true, 50]],
+    );
+  });
+
+  it("a transient primary whose plan finds no hedge: the primary's outcome, as a fallback, with the reason", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10 });
+    const outcome = raceFor(harness.leaks.controller(), strategy(), { hedges: () => "regionThrottled" });
+    await harness.clock.tickAsync(10);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state);
+    assert.ok(state.value.kind === "decided");
+    assert.deepEqual([state.value.returnedIndex, state.value.fallback, state.value.skipReason, state.value.arms.length], [0, true, "regionThrottled", 1]);
+    assert.equal(state.value.result.response?.status, 503);
+    assert.equal(harness.clock.countTimers(), 0);
+  });
+
+  it("a transient primary whose first hedge the budget refuses: the primary's outcome, as a fallback, the refusal recorded", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10 });
+    const outcome = raceFor(harness.leaks.controller(), strategy({ admit: () => false }));
+    await harness.clock.tickAsync(10);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state, "decided as soon as the budget refused");
+    assert.ok(state.value.kind === "decided");
+    assert.deepEqual([state.value.returnedIndex, state.value.fallback, state.value.hedgeRefused, state.value.arms.length], [0, true, true, 1]);
+    assert.equal(harness.transport.received.length, 1);
+  });
+
   it("a strategy that throws ends the race with its error, aborts the other arms and leaves no timer", async () => {
     harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 1000 });
     harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
@@ -377,5 +461,61 @@ describe("race engine at its edges", () => {
     assert.equal(harness.clock.countTimers(), 1, "after the refusal only the primary's answer is pending");
     await harness.clock.tickAsync(900);
     assert.ok(refused.state().done);
+  });
+});
+
+describe("discardStreamBody", () => {
+  const streamed = (body: PassThrough): PipelineResponse => ({
+    request: createPipelineRequest({ url: eastUs.endpoint }),
+    status: 200,
+    headers: createHttpHeaders(),
+    readableStreamBody: body,
+  });
+  const listeners = (body: PassThrough): number[] => ["data", "end", "close", "error"].map((event) => body.listenerCount(event));
+
+  it("reads a body within the bound to its end, and leaves no listener on it", async () => {
+    const body = new PassThrough();
+    const read = discardStreamBody(streamed(body), 10);
+    body.end("abc");
+    assert.equal(await read, true);
+    assert.deepEqual(listeners(body), [0, 0, 0, 0]);
+  });
+
+  it("destroys a body past the bound, and leaves no listener on it", async () => {
+    const body = new PassThrough();
+    const read = discardStreamBody(streamed(body), 2);
+    body.write("abc");
+    assert.equal(await read, false);
+    assert.equal(body.destroyed, true);
+    assert.deepEqual(listeners(body), [0, 0, 0, 0]);
+  });
+
+  it("takes a body closed or failed before its end for unread, without an unhandled error", async () => {
+    const closed = new PassThrough();
+    const closing = discardStreamBody(streamed(closed), 10);
+    closed.destroy();
+    assert.equal(await closing, false);
+    const failed = new PassThrough();
+    const failing = discardStreamBody(streamed(failed), 10);
+    failed.destroy(new Error("socket hang up"));
+    assert.equal(await failing, false);
+    assert.deepEqual(listeners(failed), [0, 0, 0, 0]);
+  });
+
+  it("cancels a browser stream body, which is never read to its end, whether the cancel succeeds or fails", async () => {
+    const response = (cancel: () => Promise<void>): PipelineResponse => ({
+      request: createPipelineRequest({ url: eastUs.endpoint }),
+      status: 200,
+      headers: createHttpHeaders(),
+      browserStreamBody: { cancel } as unknown as ReadableStream<Uint8Array>,
+    });
+    let cancels = 0;
+    assert.equal(await discardStreamBody(response(async () => void (cancels += 1)), 10), false);
+    assert.equal(await discardStreamBody(response(() => Promise.reject(new Error("already locked"))), 10), false);
+    assert.equal(cancels, 1);
+  });
+
+  it("has nothing to read without a streamed body", async () => {
+    assert.equal(await discardStreamBody(undefined, 10), true);
   });
 });

@@ -7,7 +7,7 @@ import type { AccountTopologyInit } from "../../../src/topology/regionCache.js";
 import { createHedgingHttpClient } from "../../../src/client/hedgingHttpClient.js";
 import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import type { HedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
-import { loserDrainDefaults } from "../../../src/race/loserDrain.js";
+import { LoserDrain, loserDrainDefaults } from "../../../src/race/loserDrain.js";
 import type { LoserDrainOptions } from "../../../src/race/loserDrain.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import type { CrossRegionHedgingPolicyOptions } from "../../../src/policies/crossRegionHedgingPolicy.js";
@@ -409,6 +409,10 @@ describe("losers of a decided race (drainLosers)", () => {
         assert.throws(() => createHedgingHttpClient({ crossRegion: { drainLosers } }), { message });
       });
     }
+  });
+
+  it("names the option when a LoserDrain is made with too few drain slots", () => {
+    assert.throws(() => new LoserDrain({ ...loserDrainDefaults, maxConcurrentDrains: 0 }), /^RangeError: drainLosers\.maxConcurrentDrains must be a whole number of at least 1; got 0/);
   });
 
   it("the defaults: 5 s, 1 MiB, 128 drains at once", () => {
