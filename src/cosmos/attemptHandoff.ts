@@ -14,6 +14,8 @@ export interface SdkAttempt {
   readonly sdkRetry: boolean;
   /** The record of the operation the attempt belongs to, if one runs. */
   readonly operation: OperationDetection | undefined;
+  /** Set when the hedging client took it. */
+  taken?: boolean;
 }
 
 /** The attempt being handed over, for the length of one synchronous call. */
@@ -26,15 +28,14 @@ let pending: SdkAttempt | undefined;
  * plugins and calls `httpClient.sendRequest` in the same synchronous run,
  * so the client takes the attempt from here instead of from headers the SDK
  * would copy into the request and the client would parse and remove. It is
- * released when `next` returns, taken or not: nothing of one attempt can
- * reach another request.
- * @returns whether the hedging client took it, and what `next` returned.
+ * released when `next` returns, taken or not (`attempt.taken` says which):
+ * nothing of one attempt can reach another request.
+ * @returns what `next` returned.
  */
-export function handOver<C, T>(attempt: SdkAttempt, next: (context: C) => T, context: C): { readonly taken: boolean; readonly result: T } {
+export function handOver<C, T>(attempt: SdkAttempt, next: (context: C) => T, context: C): T {
   pending = attempt;
   try {
-    const result = next(context);
-    return { taken: pending === undefined, result };
+    return next(context);
   } finally {
     pending = undefined;
   }
@@ -45,5 +46,6 @@ export function takeHandedOver(client: object): SdkAttempt | undefined {
   const attempt = pending;
   if (attempt === undefined || attempt.client !== client) return undefined;
   pending = undefined;
+  attempt.taken = true;
   return attempt;
 }

@@ -4,6 +4,7 @@ import { isRegionName, regionNameLimits } from "../options.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { operationHeaderName, operationNamedIn, registerOperation } from "../diagnostics/dispatchRecording.js";
 import { feedOperationOf, runAs } from "./operationPlugin.js";
+import type { SdkAttempt } from "./attemptHandoff.js";
 import { handOver } from "./attemptHandoff.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
@@ -120,8 +121,9 @@ export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
       const sdkExcluded = sdkExclusionsOf(context);
       const sdkRetry = isSdkRetry(context.retryCount);
       if (handOverWorks && context.pipeline == null) {
-        const { taken, result } = handOver({ client: hedgingClient, sdkExcluded, sdkRetry, operation }, send, context);
-        if (!taken) {
+        const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation };
+        const result = handOver(attempt, send, context);
+        if (attempt.taken !== true) {
           handOverWorks = false;
           logger.warning(
             "@azure/cosmos did not hand its request to the hedging httpClient in the same synchronous run (a version that awaits on the way?): that request is not hedged; later ones carry the SDK's options in headers.",
