@@ -76,4 +76,4 @@ export { excludedRegionsPolicy, excludedRegionsPolicyName } from "./policies/exc
 export type { ExcludedRegionsPolicyOptions } from "./policies/excludedRegionsPolicy.js";
 export { hedgingRequestOptions, withRequestHedgingOptions } from "./client/requestOptions.js";
 export type { HedgingRequestOptionsResult, InitialHeaders, RequestHedgingOptions } from "./client/requestOptions.js";
-export type { RequestRouting, RerouteReason } from "./request/requestControls.js";
+export type { RequestRouting, RerouteReason } from "./request/requestModel.js";

@@ -17,7 +17,7 @@ import { noteHandedAttempt, operationHeaderName } from "../diagnostics/dispatchR
 import { takeHandedOver } from "../cosmos/attemptHandoff.js";
 import { loadOpenTelemetryMetrics } from "../diagnostics/otelMetrics.js";
 import { markForCoreTransport } from "../race/armAbort.js";
-import type { RequestHedgingControls } from "../request/requestControls.js";
+import type { RequestHedgingControls } from "../request/requestModel.js";
 import { adoptSdkOptions, requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { logger } from "../log.js";
 import { hedgingClientSummary } from "./hedgingSummary.js";

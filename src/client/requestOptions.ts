@@ -1,6 +1,6 @@
 import { normalizeRegionName } from "../topology/regionNames.js";
 import { describe, optionKeys, positiveMilliseconds, regionName, regionNameList } from "../options.js";
-import type { RequestHedgingControls, RequestHedgingSetting } from "../request/requestControls.js";
+import type { RequestHedgingControls, RequestHedgingSetting } from "../request/requestModel.js";
 import { runWithRequestControls } from "../request/requestControls.js";
 import { hedgingOffHeaderValue, requestControlHeaders } from "../cosmos/headers.js";
 import { headerJson } from "../cosmos/sdkRequestPlugin.js";

@@ -1,5 +1,4 @@
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import { ObjectSlot } from "../request/objectSlot.js";
 import { CosmosHeaders } from "./headers.js";
 
 /**
@@ -153,22 +152,15 @@ export function classifyShape(shape: RequestShape): OperationKind {
   return "other";
 }
 
-const classified = new ObjectSlot<OperationKind>("cosmos-hedging operation kind");
-
 /**
- * Classifies a pipeline request into an {@link OperationKind}. The answer is
- * remembered per request object, since every policy of a client asks and
- * none of them changes what decides it (the method, the path, the wire headers).
+ * Classifies a pipeline request into an {@link OperationKind}, from its
+ * method, its path and its wire headers. The hedging client classifies each
+ * request once, and remembers the answer with the request's state.
  */
 export function classifyOperation(request: PipelineRequest): OperationKind {
-  let kind = classified.get(request);
-  if (kind === undefined) {
-    kind = classifyShape({
-      method: request.method,
-      url: request.url,
-      header: (name) => request.headers.get(name),
-    });
-    classified.set(request, kind);
-  }
-  return kind;
+  return classifyShape({
+    method: request.method,
+    url: request.url,
+    header: (name) => request.headers.get(name),
+  });
 }

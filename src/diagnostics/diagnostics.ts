@@ -3,7 +3,7 @@ import { hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeRankingReason } from "../learning/regionRanking.js";
 import { ObjectSlot } from "../request/objectSlot.js";
-import type { RequestRouting } from "../request/requestControls.js";
+import type { RequestRouting } from "../request/requestModel.js";
 
 export type { HedgeRankingReason } from "../learning/regionRanking.js";
 

@@ -3,7 +3,7 @@ import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeDiagnostics } from "./diagnostics.js";
 import type { RaceArm, RaceOutcome } from "../race/race.js";
-import type { RequestHedgingControls } from "../request/requestControls.js";
+import type { RequestHedgingControls } from "../request/requestModel.js";
 
 /**
  * The part of a diagnostics record that a policy knows before it sends

@@ -5,6 +5,7 @@ import { requestChargeOf } from "../cosmos/statusTables.js";
 import { getHedgeDiagnostics } from "./diagnostics.js";
 import type { OperationDetection, RequestedRegionReason } from "./detection.js";
 import { ObjectSlot } from "../request/objectSlot.js";
+import { requestStateOf, stateIfAny } from "../request/requestState.js";
 import { pluginHeaderValue } from "../cosmos/headers.js";
 
 /**
@@ -67,12 +68,9 @@ export function unnameOperation(headers: object): void {
   if (namedOperations.get(headers) !== undefined) namedOperations.set(headers, undefined);
 }
 
-/** The operations of the attempts handed over to the hedging client, on the SDK's own request. */
-const handedOperations = new ObjectSlot<OperationDetection>("cosmos-hedging attempt's operation");
-
 /** Links the SDK's request of an attempt handed over to the hedging client to its operation. */
 export function noteHandedAttempt(request: PipelineRequest, operation: OperationDetection): void {
-  handedOperations.set(request, operation);
+  requestStateOf(request).handedOperation = operation;
 }
 
 /** One HTTP attempt the SDK made for an operation, as it reached the hedging client. */
@@ -89,7 +87,7 @@ export interface Attempt {
  * `undefined` for a request of no running operation.
  */
 export function linkAttempt(request: PipelineRequest): Attempt | undefined {
-  const handed = handedOperations.get(request);
+  const handed = stateIfAny(request)?.handedOperation;
   if (handed !== undefined) return { operation: handed, sent: false };
   const id = request.headers.get(operationHeaderName);
   if (id === undefined) return undefined;

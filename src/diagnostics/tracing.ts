@@ -9,6 +9,7 @@ import type { HedgeArmReason, HedgeDiagnostics } from "./diagnostics.js";
 import type { DiagnosticsHeader } from "./diagnosticsHeader.js";
 import type { RaceArm } from "../race/race.js";
 import { redactCredentials } from "./redact.js";
+import { requestStateOf, stateIfAny } from "../request/requestState.js";
 
 /**
  * The tracing client of the package. Spans go to whatever instrumenter
@@ -47,18 +48,15 @@ export const spanAttributes = {
   armCancelled: "cosmos.hedging.arm.cancelled",
 } as const;
 
-/** The arms of races that are being traced, for {@link armHttpTracing}. */
-const tracedArms = new WeakSet<PipelineRequest>();
-
 /**
  * core-rest-pipeline's `tracingPolicy` over `next`, for the arms of traced
  * races only: each gets an HTTP span with the Azure SDK's conventions, under
  * its arm's span. Any other request goes straight to `next`, so that a
- * client nobody traces pays one set lookup per request, not a span.
+ * client nobody traces pays one property read per request, not a span.
  */
 export function armHttpTracing(next: SendRequest): SendRequest {
   const tracing = (armTracing ??= tracingPolicy());
-  return (request) => (tracedArms.has(request) ? tracing.sendRequest(request, next) : next(request));
+  return (request) => (stateIfAny(request)?.traced === true ? tracing.sendRequest(request, next) : next(request));
 }
 
 let armTracing: PipelinePolicy | undefined;
@@ -163,7 +161,7 @@ export function startRaceTrace(request: PipelineRequest, header: DiagnosticsHead
     const armContext = armOptions.tracingOptions.tracingContext;
     // The HTTP span of the arm (armHttpTracing, below the race) is a child of the arm's span.
     armRequest.tracingOptions = { ...armRequest.tracingOptions, tracingContext: armContext };
-    tracedArms.add(armRequest);
+    requestStateOf(armRequest).traced = true;
     try {
       const response = await tracingClient.withContext(armContext, send, armRequest);
       setResponse(armSpan, response);

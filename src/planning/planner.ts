@@ -13,7 +13,7 @@ import type { HedgePolicyKind, HedgeSkipReason } from "../diagnostics/diagnostic
 import type { DiagnosticsHeader } from "../diagnostics/diagnosticsHeader.js";
 import { diagnosticsHeader } from "../diagnostics/diagnosticsHeader.js";
 import type { RegionHealth } from "../learning/regionHealth.js";
-import type { RequestHedgingControls, RequestHedgingSetting } from "../request/requestControls.js";
+import type { RequestHedgingControls, RequestHedgingSetting } from "../request/requestModel.js";
 import { raceTargets } from "./targets.js";
 
 /** How long to wait before hedging, fixed or learned per request. */

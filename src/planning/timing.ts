@@ -3,7 +3,7 @@ import { metadataHedgingEnvironmentVariable, readBooleanSwitch } from "../cosmos
 import type { AdaptiveThresholdSettings } from "./adaptiveThreshold.js";
 import type { HedgeSkipReason } from "../diagnostics/diagnostics.js";
 import type { PlanningStrategy, Timing } from "./planner.js";
-import type { RequestHedgingSetting } from "../request/requestControls.js";
+import type { RequestHedgingSetting } from "../request/requestModel.js";
 
 /** The settings of data-plane hedging that decide its timing, validated. */
 export interface CrossRegionTimingSettings {

@@ -21,7 +21,7 @@ import { HedgePlanner } from "../planning/planner.js";
 import { DocumentRaceStrategy } from "../race/raceStrategies.js";
 import type { RacePrimary } from "../race/raceStrategies.js";
 import { RegionHealth } from "../learning/regionHealth.js";
-import type { RequestHedgingControls } from "../request/requestControls.js";
+import type { RequestHedgingControls } from "../request/requestModel.js";
 import type { CrossRegionTimingSettings } from "../planning/timing.js";
 import { CrossRegionTiming, crossRegionTimings } from "../planning/timing.js";
 import { policyLogger } from "../log.js";

@@ -8,7 +8,7 @@ import type { OperationKind } from "../cosmos/operationKind.js";
 import { documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import { retarget } from "../race/cloneRequest.js";
 import { sameScheme } from "../planning/targets.js";
-import type { RequestHedgingControls, RequestRouting } from "../request/requestControls.js";
+import type { RequestHedgingControls, RequestRouting } from "../request/requestModel.js";
 import { setRequestControls } from "../request/requestControls.js";
 import { policyLogger } from "../log.js";
 import type { RequestStep } from "./requestHandler.js";

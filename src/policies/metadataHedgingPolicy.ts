@@ -14,7 +14,7 @@ import type { LoserDrain, LoserDrainOptions } from "../race/loserDrain.js";
 import { resolveLoserDrain } from "../race/loserDrain.js";
 import { HedgePlanner } from "../planning/planner.js";
 import { MetadataRaceStrategy } from "../race/raceStrategies.js";
-import type { RequestHedgingControls } from "../request/requestControls.js";
+import type { RequestHedgingControls } from "../request/requestModel.js";
 import { MetadataTiming } from "../planning/timing.js";
 import { policyLogger } from "../log.js";
 import { boundsSockets, primaryMayDrain } from "../race/drainSockets.js";

@@ -1,8 +1,8 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { OperationKind } from "../cosmos/operationKind.js";
-import { classifyOperation } from "../cosmos/operationKind.js";
-import type { RequestHedgingControls } from "../request/requestControls.js";
+import type { RequestHedgingControls } from "../request/requestModel.js";
 import { requestControlsOf } from "../request/requestControls.js";
+import { operationOf } from "../request/requestState.js";
 import type { RegionCache } from "../topology/regionCache.js";
 import { sendObservingAccount } from "../topology/accountObservation.js";
 
@@ -39,7 +39,7 @@ export function composeHandlers(regions: RegionCache, steps: readonly RequestSte
   return (request, next) => {
     try {
       let controls = requestControlsOf(request);
-      const operation = classifyOperation(request);
+      const operation = operationOf(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       for (const step of steps) if (step.kinds.has(operation)) controls = step.apply(request, operation, controls);
       for (const handler of handlers) if (handler.kinds.has(operation)) return handler.send(request, next, operation, controls);

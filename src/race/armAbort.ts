@@ -1,7 +1,7 @@
 import type { AbortSignalLike } from "@azure/abort-controller";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { logger } from "../log.js";
-import { ObjectSlot } from "../request/objectSlot.js";
+import { requestStateOf, stateIfAny } from "../request/requestState.js";
 
 /** How the race cancels one arm: `signal` goes on the arm's request, `abort()` fires it. */
 export interface ArmAbort {
@@ -59,9 +59,6 @@ class LightArmAbort implements ArmAbort, AbortSignalLike {
   }
 }
 
-/** Whether a request's arms reach core-rest-pipeline's own transport with nothing in between that could need a native signal. */
-const toCoreTransport = new ObjectSlot<boolean>("cosmos-hedging arms to core transport");
-
 /**
  * Marks whether a request's arms go from the race straight to
  * core-rest-pipeline's own transport (a hedging client over its default
@@ -73,16 +70,17 @@ const toCoreTransport = new ObjectSlot<boolean>("cosmos-hedging arms to core tra
  * another route, so a mark is cleared as well as set.
  */
 export function markForCoreTransport(request: PipelineRequest, reachesCoreTransport: boolean): void {
-  // Only a mark once set needs clearing: writing `false` on every request of a client over the user's transport would add a property to each for nothing.
-  if (reachesCoreTransport || toCoreTransport.get(request) === true) toCoreTransport.set(request, reachesCoreTransport);
+  // Only a request with a state of its own, or a mark to set, needs a write: a state made to hold `false` is made for nothing.
+  const state = reachesCoreTransport ? requestStateOf(request) : stateIfAny(request);
+  if (state !== undefined) state.toCoreTransport = reachesCoreTransport;
 }
 
 /** Whether a request goes from the hedging client straight to core-rest-pipeline's own transport (see {@link markForCoreTransport}). */
 export function reachesCoreTransport(request: PipelineRequest): boolean {
-  return toCoreTransport.get(request) === true;
+  return stateIfAny(request)?.toCoreTransport === true;
 }
 
 /** A new way to cancel one arm of `request`'s race. */
 export function armAbortFor(request: PipelineRequest): ArmAbort {
-  return toCoreTransport.get(request) === true ? new LightArmAbort() : new AbortController();
+  return reachesCoreTransport(request) ? new LightArmAbort() : new AbortController();
 }

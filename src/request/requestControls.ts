@@ -2,62 +2,15 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { fromPluginHeader, hedgingOffHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "../cosmos/headers.js";
 import { logger } from "../log.js";
-import { ObjectSlot } from "./objectSlot.js";
+import type { RequestHedgingControls, RequestHedgingSetting } from "./requestModel.js";
+import { requestStateOf, stateIfAny } from "./requestState.js";
 import { originalOf } from "./originalRequest.js";
 import { isRegionName, isTimerMilliseconds, regionNameLimits } from "../options.js";
-
-/** Per-request hedging settings: `false` turns hedging off, an object overrides the policy's timing. */
-export type RequestHedgingSetting = false | { readonly threshold?: number; readonly thresholdStep?: number };
-
-/** Why the `excludedRegionsPolicy` sent a request somewhere other than where the SDK sent it. */
-export type RerouteReason = "excludedRegion" | "pinnedRegion" | "preferredRegions";
-
-/** What the routing policy did with a request, for the diagnostics. */
-export interface RequestRouting {
-  /**
-   * The exclusions would have left the request no region at all, so they
-   * were not applied to it: it went where the SDK sent it.
-   */
-  readonly exclusionsIgnored?: boolean;
-  /** The region the SDK addressed, when the request was re-pointed at another one. */
-  readonly sdkRegion?: string;
-  /** Why the request was re-pointed. */
-  readonly rerouteReason?: RerouteReason;
-}
-
-/** Hedging choices made for one request (see `hedgingRequestOptions`). */
-export interface RequestHedgingControls {
-  /** Regions this request and its hedges must not go to. */
-  readonly excludedRegions?: readonly string[];
-  /** The one region this request must go to; it is not hedged. */
-  readonly region?: string;
-  /** `false`: no hedge for this request; an object: hedge it with these settings. */
-  readonly hedging?: RequestHedgingSetting;
-  /** Set by the routing policy: what it did with the request. */
-  readonly routing?: RequestRouting;
-  /**
-   * `true` when the request came through the `@azure/cosmos` request plugin
-   * that `withHedging` installs: the SDK's own per-request options are known,
-   * and its `excludedLocations` are part of {@link RequestHedgingControls.excludedRegions}.
-   * `false` when they are unknown to a client that expects them: the plugin
-   * ran but its list could not be read, or a `withHedging` client got a
-   * request the plugin had not seen; such a request is neither hedged nor
-   * re-pointed. Unset when no plugin is expected (policies added by hand).
-   */
-  readonly sdkOptionsKnown?: boolean;
-  /**
-   * Set when the `@azure/cosmos` plugin marked the request as one of the
-   * SDK's retries: the SDK chose its region on purpose, so runtime routing
-   * leaves it there (exclusions and an explicit per-request region still bind).
-   */
-  readonly sdkRetry?: boolean;
-}
 
 const controlHeaderNames: readonly string[] = Object.values(requestControlHeaders);
 
 const noControls: RequestHedgingControls = Object.freeze({});
 const sdkOptionsOnly: RequestHedgingControls = Object.freeze({ sdkOptionsKnown: true });
-const controlsByRequest = new ObjectSlot<RequestHedgingControls>("cosmos-hedging request controls");
 const scope = new AsyncLocalStorage<RequestHedgingControls>();
 
 class GarbageHeader extends Error {}
@@ -247,7 +200,7 @@ export function adoptSdkOptions(request: PipelineRequest, sdkExcluded: readonly 
     exclusions = sdkExcluded;
   }
   const controls = withSdkOptions(request, exclusions, sdkRetry);
-  controlsByRequest.set(request, controls);
+  requestStateOf(request).controls = controls;
   return controls;
 }
 
@@ -258,7 +211,7 @@ export function adoptSdkOptions(request: PipelineRequest, sdkExcluded: readonly 
  */
 export function setRequestControls(request: PipelineRequest, controls: RequestHedgingControls): void {
   stripControlHeaders(request);
-  controlsByRequest.set(request, controls);
+  requestStateOf(request).controls = controls;
 }
 
 /**
@@ -271,8 +224,8 @@ export function setRequestControls(request: PipelineRequest, controls: RequestHe
  * malformed control header is logged and ignored: this never throws.
  */
 export function requestControlsOf(request: PipelineRequest): RequestHedgingControls {
-  const known = controlsByRequest.get(request);
-  if (known !== undefined) return known;
+  const state = requestStateOf(request);
+  if (state.controls !== undefined) return state.controls;
   let controls: RequestHedgingControls;
   if (hasControlHeader(request)) {
     const sdkExcluded = parseSdkExclusions(request);
@@ -282,9 +235,9 @@ export function requestControlsOf(request: PipelineRequest): RequestHedgingContr
     controls = withSdkOptions(request, sdkExcluded, sdkRetry);
   } else {
     const original = originalOf(request);
-    controls = (original !== undefined ? controlsByRequest.get(original) : undefined) ?? scope.getStore() ?? noControls;
+    controls = (original !== undefined ? stateIfAny(original)?.controls : undefined) ?? scope.getStore() ?? noControls;
   }
-  controlsByRequest.set(request, controls);
+  state.controls = controls;
   return controls;
 }
 

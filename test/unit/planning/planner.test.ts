@@ -6,7 +6,7 @@ import type { RegionEndpoint } from "../../../src/topology/regionCache.js";
 import { HedgePlanner } from "../../../src/planning/planner.js";
 import type { RacePlan, SkipPlan } from "../../../src/planning/planner.js";
 import { RegionHealth } from "../../../src/learning/regionHealth.js";
-import type { RequestHedgingControls } from "../../../src/request/requestControls.js";
+import type { RequestHedgingControls } from "../../../src/request/requestModel.js";
 import { CrossRegionTiming, MetadataTiming } from "../../../src/planning/timing.js";
 import { diagnosticsHeader } from "../../../src/diagnostics/diagnosticsHeader.js";
 import { crossRegionHedgingDefaults } from "../../../src/policies/crossRegionHedgingPolicy.js";

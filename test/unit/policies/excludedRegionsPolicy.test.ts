@@ -10,7 +10,7 @@ import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
 import type { RequestHedgingOptions } from "../../../src/client/requestOptions.js";
 import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import { requestControlsOf } from "../../../src/request/requestControls.js";
-import type { RequestHedgingControls } from "../../../src/request/requestControls.js";
+import type { RequestHedgingControls } from "../../../src/request/requestModel.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import { excludedRegionsPolicy, excludedRegionsPolicyName } from "../../../src/policies/excludedRegionsPolicy.js";
 import { eastUs, northEurope, requestTo, westUs } from "../../support/hedgingFixtures.js";

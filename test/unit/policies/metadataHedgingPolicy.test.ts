@@ -11,7 +11,7 @@ import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import type { HedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import { loserDrainDefaults } from "../../../src/race/loserDrain.js";
 import { setRequestControls } from "../../../src/request/requestControls.js";
-import type { RequestHedgingControls } from "../../../src/request/requestControls.js";
+import type { RequestHedgingControls } from "../../../src/request/requestModel.js";
 import {
   metadataHedgingDefaults,
   metadataHedgingPolicy,

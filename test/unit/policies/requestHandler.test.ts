@@ -6,7 +6,7 @@ import { requestControlHeaders } from "../../../src/cosmos/headers.js";
 import type { OperationKind } from "../../../src/cosmos/operationKind.js";
 import { composeHandlers, policyOver } from "../../../src/policies/requestHandler.js";
 import type { RequestHandler, RequestStep } from "../../../src/policies/requestHandler.js";
-import type { RequestHedgingControls } from "../../../src/request/requestControls.js";
+import type { RequestHedgingControls } from "../../../src/request/requestModel.js";
 import { RegionCache } from "../../../src/topology/regionCache.js";
 import { eastUs, pointRead, query, requestTo, westUs } from "../../support/hedgingFixtures.js";
 
