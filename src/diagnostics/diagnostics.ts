@@ -224,6 +224,8 @@ interface CachedHead {
   readonly thresholdRegion: string | undefined;
   readonly primaryRegion: string | undefined;
   readonly json: string;
+  /** For a race its primary won alone, in its primary region: the JSON around the arm's measurements (see {@link lonePrimaryJson}). */
+  lonePrimary?: { readonly beforeOffset: string; readonly afterCharge: string };
 }
 
 /**
@@ -237,14 +239,14 @@ const maxRecentHeads = 16;
 /** The index in {@link recentHeads} of the head a new one replaces once it is full (the oldest). */
 let nextEvicted = 0;
 
-function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): string {
+function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): CachedHead {
   for (const head of recentHeads) {
     if (
       head.skipped === skipped && head.operation === diagnostics.operation && head.primaryRegion === diagnostics.primaryRegion &&
       head.thresholdMs === diagnostics.thresholdMs && head.thresholdSource === diagnostics.thresholdSource && head.policy === diagnostics.policy &&
       head.thresholdStepMs === diagnostics.thresholdStepMs && head.skipReason === diagnostics.skipReason && head.thresholdRegion === diagnostics.thresholdRegion
     ) {
-      return head.json;
+      return head;
     }
   }
   const head: CachedHead = {
@@ -264,7 +266,7 @@ function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): string {
     recentHeads[nextEvicted] = head;
     nextEvicted = (nextEvicted + 1) % maxRecentHeads;
   }
-  return head.json;
+  return head;
 }
 
 /** The JSON of a skipped record without its charge and closing brace. */
@@ -282,6 +284,15 @@ function raceHeadJson(diagnostics: HedgeDiagnostics): string {
   }
   const json = JSON.stringify(fields);
   return json === "{}" ? "{" : json.slice(0, -1) + ",";
+}
+
+/** The constant JSON of a lone primary's record before its start offset, and after its total charge. */
+function lonePrimaryParts(headJson: string, region: string): { readonly beforeOffset: string; readonly afterCharge: string } {
+  const name = JSON.stringify(region);
+  return {
+    beforeOffset: headJson + '"arms":[{"region":' + name + ',"reason":"primary","startOffsetMs":',
+    afterCharge: ',"final":true,"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + name,
+  };
 }
 
 /**
@@ -302,12 +313,14 @@ function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
     return undefined;
   }
   // The fields of the arm and of the end of the record in the order `describeArm` and `raceRecord` set them.
-  let json = cachedHead(false, diagnostics) + '"arms":[{"region":' + JSON.stringify(arm.region) + ',"reason":"primary","startOffsetMs":' + jsonNumber(arm.startOffsetMs) + ',"outcome":"returned"';
+  const head = cachedHead(false, diagnostics);
+  const around = arm.region === head.primaryRegion ? (head.lonePrimary ??= lonePrimaryParts(head.json, arm.region)) : lonePrimaryParts(head.json, arm.region);
+  let json = around.beforeOffset + jsonNumber(arm.startOffsetMs) + ',"outcome":"returned"';
   if (arm.durationMs !== undefined) json += ',"durationMs":' + jsonNumber(arm.durationMs);
   if (arm.status !== undefined) json += ',"status":' + jsonNumber(arm.status);
   if (arm.activityId !== undefined) json += ',"activityId":' + JSON.stringify(arm.activityId);
   if (arm.requestCharge !== undefined) json += ',"requestCharge":' + jsonNumber(arm.requestCharge);
-  json += '}],"hedgeFired":false,"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"final":true,"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + JSON.stringify(arm.region);
+  json += '}],"hedgeFired":false,"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + around.afterCharge;
   if (diagnostics.winningActivityId !== undefined) json += ',"winningActivityId":' + JSON.stringify(diagnostics.winningActivityId);
   return json + "}";
 }
@@ -320,7 +333,7 @@ function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
 function headerValue(diagnostics: HedgeDiagnostics): string {
   if (diagnostics.terminalState === "skipped" && diagnostics.routing === undefined && diagnostics.final === true) {
     // A skipped record differs from the previous one of its kind only in its charge, its last field.
-    return cachedHead(true, diagnostics) + ',"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"final":true}';
+    return cachedHead(true, diagnostics).json + ',"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"final":true}';
   }
   return lonePrimaryJson(diagnostics) ?? JSON.stringify(diagnostics);
 }

@@ -29,6 +29,8 @@ function chargeText(diagnostics: HedgeDiagnostics): string {
  * @param policy - what the budget state belongs to, and its logger: one per policy instance, whose budget it is.
  */
 export function logRace(policy: { readonly logger: AzureLogger }, diagnostics: HedgeDiagnostics): void {
+  // Most races fire no hedge and meet no refusal: nothing to log, and no budget episode can start or end.
+  if (!diagnostics.hedgeFired && diagnostics.skipReason !== "budgetExhausted") return;
   const { logger } = policy;
   if (diagnostics.hedgeFired && logger.verbose.enabled) {
     const returned = diagnostics.arms.find((arm) => arm.outcome === "returned");

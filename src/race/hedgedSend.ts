@@ -315,5 +315,7 @@ function conclude(
  * a copy, rather than failing a request that succeeded.
  */
 function asAnswerTo(response: PipelineResponse, request: PipelineRequest): PipelineResponse {
+  // The primary's response usually answers the caller's request already.
+  if (response.request === request) return response;
   return Reflect.set(response, "request", request) ? response : { ...response, request };
 }
