@@ -47,6 +47,8 @@ export interface TailRow {
   ratePerSecond: number;
   /** Latency from each read's scheduled start. */
   latency: LatencySummary;
+  /** The same latencies, every one (for the yardstick's interval). */
+  latencySamples: readonly number[];
   /** Requests that reached the service beyond one per read. */
   extraRequests: number;
   /** Every request that reached the service, per read. */
@@ -174,6 +176,7 @@ async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: 
     kind: prepared.mode.kind,
     ratePerSecond: result.ratePerSecond,
     latency: result.latencies.summary(),
+    latencySamples: result.latencies.samples(),
     extraRequests: (sent - scenario.reads) / scenario.reads,
     requestsPerRead: sent / scenario.reads,
     requestUnitsPerRead: charge / scenario.reads,
@@ -317,6 +320,8 @@ export interface BrownOutRow {
   /** p50 and p99 of those reads. */
   brownOutP50: number;
   brownOutP99: number;
+  /** Their latencies, every one (for the yardstick's interval). */
+  brownOutSamples: readonly number[];
   /** Seconds after the brown-out began until a one-second window's p50 came within 10 % of the oracle's. */
   secondsToOracleP50: number | undefined;
   /** Seconds after the brown-out ended until the preferred region served most reads of a one-second window again. */
@@ -415,6 +420,7 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
         brownOutReads: brownOut.summary().count,
         brownOutP50: brownOut.valueAt(50),
         brownOutP99: brownOut.valueAt(99),
+        brownOutSamples: brownOut.samples(),
         secondsToOracleP50,
         secondsToPreferredAgain,
         extraRequests: timeline.reads.reduce((sum, read) => sum + read.extraRequests, 0) / reads,

@@ -112,6 +112,8 @@ export interface ConnectionOpeners {
 export interface WanRow {
   readonly mode: string;
   readonly latency: LatencySummary;
+  /** The same latencies, every one (for the yardstick's interval). */
+  readonly latencySamples: readonly number[];
   readonly errors: number;
   /** Point reads that reached any region, per read. */
   readonly requestsPerRead: number;
@@ -291,6 +293,7 @@ async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
     return {
       mode: mode.name,
       latency: latencies.summary(),
+      latencySamples: latencies.samples(),
       errors,
       requestsPerRead: emulator.count("pointRead") / settings.reads,
       counters,

@@ -2,6 +2,7 @@ import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import type { ModeSpec } from "./modes.js";
 import { ms, percent } from "./stats.js";
 import { markdownTable } from "./table.js";
+import { seededRandom } from "../../src/testing/seededRandom.js";
 
 /**
  * The fixed thresholds every latency case also runs, to find the best one
@@ -50,6 +51,44 @@ export interface YardstickPoint {
   readonly p999?: number | undefined;
   /** Requests beyond one per read, as a share of the reads. */
   readonly extra: number;
+  /** Every latency the p99 is taken from, for the interval of a ratio (see {@link ratioInterval}). */
+  readonly samples?: readonly number[] | undefined;
+}
+
+/** The nearest-rank p99 of a sorted sample. */
+function p99OfSorted(sorted: Float64Array): number {
+  return sorted[Math.max(0, Math.ceil(sorted.length * 0.99) - 1)] ?? Number.NaN;
+}
+
+/**
+ * A 95 % bootstrap interval of `p99(a) / p99(b)`: both samples are drawn
+ * again with replacement, `rounds` times, with a seeded random so that a
+ * run's table repeats. A p99 of a thousand reads rests on its slowest ten,
+ * so one pass's ratio moves by tens of percent from run to run; the
+ * interval says which ratios a pass cannot tell from 1.0. The percentile
+ * bootstrap is rough at an extreme quantile of a small sample (it cannot
+ * reach past the largest values drawn), which is why the interval is
+ * printed beside the ratio and never replaces it.
+ */
+export function ratioInterval(a: readonly number[], b: readonly number[], rounds = 2000, seed = 1): readonly [number, number] | undefined {
+  if (a.length < 100 || b.length < 100) return undefined;
+  const random = seededRandom(seed);
+  const draw = (sample: readonly number[], into: Float64Array): number => {
+    for (let i = 0; i < into.length; i++) into[i] = sample[Math.floor(random() * sample.length)]!;
+    into.sort();
+    return p99OfSorted(into);
+  };
+  const ra = new Float64Array(a.length);
+  const rb = new Float64Array(b.length);
+  const ratios = new Float64Array(rounds);
+  for (let round = 0; round < rounds; round++) ratios[round] = draw(a, ra) / draw(b, rb);
+  ratios.sort();
+  return [ratios[Math.floor(rounds * 0.025)]!, ratios[Math.ceil(rounds * 0.975) - 1]!];
+}
+
+/** An interval as `a-b`, or a dash. */
+function intervalText(interval: readonly [number, number] | undefined): string {
+  return interval === undefined ? "-" : `${interval[0].toFixed(2)}-${interval[1].toFixed(2)}`;
 }
 
 /**
@@ -78,6 +117,8 @@ export interface HindsightVerdict {
   readonly best: YardstickPoint | undefined;
   /** learner p99 ÷ best p99. */
   readonly ratio: number | undefined;
+  /** Its 95 % bootstrap interval, when both points carry their samples (see {@link ratioInterval}). */
+  readonly interval: readonly [number, number] | undefined;
   readonly oracleRatio: number | undefined;
 }
 
@@ -89,6 +130,7 @@ export function hindsightVerdicts(sweep: readonly YardstickPoint[], learners: re
       learner,
       best,
       ratio: best === undefined || !(best.p99 > 0) ? undefined : learner.p99 / best.p99,
+      interval: best?.samples === undefined || learner.samples === undefined ? undefined : ratioInterval(learner.samples, best.samples),
       oracleRatio: oracle === undefined || !(oracle.p99 > 0) ? undefined : learner.p99 / oracle.p99,
     };
   });
@@ -128,7 +170,7 @@ export function hindsightSection(passes: readonly SweepPass[], oracle: Yardstick
     if (verdict.best !== undefined && (overall?.best === undefined || verdict.best.p99 < overall.best.p99)) overall = verdict;
   }
   const verdictTable = markdownTable(
-    ["pass", "learner p99 ms", "learner extra", "best fixed of the pass at no more extra", "its p99 ms", "its extra", "÷ its p99", "÷ oracle p99"],
+    ["pass", "learner p99 ms", "learner extra", "best fixed of the pass at no more extra", "its p99 ms", "its extra", "÷ its p99", "95 % interval of ÷", "÷ oracle p99"],
     verdicts.map((verdict, p) => [
       String(p + 1),
       ms(verdict.learner.p99),
@@ -137,6 +179,7 @@ export function hindsightSection(passes: readonly SweepPass[], oracle: Yardstick
       verdict.best === undefined ? "-" : ms(verdict.best.p99),
       verdict.best === undefined ? "-" : percent(verdict.best.extra),
       verdict.ratio === undefined ? "-" : verdict.ratio.toFixed(2),
+      intervalText(verdict.interval),
       verdict.oracleRatio === undefined ? "-" : verdict.oracleRatio.toFixed(2),
     ]),
   );
@@ -146,6 +189,7 @@ export function hindsightSection(passes: readonly SweepPass[], oracle: Yardstick
       : `**Hindsight-best fixed threshold: ${overall.best.mode}, p99 ${ms(overall.best.p99)} ms at ${percent(overall.best.extra)} extra; ` +
         `${overall.learner.mode}${passes.length > 1 ? " in the same pass" : ""}: p99 ${ms(overall.learner.p99)} ms at ${percent(overall.learner.extra)}, ` +
         `${overall.ratio.toFixed(2)}x the hindsight-best` +
+        (overall.interval === undefined ? "" : ` (95 % interval ${intervalText(overall.interval)})`) +
         (overall.oracleRatio === undefined ? "" : `, ${overall.oracleRatio.toFixed(2)}x the oracle`) +
         `.**`;
   return `${caption}\n\n${sweepTable}\n\n${verdictTable}\n\n${headline}`;

@@ -17,6 +17,8 @@ export interface LatencySummary {
  * without keeping every sample, which is what HdrHistogram is built for.
  */
 export class LatencyRecorder {
+  /** Every sample as recorded, for resampling (see `ratioInterval`): a bench run records thousands, not millions. */
+  private readonly recorded: number[] = [];
   private readonly histogram = hdr.build({
     lowestDiscernibleValue: 1,
     highestTrackableValue: 3_600_000_000,
@@ -24,6 +26,7 @@ export class LatencyRecorder {
   });
 
   record(ms: number): void {
+    this.recorded.push(ms);
     this.histogram.recordValue(Math.max(1, Math.round(ms * 1000)));
   }
 
@@ -31,6 +34,11 @@ export class LatencyRecorder {
   valueAt(percentile: number): number {
     // The histogram reports the top of a value's bucket; no percentile can exceed the largest sample.
     return Math.min(this.histogram.getValueAtPercentile(percentile), this.histogram.maxValue) / 1000;
+  }
+
+  /** Every latency recorded, in milliseconds, in the order recorded. */
+  samples(): readonly number[] {
+    return this.recorded;
   }
 
   summary(): LatencySummary {
