@@ -273,7 +273,7 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
   const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared });
   const pipeline = createEmptyPipeline();
   // One layer: steering, both hedging policies, the detection record and the arms' spans (see hedgingLayer).
-  pipeline.addPolicy(hedgingLayer(regions, regionSteering(regions), [metadata, crossRegion]));
+  pipeline.addPolicy(hedgingLayer(regions, regionSteering(regions), [metadata, crossRegion], sdkPluginInstalled));
   const transport = options.httpClient ?? createDefaultHttpClient();
   const routeOf = pipelineRoutes(pipeline, transport, options.httpClient === undefined);
   logger.info(hedgingClientSummary(options));

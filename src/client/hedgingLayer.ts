@@ -25,8 +25,8 @@ export const cosmosHedgingPolicyName = "cosmosHedgingPolicy";
  * to the rest of the pipeline, so that a policy of the user's below this one
  * (a fault injector, a signer) sees exactly what the record notes.
  */
-export function hedgingLayer(regions: RegionCache, steering: RequestStep, handlers: readonly RequestHandler[]): PipelinePolicy {
-  const send = composeHandlers(regions, [steering], handlers);
+export function hedgingLayer(regions: RegionCache, steering: RequestStep, handlers: readonly RequestHandler[], sdkOptionsExpected = false): PipelinePolicy {
+  const send = composeHandlers(regions, [steering], handlers, sdkOptionsExpected);
   // The rest of the pipeline is the same function for every request of a client (it is composed once per order of
   // its policies), so its wrapper is made once for it too.
   let below: SendRequest | undefined;

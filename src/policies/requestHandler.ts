@@ -1,7 +1,8 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
-import { requestControlsOf } from "../request/requestControls.js";
+import { requestControlsOf, setRequestControls } from "../request/requestControls.js";
+import { logger } from "../log.js";
 import { operationOf } from "../request/requestState.js";
 import type { RegionCache } from "../topology/regionCache.js";
 import { sendObservingAccount } from "../topology/accountObservation.js";
@@ -30,15 +31,24 @@ export interface RequestHandler {
  * read once (which strips their headers, so that none reaches the wire), the
  * request classified once, the account reads observed (so that a policy used
  * alone still learns the regions), then each step that applies to it, then
- * the first handler that sends it, or the rest of the pipeline. A step's
+ * the first handler that sends it, or the rest of the pipeline. With
+ * `sdkOptionsExpected` (a `withHedging` client's layer), a request whose
+ * `@azure/cosmos` options are unknown is neither steered nor hedged. A step's
  * throw rejects the request before it is sent. One composition serves one
  * policy or a whole client's worth of them, so that a client runs them as
  * one layer rather than as one layer each.
  */
-export function composeHandlers(regions: RegionCache, steps: readonly RequestStep[], handlers: readonly RequestHandler[]): (request: PipelineRequest, next: SendRequest) => Promise<PipelineResponse> {
+export function composeHandlers(
+  regions: RegionCache,
+  steps: readonly RequestStep[],
+  handlers: readonly RequestHandler[],
+  sdkOptionsExpected = false,
+): (request: PipelineRequest, next: SendRequest) => Promise<PipelineResponse> {
+  const warning = { given: false };
   return (request, next) => {
     try {
       let controls = requestControlsOf(request);
+      if (sdkOptionsExpected && controls.sdkOptionsKnown === undefined) controls = withSdkOptionsUnknown(request, controls, warning);
       const operation = operationOf(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       for (const step of steps) if (step.kinds.has(operation)) controls = step.apply(request, operation, controls);
@@ -48,6 +58,26 @@ export function composeHandlers(regions: RegionCache, steps: readonly RequestSte
       return Promise.reject(error);
     }
   };
+}
+
+/**
+ * Keeps from hedging and steering a request that reached a `withHedging`
+ * client's layer as another object than the one the client was given (a
+ * policy of the caller's before the layer passed on a copy or a proxy): the
+ * SDK's `excludedLocations` went with the original, so a hedge of the copy
+ * could go to a region the SDK was told to avoid.
+ */
+function withSdkOptionsUnknown(request: PipelineRequest, controls: RequestHedgingControls, warning: { given: boolean }): RequestHedgingControls {
+  // Once per client: a policy that copies copies every request.
+  if (!warning.given) {
+    warning.given = true;
+    logger.warning(
+      "A request reached cosmosHedgingPolicy as another object than the one @azure/cosmos sent (a policy before it passed on a copy or a proxy?): the SDK's options went with the original, so it is sent unhedged, where it is addressed.",
+    );
+  }
+  const unknown: RequestHedgingControls = { ...controls, hedging: false, sdkOptionsKnown: false };
+  setRequestControls(request, unknown);
+  return unknown;
 }
 
 /** A pipeline policy of this package: one step or one handler over {@link composeHandlers}. */

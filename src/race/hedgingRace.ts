@@ -164,14 +164,24 @@ export class HedgingRace<T = RaceOutcome> {
         this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: [], hedgeRefused: false });
         return;
       }
-      if (this.input.eager ?? this.input.drain === undefined) {
-        this.primaryController = armAbortFor(request);
-        request.abortSignal = this.primaryController.signal;
-        this.listen();
-      }
+      if ((this.input.eager ?? this.input.drain === undefined) && this.takePrimarySignal(request)) this.listen();
       this.sendPrimary();
       this.timer = setTimeout(thresholdPassed, this.input.strategy.delayBefore(1), this);
     });
+  }
+
+  /**
+   * Gives the primary an abort signal of the race's. A request that takes no
+   * change (a policy of the caller's froze it) keeps the caller's signal, and
+   * its primary runs as one sent without `eager`: the caller's abort still
+   * aborts it, and if it loses it drains.
+   * @returns whether the primary now carries the race's signal.
+   */
+  private takePrimarySignal(request: PipelineRequest): boolean {
+    const controller = armAbortFor(request);
+    if (!Reflect.set(request, "abortSignal", controller.signal)) return false;
+    this.primaryController = controller;
+    return true;
   }
 
   /** The threshold passed with the primary in flight: the first hedge is due. Called by the race's own timer. */
@@ -530,7 +540,8 @@ export class HedgingRace<T = RaceOutcome> {
       // Node's transport reads this when the response headers arrive: a loser whose headers are still to come
       // hands its body over as a stream, which the drain reads within the byte bound. (A progress callback
       // would count the bytes too, but aborting a request under one throws from the transport's stream.)
-      arm.request.streamResponseStatusCodes = new Set([Number.POSITIVE_INFINITY]);
+      // A frozen request (the caller's own primary) takes no change: its body comes whole, and the drain still bounds its time.
+      Reflect.set(arm.request, "streamResponseStatusCodes", new Set([Number.POSITIVE_INFINITY]));
     });
   }
 

@@ -49,13 +49,21 @@ class State implements RequestState {
 /** The property that holds a request's state; not enumerable by `Object.keys`, `for...in` or `JSON.stringify`. */
 const stateKey = Symbol("cosmos-hedging request state");
 
-/** The states of requests that take no new property (frozen, sealed). */
+/** The states of requests that take no new property (frozen, sealed), or whose state was frozen with them. */
 const statesOfClosedRequests = new WeakMap<PipelineRequest, RequestState>();
 
 function held(request: PipelineRequest): RequestState | undefined {
-  const state = (request as unknown as Record<symbol, RequestState | undefined>)[stateKey];
-  if (state?.owner === request) return state;
-  return Object.isExtensible(request) ? undefined : statesOfClosedRequests.get(request);
+  const own = (request as unknown as Record<symbol, RequestState | undefined>)[stateKey];
+  const state = own?.owner === request ? own : undefined;
+  // A state frozen with the request (a caller's deep freeze of what it holds) takes no more writes: a copy of it does.
+  if (state !== undefined && Object.isExtensible(state)) return state;
+  if (state === undefined && Object.isExtensible(request)) return undefined;
+  let closed = statesOfClosedRequests.get(request);
+  if (closed === undefined && state !== undefined) {
+    closed = Object.assign(new State(request), state);
+    statesOfClosedRequests.set(request, closed);
+  }
+  return closed;
 }
 
 /** The request's state, or `undefined` when nothing has been kept for it yet. */

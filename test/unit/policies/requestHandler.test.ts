@@ -8,6 +8,8 @@ import { composeHandlers, policyOver } from "../../../src/policies/requestHandle
 import type { RequestHandler, RequestStep } from "../../../src/policies/requestHandler.js";
 import type { RequestHedgingControls } from "../../../src/request/requestModel.js";
 import { RegionCache } from "../../../src/topology/regionCache.js";
+import { setRequestControls } from "../../../src/request/requestControls.js";
+import { captureAzureLogs } from "../../support/logCapture.js";
 import { eastUs, pointRead, query, requestTo, westUs } from "../../support/hedgingFixtures.js";
 
 const answer: SendRequest = async (request) => ({ request, status: 200, headers: createHttpHeaders() });
@@ -86,6 +88,31 @@ describe("requestHandler", () => {
       const pending = composeHandlers(regions, [failing], [])(pointRead(eastUs), (request) => (sent++, answer(request)));
       await assert.rejects(pending, /^TypeError: no region left$/);
       assert.equal(sent, 0);
+    });
+  });
+
+  describe("composeHandlers in a withHedging client's layer (sdkOptionsExpected)", () => {
+    it("neither steers nor hedges a request whose @azure/cosmos options are unknown (a copy of the SDK's), and warns once a composition", async () => {
+      const calls: string[] = [];
+      const send = composeHandlers(regions, [step(calls, "steer", ["pointRead"])], [handler(calls, "hedge", ["pointRead"])], true);
+      const logs = captureAzureLogs("warning");
+      try {
+        for (let i = 0; i < 2; i++) await send(pointRead(eastUs), answer);
+      } finally {
+        logs.restore();
+      }
+      const unknown = '{"hedging":false,"sdkOptionsKnown":false}';
+      assert.deepEqual(calls, [`steer pointRead ${unknown}`, `hedge pointRead ${unknown}`, `steer pointRead ${unknown}`, `hedge pointRead ${unknown}`]);
+      assert.equal(logs.packageLines().filter((line) => line.includes("another object than the one @azure/cosmos sent")).length, 1);
+    });
+
+    it("leaves a request with the SDK's options as they are", async () => {
+      const calls: string[] = [];
+      const send = composeHandlers(regions, [], [handler(calls, "hedge", ["pointRead"])], true);
+      const request = pointRead(eastUs);
+      setRequestControls(request, { sdkOptionsKnown: true });
+      await send(request, answer);
+      assert.deepEqual(calls, ['hedge pointRead {"sdkOptionsKnown":true}']);
     });
   });
 

@@ -157,6 +157,24 @@ describe("HedgingRace: the lazy race", () => {
       );
     }
   });
+
+  it("an eager race over a frozen request: the primary keeps the caller's signal, drains when it loses, and the caller's abort still cuts it", async () => {
+    const { request, caller } = sdkRead({ sockets: {}, maxSockets: 1, maxTotalSockets: Infinity });
+    Object.freeze(request);
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+    const pending = hedged()(request);
+    await harness.clock.tickAsync(threshold + 10);
+    assert.equal(request.abortSignal, caller.signal, "nothing was written on the frozen request");
+    assert.deepEqual(
+      diagnosticsOf(pending).arms.map((arm) => arm.outcome),
+      ["drained", "returned"],
+    );
+    caller.abort();
+    await harness.clock.tickAsync(0);
+    assert.equal(harness.transport.receivedBy(eastUs.endpoint).at(-1)?.outcome, "aborted", "the caller's abort cuts the draining primary");
+    assert.equal(harness.leaks.listenerCount(caller.signal), 0);
+  });
 });
 
 describe("HedgingRace: bounded load in an outage (issue 22)", () => {

@@ -82,4 +82,19 @@ describe("RequestState", () => {
     markForCoreTransport(early, false);
     assert.equal(reachesCoreTransport(early), false);
   });
+
+  it("goes on from a copy of a state frozen with its request, keeping what it held", () => {
+    const request = pointRead();
+    setRequestControls(request, { region: "West US" });
+    markForCoreTransport(request, true);
+    const frozenState = stateIfAny(request);
+    assert.ok(frozenState !== undefined);
+    Object.freeze(frozenState);
+    Object.freeze(request);
+    assert.equal(operationOf(request), "pointRead", "classifying writes to the copy, not the frozen state");
+    const state = stateIfAny(request);
+    assert.notEqual(state, frozenState);
+    assert.deepEqual([state?.owner, state?.controls, state?.toCoreTransport, state?.kind], [request, { region: "West US" }, true, "pointRead"]);
+    assert.equal(stateIfAny(request), state, "one copy, kept");
+  });
 });
