@@ -22,7 +22,12 @@ export function subStatusOf(response: PipelineResponse): number {
 
 /** The `x-ms-request-charge` of a response in request units, or `undefined` when it has none or it is not a number. */
 export function requestChargeOf(response: PipelineResponse): number | undefined {
-  const charge = Number.parseFloat(response.headers.get(CosmosHeaders.requestCharge) ?? "");
+  return chargeOfHeader(response.headers.get(CosmosHeaders.requestCharge));
+}
+
+/** An `x-ms-request-charge` value in request units, or `undefined` when there is none or it is not a number. */
+export function chargeOfHeader(value: string | undefined): number | undefined {
+  const charge = Number.parseFloat(value ?? "");
   return Number.isFinite(charge) ? charge : undefined;
 }
 

@@ -1,5 +1,6 @@
 import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
-import { hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
+import { CosmosHeaders, hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
+import { chargeOfHeader } from "../cosmos/statusTables.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeRankingReason } from "../learning/regionRanking.js";
 import { ObjectSlot } from "../request/objectSlot.js";
@@ -224,8 +225,10 @@ interface CachedHead {
   readonly thresholdRegion: string | undefined;
   readonly primaryRegion: string | undefined;
   readonly json: string;
-  /** For a race its primary won alone, in its primary region: the JSON around the arm's measurements (see {@link lonePrimaryJson}). */
-  lonePrimary?: { readonly beforeOffset: string; readonly afterCharge: string };
+  /** The compact header of a skipped record of this kind (see {@link headerValue}). */
+  skippedHeader?: string;
+  /** The compact header of the latest race of this kind its primary won alone in its primary region, with that arm's status. */
+  lonePrimary?: { readonly status: number | undefined; readonly header: string };
 }
 
 /**
@@ -286,56 +289,58 @@ function raceHeadJson(diagnostics: HedgeDiagnostics): string {
   return json === "{}" ? "{" : json.slice(0, -1) + ",";
 }
 
-/** The constant JSON of a lone primary's record before its start offset, and after its total charge. */
-function lonePrimaryParts(headJson: string, region: string): { readonly beforeOffset: string; readonly afterCharge: string } {
+/** The compact header of a race its primary won alone: `head` (the fields before the arms), the arm without its measurements, and the end. */
+function lonePrimaryHeader(head: string, region: string, status: number | undefined): string {
   const name = JSON.stringify(region);
-  return {
-    beforeOffset: headJson + '"arms":[{"region":' + name + ',"reason":"primary","startOffsetMs":',
-    afterCharge: ',"final":true,"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + name,
-  };
+  return (
+    head + '"arms":[{"region":' + name + ',"reason":"primary","startOffsetMs":0,"outcome":"returned"' + (status === undefined ? "" : ',"status":' + jsonNumber(status)) +
+    '}],"hedgeFired":false,"final":true,"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + name + "}"
+  );
 }
 
 /**
- * The JSON of a race whose primary answered alone before any hedge (the
- * common case with hedging on), or `undefined` for any other record. Only
- * the arm's measurements, its activity id and the charge differ between
- * such records of one request kind, so the rest is cached; the result is
- * the text `JSON.stringify` gives.
+ * The compact header of a race whose primary answered alone before any
+ * hedge (the common case with hedging on), or `undefined` for any other
+ * record: one cached string per kind of request and status.
  */
-function lonePrimaryJson(diagnostics: HedgeDiagnostics): string | undefined {
+function compactLonePrimary(diagnostics: HedgeDiagnostics): string | undefined {
   const arm = diagnostics.arms[0];
   if (
-    arm === undefined || diagnostics.arms.length !== 1 || diagnostics.terminalState !== "primaryWon" || diagnostics.routing !== undefined ||
-    diagnostics.ranking !== undefined || diagnostics.skipReason !== undefined || arm.error !== undefined || arm.subStatus !== undefined ||
-    arm.sessionTokenOmitted !== undefined || arm.drainEnd !== undefined || arm.reason !== "primary" || arm.outcome !== "returned" ||
-    diagnostics.final !== true || diagnostics.hedgeFired || diagnostics.hedgeWon || diagnostics.winningRegion !== arm.region
+    arm === undefined || diagnostics.arms.length !== 1 || diagnostics.terminalState !== "primaryWon" || diagnostics.ranking !== undefined ||
+    diagnostics.skipReason !== undefined || arm.error !== undefined || arm.subStatus !== undefined || arm.sessionTokenOmitted !== undefined ||
+    arm.drainEnd !== undefined || arm.reason !== "primary" || arm.outcome !== "returned" || arm.startOffsetMs !== 0 || diagnostics.hedgeFired ||
+    diagnostics.hedgeWon || diagnostics.winningRegion !== arm.region
   ) {
     return undefined;
   }
-  // The fields of the arm and of the end of the record in the order `describeArm` and `raceRecord` set them.
   const head = cachedHead(false, diagnostics);
-  const around = arm.region === head.primaryRegion ? (head.lonePrimary ??= lonePrimaryParts(head.json, arm.region)) : lonePrimaryParts(head.json, arm.region);
-  let json = around.beforeOffset + jsonNumber(arm.startOffsetMs) + ',"outcome":"returned"';
-  if (arm.durationMs !== undefined) json += ',"durationMs":' + jsonNumber(arm.durationMs);
-  if (arm.status !== undefined) json += ',"status":' + jsonNumber(arm.status);
-  if (arm.activityId !== undefined) json += ',"activityId":' + JSON.stringify(arm.activityId);
-  if (arm.requestCharge !== undefined) json += ',"requestCharge":' + jsonNumber(arm.requestCharge);
-  json += '}],"hedgeFired":false,"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + around.afterCharge;
-  if (diagnostics.winningActivityId !== undefined) json += ',"winningActivityId":' + JSON.stringify(diagnostics.winningActivityId);
-  return json + "}";
+  if (arm.region !== head.primaryRegion) return lonePrimaryHeader(head.json, arm.region, arm.status);
+  let cached = head.lonePrimary;
+  if (cached === undefined || cached.status !== arm.status) head.lonePrimary = cached = { status: arm.status, header: lonePrimaryHeader(head.json, arm.region, arm.status) };
+  return cached.header;
 }
 
 /**
- * The header value of a record: its JSON. The two common records, a
- * skipped request and a race its primary won alone, are assembled from a
- * cached head instead of serialized afresh.
+ * The header value of a record: its JSON. The two common records, a race
+ * its primary won alone and a skipped request, are written compact: one
+ * cached string per kind of request, without what only that request
+ * measured (the arm's duration, activity id and charge, the total charge),
+ * so that a read that is not hedged writes no JSON of its own. Such a
+ * header has no `totalRequestCharge`, and {@link getHedgeDiagnostics}
+ * completes it from the `x-ms-activity-id` and `x-ms-request-charge` of the
+ * same headers; the live record (on the response, and on the `headers`
+ * `@azure/cosmos` returns) has every field.
  */
 function headerValue(diagnostics: HedgeDiagnostics): string {
-  if (diagnostics.terminalState === "skipped" && diagnostics.routing === undefined && diagnostics.final === true) {
-    // A skipped record differs from the previous one of its kind only in its charge, its last field.
-    return cachedHead(true, diagnostics).json + ',"totalRequestCharge":' + jsonNumber(diagnostics.totalRequestCharge) + ',"final":true}';
+  if (diagnostics.routing === undefined && diagnostics.final === true) {
+    if (diagnostics.terminalState === "skipped") {
+      const head = cachedHead(true, diagnostics);
+      return (head.skippedHeader ??= head.json + ',"final":true}');
+    }
+    const compact = compactLonePrimary(diagnostics);
+    if (compact !== undefined) return compact;
   }
-  return lonePrimaryJson(diagnostics) ?? JSON.stringify(diagnostics);
+  return JSON.stringify(diagnostics);
 }
 
 /**
@@ -379,10 +384,30 @@ function parseHeaderValue(value: unknown): HedgeDiagnostics | undefined {
   }
 }
 
+/**
+ * A compact header's record (see {@link headerValue}) completed from the
+ * response's own headers: the activity id and charge of its one arm, its
+ * total charge.
+ */
+function completedCompact(record: HedgeDiagnostics, header: (name: string) => unknown): HedgeDiagnostics {
+  const activityId = header(CosmosHeaders.activityId);
+  const rawCharge = header(CosmosHeaders.requestCharge);
+  const charge = typeof rawCharge === "string" ? chargeOfHeader(rawCharge) : undefined;
+  const arm = Array.isArray(record.arms) ? record.arms[0] : undefined;
+  if (arm !== undefined && typeof arm === "object" && arm !== null) {
+    if (typeof activityId === "string") arm.activityId = activityId;
+    if (charge !== undefined) arm.requestCharge = charge;
+  }
+  record.totalRequestCharge = charge ?? 0;
+  if (typeof activityId === "string" && record.terminalState === "primaryWon") record.winningActivityId = activityId;
+  return record;
+}
+
 function fromHeaders(headers: unknown): HedgeDiagnostics | undefined {
   if (typeof headers !== "object" || headers === null) return undefined;
-  if (isHttpHeaders(headers)) return parseHeaderValue(headers.get(hedgeDiagnosticsHeaderName));
-  return parseHeaderValue((headers as Record<string, unknown>)[hedgeDiagnosticsHeaderName]);
+  const header = isHttpHeaders(headers) ? (name: string) => headers.get(name) : (name: string) => (headers as Record<string, unknown>)[name];
+  const record = parseHeaderValue(header(hedgeDiagnosticsHeaderName));
+  return record === undefined || typeof record.totalRequestCharge === "number" ? record : completedCompact(record, header);
 }
 
 /**
