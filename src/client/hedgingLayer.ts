@@ -2,7 +2,7 @@ import type { PipelinePolicy, SendRequest } from "@azure/core-rest-pipeline";
 import type { RegionCache } from "../topology/regionCache.js";
 import type { RequestHandler, RequestStep } from "../policies/requestHandler.js";
 import { composeHandlers } from "../policies/requestHandler.js";
-import { attemptSettled, linkAttempt, recordingSend } from "../diagnostics/dispatchRecording.js";
+import { linkAttempt, recordingSend } from "../diagnostics/dispatchRecording.js";
 import { armHttpTracing } from "../diagnostics/tracing.js";
 
 /**
@@ -43,7 +43,7 @@ export function hedgingLayer(regions: RegionCache, steering: RequestStep, handle
     sendRequest(request, next) {
       const attempt = linkAttempt(request);
       if (attempt === undefined) return send(request, traced(next));
-      return attemptSettled(attempt, send(request, recordingSend(attempt, regions, traced(next))));
+      return send(request, recordingSend(attempt, regions, traced(next)));
     },
   };
 }

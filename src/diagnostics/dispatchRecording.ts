@@ -2,7 +2,7 @@ import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core
 import type { RegionCache } from "../topology/regionCache.js";
 import { normalizeRegionName } from "../topology/regionNames.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
-import { getHedgeDiagnostics } from "./diagnostics.js";
+import type { HedgeDiagnostics } from "./diagnostics.js";
 import type { OperationDetection, RequestedRegionReason } from "./detection.js";
 import { ObjectSlot } from "../request/objectSlot.js";
 import { requestStateOf, stateIfAny } from "../request/requestState.js";
@@ -70,7 +70,7 @@ export function unnameOperation(headers: object): void {
 
 /** Links the SDK's request of an attempt handed over to the hedging client to its operation. */
 export function noteHandedAttempt(request: PipelineRequest, operation: OperationDetection): void {
-  requestStateOf(request).handedOperation = operation;
+  requestStateOf(request).operation = operation;
 }
 
 /** One HTTP attempt the SDK made for an operation, as it reached the hedging client. */
@@ -87,34 +87,25 @@ export interface Attempt {
  * `undefined` for a request of no running operation.
  */
 export function linkAttempt(request: PipelineRequest): Attempt | undefined {
-  const handed = stateIfAny(request)?.handedOperation;
+  const handed = stateIfAny(request)?.operation;
   if (handed !== undefined) return { operation: handed, sent: false };
   const id = request.headers.get(operationHeaderName);
   if (id === undefined) return undefined;
   request.headers.delete(operationHeaderName);
   const operation = running.get(id);
-  return operation === undefined ? undefined : { operation, sent: false };
+  if (operation === undefined) return undefined;
+  requestStateOf(request).operation = operation;
+  return { operation, sent: false };
 }
 
 /**
- * Notes, when the attempt settles, whether the service replied (the next
- * attempt's reason depends on it) and the record a hedging policy made of it.
+ * Keeps the record a hedging policy made of an attempt as its operation's
+ * latest (see `OperationDetection.lastRecord`): the live record of the
+ * attempt the SDK's call ends with.
  */
-export function attemptSettled(attempt: Attempt, sent: Promise<PipelineResponse>): Promise<PipelineResponse> {
-  const { operation } = attempt;
-  return sent.then(
-    (response) => {
-      operation.lastReplied = true;
-      operation.lastRecord = getHedgeDiagnostics(response) ?? operation.lastRecord;
-      return response;
-    },
-    (error: unknown) => {
-      // The pipeline returns every status as a response: a rejection is a request that got no reply.
-      operation.lastReplied = false;
-      operation.lastRecord = getHedgeDiagnostics(error) ?? operation.lastRecord;
-      throw error;
-    },
-  );
+export function noteAttemptRecord(request: PipelineRequest, diagnostics: HedgeDiagnostics): void {
+  const operation = stateIfAny(request)?.operation;
+  if (operation !== undefined) operation.lastRecord = diagnostics;
 }
 
 /** Why the SDK sent its attempt to `region`, from what its previous attempt did. */
@@ -128,15 +119,17 @@ function sdkReason(operation: OperationDetection, region: string | undefined): R
 /**
  * How the requests of an attempt go out: each is noted with its region and
  * reason, and its reply (region and request charge) as it arrives, a
- * drained loser's included. The first request of an attempt is the SDK's;
- * any other request of it is a hedge. A `next` that throws ends the
+ * drained loser's included. The first request of an attempt is the SDK's,
+ * and whether the service replied to it decides the reason of the SDK's
+ * next attempt; any other request of it is a hedge. A `next` that throws ends the
  * request in the record and rejects, as an `async` policy would.
  */
 export function recordingSend(attempt: Attempt, regions: RegionCache, next: SendRequest): SendRequest {
   const { operation } = attempt;
   return (request) => {
     const region = regions.regionOf(request.url)?.name;
-    const reason = attempt.sent ? "hedging" : sdkReason(operation, region);
+    const sdkRequest = !attempt.sent;
+    const reason = sdkRequest ? sdkReason(operation, region) : "hedging";
     attempt.sent = true;
     operation.requestSent(region, reason);
     let sent: Promise<PipelineResponse>;
@@ -146,15 +139,19 @@ export function recordingSend(attempt: Attempt, regions: RegionCache, next: Send
       // A policy of the user's below that throws rather than rejects: the request ended unsent, and the record must
       // say so to become final.
       operation.requestEnded(region, false, undefined);
+      if (sdkRequest) operation.lastReplied = false;
       return Promise.reject(error);
     }
     return sent.then(
       (response) => {
         operation.requestEnded(region, true, requestChargeOf(response));
+        // The pipeline returns every status as a response: the service replied, whatever it said.
+        if (sdkRequest) operation.lastReplied = true;
         return response;
       },
       (error: unknown) => {
         operation.requestEnded(region, false, undefined);
+        if (sdkRequest) operation.lastReplied = false;
         throw error;
       },
     );

@@ -11,6 +11,7 @@ import { attachHedgeDiagnostics } from "../diagnostics/diagnostics.js";
 import { recordForCollectors } from "../diagnostics/diagnosticsCollector.js";
 import { finalWhen } from "../diagnostics/final.js";
 import { describeArm, describeDrainedArm } from "../diagnostics/diagnosticsRecord.js";
+import { noteAttemptRecord } from "../diagnostics/dispatchRecording.js";
 import type { LoserDrain } from "./loserDrain.js";
 import type { SkipPlan } from "../planning/planner.js";
 import type { DiagnosticsHeader, RaceLearner } from "../diagnostics/diagnosticsHeader.js";
@@ -27,8 +28,9 @@ export interface DiagnosticsSink {
   readonly learner?: RaceLearner | undefined;
 }
 
-function publish(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics): void {
+function publish(sink: DiagnosticsSink, request: PipelineRequest, target: unknown, diagnostics: HedgeDiagnostics): void {
   if (typeof target === "object" && target !== null) attachHedgeDiagnostics(target, diagnostics);
+  noteAttemptRecord(request, diagnostics);
   recordForCollectors(diagnostics);
   if (sink.onDiagnostics === undefined) return;
   // A metrics callback must never break the request it describes, whether it throws or returns a promise that rejects.
@@ -106,7 +108,7 @@ export function sendSkipped(
   const { header, reason } = skip;
   const failed = (error: unknown): never => {
     sink.learner?.learnSkipped(header.primaryRegion);
-    publish(sink, error, skippedRecord(header, reason, 0));
+    publish(sink, request, error, skippedRecord(header, reason, 0));
     throw error;
   };
   let sent: Promise<PipelineResponse>;
@@ -120,7 +122,7 @@ export function sendSkipped(
   return sent.then((response) => {
     if (reason !== "continuationPage") sink.learner?.noteResponse(header.primaryRegion, response);
     sink.learner?.learnSkipped(header.primaryRegion);
-    publish(sink, response, skippedRecord(header, reason, requestChargeOf(response) ?? 0));
+    publish(sink, request, response, skippedRecord(header, reason, requestChargeOf(response) ?? 0));
     return response;
   }, failed);
 }
@@ -267,7 +269,7 @@ function conclude(
     // The plan found no hedge to send when one was due: the request ran unhedged, and its record says why.
     const response = outcome.result.response;
     const diagnostics = skippedRecord(header, outcome.skipReason, response === undefined ? 0 : (requestChargeOf(response) ?? 0));
-    publish(sink, response ?? outcome.result.error, diagnostics);
+    publish(sink, request, response ?? outcome.result.error, diagnostics);
     if (response === undefined) throw outcome.result.error;
     return response;
   }
@@ -281,7 +283,7 @@ function conclude(
     // The log and the span read the record before it is published: from then on it is the caller's, who may change it.
     logRace(sink, diagnostics);
     trace?.end(diagnostics, response, error);
-    publish(sink, target, diagnostics);
+    publish(sink, request, target, diagnostics);
   };
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");

@@ -29,8 +29,8 @@ export interface RequestState {
   kind: OperationKind | undefined;
   /** Whether its arms go straight to core-rest-pipeline's own transport (see `markForCoreTransport`). */
   toCoreTransport: boolean;
-  /** The `@azure/cosmos` operation the request is an attempt of, when it was handed over (see `noteHandedAttempt`). */
-  handedOperation: OperationDetection | undefined;
+  /** The `@azure/cosmos` operation the request is an attempt of, handed over or linked by its header (see `linkAttempt`). */
+  operation: OperationDetection | undefined;
   /** Whether it is an arm of a race being traced, which gets an HTTP span (see `armHttpTracing`). */
   traced: boolean;
 }
@@ -40,7 +40,7 @@ class State implements RequestState {
   controls: RequestHedgingControls | undefined = undefined;
   kind: OperationKind | undefined = undefined;
   toCoreTransport = false;
-  handedOperation: OperationDetection | undefined = undefined;
+  operation: OperationDetection | undefined = undefined;
   traced = false;
 
   constructor(readonly owner: PipelineRequest) {}

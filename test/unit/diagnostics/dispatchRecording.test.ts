@@ -3,8 +3,7 @@ import { createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import { OperationDetection } from "../../../src/diagnostics/detection.js";
 import type { HedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
-import { attachHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
-import { attemptSettled, forgetOperation, linkAttempt, noteHandedAttempt, operationHeaderName, recordingSend, registerOperation } from "../../../src/diagnostics/dispatchRecording.js";
+import { forgetOperation, linkAttempt, noteAttemptRecord, noteHandedAttempt, operationHeaderName, recordingSend, registerOperation } from "../../../src/diagnostics/dispatchRecording.js";
 import { RegionCache } from "../../../src/topology/regionCache.js";
 import { eastUs, pointRead, westUs } from "../../support/hedgingFixtures.js";
 
@@ -58,12 +57,10 @@ describe("dispatchRecording", () => {
       const operation = new OperationDetection();
       const attempt = { operation, sent: false };
       const send = recordingSend(attempt, regions, answer("2.5"));
-      await attemptSettled(attempt, Promise.all([send(pointRead(eastUs)), send(pointRead(westUs))]).then(([first]) => first));
+      await Promise.all([send(pointRead(eastUs)), send(pointRead(westUs))]);
       // The SDK's next attempts, after a reply: in the same region, then in another.
-      const again = { operation, sent: false };
-      await attemptSettled(again, recordingSend(again, regions, answer("1"))(pointRead(eastUs)));
-      const moved = { operation, sent: false };
-      await attemptSettled(moved, recordingSend(moved, regions, answer("0.5"))(pointRead(westUs)));
+      await recordingSend({ operation, sent: false }, regions, answer("1"))(pointRead(eastUs));
+      await recordingSend({ operation, sent: false }, regions, answer("0.5"))(pointRead(westUs));
       operation.operationEnded();
       assert.deepEqual(operation.requestedRegions(), [
         { region: "East US", reason: "initial" },
@@ -92,16 +89,23 @@ describe("dispatchRecording", () => {
     });
   });
 
-  describe("attemptSettled", () => {
-    it("notes whether the service replied and keeps the latest hedging record of the operation", async () => {
+  describe("the operation's latest record and reply", () => {
+    it("keeps the record a policy made of an attempt, by the SDK's request, and whether the service replied to the SDK's request only", async () => {
       const operation = new OperationDetection();
-      const response: PipelineResponse = { request: pointRead(eastUs), status: 503, headers: createHttpHeaders() };
-      attachHedgeDiagnostics(response, record);
-      assert.equal(await attemptSettled({ operation, sent: true }, Promise.resolve(response)), response);
-      assert.deepEqual([operation.lastReplied, operation.lastRecord], [true, record]);
-      const error = new Error("timed out");
-      await assert.rejects(attemptSettled({ operation, sent: true }, Promise.reject(error)), (thrown) => thrown === error);
-      assert.deepEqual([operation.lastReplied, operation.lastRecord], [false, record], "an error without a record keeps the last one");
+      const request = pointRead(eastUs);
+      noteHandedAttempt(request, operation);
+      noteAttemptRecord(request, record);
+      noteAttemptRecord(pointRead(eastUs), { ...record, skipReason: "notEligible" });
+      assert.equal(operation.lastRecord, record, "a request of no operation changes nothing");
+      const attempt = { operation, sent: false };
+      const send = recordingSend(attempt, regions, (outgoing) => (outgoing === request ? Promise.reject(new Error("timed out")) : answer("1")(outgoing)));
+      const hedge = pointRead(westUs);
+      await Promise.allSettled([send(request), send(hedge)]);
+      assert.equal(operation.lastReplied, false, "the SDK's own request got no reply, whatever its hedge got");
+      const retry = pointRead(eastUs);
+      const response: PipelineResponse = await recordingSend({ operation, sent: false }, regions, async (outgoing) => ({ request: outgoing, status: 503, headers: createHttpHeaders() }))(retry);
+      assert.equal(response.status, 503);
+      assert.equal(operation.lastReplied, true, "a reply of any status");
     });
   });
 });

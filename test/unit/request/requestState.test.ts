@@ -34,7 +34,7 @@ describe("RequestState", () => {
     assert.deepEqual(state.controls, { region: "West US" });
     assert.equal(state.kind, "pointRead");
     assert.equal(state.toCoreTransport, true);
-    assert.equal(state.handedOperation, operation);
+    assert.equal(state.operation, operation);
     assert.equal(linkAttempt(request)?.operation, operation);
   });
 
