@@ -51,7 +51,7 @@ export function forgetOperation(operation: OperationDetection): void {
 }
 
 /** The operation running on an `@azure/cosmos` request context, by the context's `headers` (shared by every attempt of it, and by a plugin's shallow copy). */
-const namedOperations = new ObjectSlot<OperationDetection | undefined>("cosmos-hedging running operation");
+const namedOperations = new ObjectSlot<OperationDetection>("cosmos-hedging running operation");
 
 /** Names `operation` as the one running on the request context whose headers these are, until {@link unnameOperation}. */
 export function nameOperation(headers: object, operation: OperationDetection): void {
@@ -65,7 +65,7 @@ export function operationNamedIn(headers: object): OperationDetection | undefine
 
 /** Ends the naming of {@link nameOperation}. */
 export function unnameOperation(headers: object): void {
-  if (namedOperations.get(headers) !== undefined) namedOperations.set(headers, undefined);
+  namedOperations.clear(headers);
 }
 
 /** Links the SDK's request of an attempt handed over to the hedging client to its operation. */

@@ -26,11 +26,20 @@ export class ObjectSlot<T> {
 
   /** The value last set on `target` itself, or `undefined` (a copy of an object has none of the original's). */
   get(target: object): T | undefined {
+    // A value set (or cleared) after the object was frozen is newer than the property it kept.
+    if (!Object.isExtensible(target) && this.fallback.has(target)) return this.fallback.get(target);
     const held = (target as Record<symbol, Held<T> | undefined>)[this.key];
-    const value = held?.owner === target ? held.value : undefined;
-    if (Object.isExtensible(target)) return value;
-    // A value set after the object was frozen is newer than the property it kept.
-    return this.fallback.get(target) ?? value;
+    return held?.owner === target ? held.value : undefined;
+  }
+
+  /** Clears `target`'s value, if it has one; no object is made for it. */
+  clear(target: object): void {
+    if (!Object.isExtensible(target)) {
+      this.fallback.set(target, undefined as T);
+      return;
+    }
+    const holder = target as Record<symbol, Held<T> | undefined>;
+    if (holder[this.key] !== undefined) holder[this.key] = undefined;
   }
 
   /** Sets `target`'s value, replacing any it had. */

@@ -56,6 +56,24 @@ describe("ObjectSlot", () => {
     }
   });
 
+  it("clears a value without making an object, before or after the object was frozen, and a cleared value stays cleared", () => {
+    const slot = new ObjectSlot<string>("test value");
+    const open = {};
+    slot.set(open, "value");
+    slot.clear(open);
+    assert.equal(slot.get(open), undefined);
+    slot.clear({});
+    for (const lock of [Object.freeze, Object.seal, Object.preventExtensions]) {
+      const target = {};
+      slot.set(target, "before");
+      lock(target);
+      slot.clear(target);
+      assert.equal(slot.get(target), undefined, "the value it kept from before is cleared too");
+      slot.set(target, "again");
+      assert.equal(slot.get(target), "again");
+    }
+  });
+
   it("gives a copy made by spread or Object.assign no value: a value belongs to the object it was set on", () => {
     const slot = new ObjectSlot<string>("test value");
     const original = { id: 1 };
