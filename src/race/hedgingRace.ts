@@ -217,7 +217,8 @@ export class HedgingRace<T = RaceOutcome> {
     if (this.decided) return;
     this.primaryResult = result;
     this.primaryEndedAt = performance.now();
-    this.guard(() => {
+    // Not through `guard`: nearly every read ends here, and a closure a read is what the lazy race saves.
+    try {
       this.cancelTimer();
       if (this.callerSignal?.aborted === true) {
         this.abortAlone();
@@ -227,7 +228,9 @@ export class HedgingRace<T = RaceOutcome> {
       // A transient primary brings the first hedge forward, unless the plan already found none.
       if (verdict === "next" && this.skipReason === undefined) this.beginHedging(this.input.strategy.earlyLaunchReason);
       else this.decideAlone(verdict !== "win");
-    });
+    } catch (error) {
+      this.fault(error);
+    }
   }
 
   /** A hedge is due: plans the hedges, arms the race, launches the first one. */
@@ -318,10 +321,15 @@ export class HedgingRace<T = RaceOutcome> {
     try {
       step();
     } catch (error) {
-      if (!this.decided) this.end(undefined);
-      this.input.fail?.(error);
-      this.reject(error);
+      this.fault(error);
     }
+  }
+
+  /** A strategy's fault: the race ends with its error. */
+  private fault(error: unknown): void {
+    if (!this.decided) this.end(undefined);
+    this.input.fail?.(error);
+    this.reject(error);
   }
 
   private cancelTimer(): void {
