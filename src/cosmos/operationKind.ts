@@ -97,22 +97,22 @@ export function pathSegments(url: string): string[] {
   return segments;
 }
 
-function classifyDocuments(shape: RequestShape, method: string, isFeed: boolean): OperationKind {
+function classifyDocuments(headers: HeaderSource, method: string, isFeed: boolean): OperationKind {
   if (isFeed) {
     if (method === "POST") {
-      if (isTrue(shape.header(CosmosHeaders.isQueryPlan))) return "queryPlan";
+      if (isTrue(headers.get(CosmosHeaders.isQueryPlan))) return "queryPlan";
       if (
-        isTrue(shape.header(CosmosHeaders.isQuery)) ||
-        shape.header(CosmosHeaders.contentType)?.toLowerCase().startsWith("application/query+json")
+        isTrue(headers.get(CosmosHeaders.isQuery)) ||
+        headers.get(CosmosHeaders.contentType)?.toLowerCase().startsWith("application/query+json")
       ) {
         return "query";
       }
-      if (isTrue(shape.header(CosmosHeaders.isBatch))) return "batch";
-      if (isTrue(shape.header(CosmosHeaders.isUpsert))) return "upsert";
+      if (isTrue(headers.get(CosmosHeaders.isBatch))) return "batch";
+      if (isTrue(headers.get(CosmosHeaders.isUpsert))) return "upsert";
       return "create";
     }
     if (method === "GET") {
-      return shape.header(CosmosHeaders.aIm)?.trim().toLowerCase() === "incremental feed"
+      return headers.get(CosmosHeaders.aIm)?.trim().toLowerCase() === "incremental feed"
         ? "changeFeed"
         : "readFeed";
     }
@@ -134,22 +134,82 @@ function classifyDocuments(shape: RequestShape, method: string, isFeed: boolean)
 
 /** Classifies a request by its method, path and wire headers. Pure; never throws. */
 export function classifyShape(shape: RequestShape): OperationKind {
-  const method = shape.method.toUpperCase();
-  const segments = pathSegments(shape.url);
-  if (segments.length === 0) return method === "GET" ? "accountRead" : "other";
-  if (segments[0] !== "dbs" || segments[2] !== "colls") return "other";
-  if (segments.length === 4) return method === "GET" ? "collectionRead" : "other";
-  const child = segments[4];
-  if (child === "pkranges" && segments.length === 5 && method === "GET") {
-    return hasValue(shape.header(CosmosHeaders.continuation)) ||
-      hasValue(shape.header(CosmosHeaders.ifNoneMatch))
+  return classifyParts(shape.method, shape.url, { get: shape.header });
+}
+
+/** Where classification reads a request's headers: `HttpHeaders` itself, or a shape's accessor. */
+interface HeaderSource {
+  get(name: string): string | undefined;
+}
+
+function classifyParts(rawMethod: string, url: string, headers: HeaderSource): OperationKind {
+  const method = rawMethod.toUpperCase();
+  const path = resourcePathOf(url);
+  const count = path.count;
+  if (count === 0) return method === "GET" ? "accountRead" : "other";
+  if (count < 3 || !segmentIs(url, path.start0, path.end0, "dbs") || !segmentIs(url, path.start2, path.end2, "colls")) return "other";
+  if (count === 4) return method === "GET" ? "collectionRead" : "other";
+  if (count === 5 && method === "GET" && segmentIs(url, path.start4, path.end4, "pkranges")) {
+    return hasValue(headers.get(CosmosHeaders.continuation)) ||
+      hasValue(headers.get(CosmosHeaders.ifNoneMatch))
       ? "partitionKeyRangeReadFeedContinuation"
       : "partitionKeyRangeReadFeed";
   }
-  if (child === "docs" && (segments.length === 5 || segments.length === 6)) {
-    return classifyDocuments(shape, method, segments.length === 5);
+  if ((count === 5 || count === 6) && segmentIs(url, path.start4, path.end4, "docs")) {
+    return classifyDocuments(headers, method, count === 5);
   }
   return "other";
+}
+
+/**
+ * Where the segments that classification reads sit in a URL, and how many
+ * segments its path has, found as {@link pathSegments} finds them but without
+ * copying one: the first, third and fifth are names (`dbs`, `colls`, `docs`),
+ * the others ids nobody reads. One object, reused: classification runs for
+ * every request, and reads it before it asks for any header.
+ */
+const scanned = { count: 0, start0: 0, end0: 0, start2: 0, end2: 0, start4: 0, end4: 0 };
+
+function resourcePathOf(url: string): typeof scanned {
+  scanned.count = 0;
+  const schemeEnd = url.indexOf("://");
+  let at = schemeEnd === -1 ? 0 : url.indexOf("/", schemeEnd + 3);
+  if (at === -1) return scanned;
+  let pathEnd = url.length;
+  const query = url.indexOf("?", at);
+  if (query !== -1) pathEnd = query;
+  const fragment = url.indexOf("#", at);
+  if (fragment !== -1 && fragment < pathEnd) pathEnd = fragment;
+  if (url.charCodeAt(at) === 47) at += 1;
+  let count = 0;
+  while (at <= pathEnd) {
+    let end = url.indexOf("/", at);
+    if (end === -1 || end > pathEnd) end = pathEnd;
+    if (end > at) {
+      if (count === 0) {
+        scanned.start0 = at;
+        scanned.end0 = end;
+      } else if (count === 2) {
+        scanned.start2 = at;
+        scanned.end2 = end;
+      } else if (count === 4) {
+        scanned.start4 = at;
+        scanned.end4 = end;
+      }
+      count += 1;
+    }
+    at = end + 1;
+  }
+  scanned.count = count;
+  return scanned;
+}
+
+/** Whether the path segment `url[start, end)` is `name` once decoded, as {@link pathSegments} decodes it. */
+function segmentIs(url: string, start: number, end: number, name: string): boolean {
+  if (end - start === name.length && url.startsWith(name, start)) return true;
+  // Only an escaped segment can decode to a name it does not spell.
+  const escape = url.indexOf("%", start);
+  return escape !== -1 && escape < end && decodeSegment(url.slice(start, end)) === name;
 }
 
 /**
@@ -158,9 +218,5 @@ export function classifyShape(shape: RequestShape): OperationKind {
  * request once, and remembers the answer with the request's state.
  */
 export function classifyOperation(request: PipelineRequest): OperationKind {
-  return classifyShape({
-    method: request.method,
-    url: request.url,
-    header: (name) => request.headers.get(name),
-  });
+  return classifyParts(request.method, request.url, request.headers);
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { HttpMethods } from "@azure/core-rest-pipeline";
+import fc from "fast-check";
 import {
   classifyOperation,
   classifyShape,
@@ -285,4 +286,29 @@ describe("operation kind sets", function () {
       assert.equal(isReadKind(kind), expected);
     });
   }
+});
+
+describe("classifyShape against pathSegments", function () {
+  it("classifies any path as the decoded segments say (property)", function () {
+    const names = ["dbs", "colls", "docs", "pkranges", "d%62s", "%63olls", "do%63s", "pk%72anges", "x", "%zz", "a%2Fb", ""];
+    const segment = fc.oneof(fc.constantFrom(...names), fc.string({ maxLength: 4 }));
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 8 }), fc.constantFrom("GET", "POST", "PUT", "get"), fc.constantFrom("", "?q=1", "#f", "/"), (segments, method, tail) => {
+        const url = `https://acct.documents.azure.com/${segments.join("/")}${tail}`;
+        const decoded = pathSegments(url);
+        const kind = classifyShape({ method, url, header: () => undefined });
+        const upper = method.toUpperCase();
+        let expected: string;
+        if (decoded.length === 0) expected = upper === "GET" ? "accountRead" : "other";
+        else if (decoded[0] !== "dbs" || decoded[2] !== "colls") expected = "other";
+        else if (decoded.length === 4) expected = upper === "GET" ? "collectionRead" : "other";
+        else if (decoded[4] === "pkranges" && decoded.length === 5 && upper === "GET") expected = "partitionKeyRangeReadFeed";
+        else if (decoded[4] === "docs" && decoded.length === 5) expected = upper === "POST" ? "create" : upper === "GET" ? "readFeed" : "other";
+        else if (decoded[4] === "docs" && decoded.length === 6) expected = upper === "GET" ? "pointRead" : upper === "PUT" ? "replace" : "other";
+        else expected = "other";
+        assert.equal(kind, expected, url);
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
