@@ -1,6 +1,5 @@
 import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
 import { CosmosHeaders, hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
-import { chargeOfHeader } from "../cosmos/statusTables.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeRankingReason } from "../learning/regionRanking.js";
 import { ObjectSlot } from "../request/objectSlot.js";
@@ -225,10 +224,10 @@ interface CachedHead {
   readonly thresholdRegion: string | undefined;
   readonly primaryRegion: string | undefined;
   readonly json: string;
-  /** The compact header of a skipped record of this kind (see {@link headerValue}). */
-  skippedHeader?: string;
-  /** The compact header of the latest race of this kind its primary won alone in its primary region, with that arm's status. */
-  lonePrimary?: { readonly status: number | undefined; readonly header: string };
+  /** The compact header of the latest skipped record of this kind, with its charge (see {@link headerValue}). */
+  skippedHeader?: { readonly charge: number; readonly header: string };
+  /** The compact header of the latest race of this kind its primary won alone in its primary region, with that arm's status and charge. */
+  lonePrimary?: { readonly status: number | undefined; readonly charge: number | undefined; readonly total: number; readonly header: string };
 }
 
 /**
@@ -289,19 +288,21 @@ function raceHeadJson(diagnostics: HedgeDiagnostics): string {
   return json === "{}" ? "{" : json.slice(0, -1) + ",";
 }
 
-/** The compact header of a race its primary won alone: `head` (the fields before the arms), the arm without its measurements, and the end. */
-function lonePrimaryHeader(head: string, region: string, status: number | undefined): string {
+/** The compact header of a race its primary won alone: `head` (the fields before the arms), the arm without its duration and activity id, and the end. */
+function lonePrimaryHeader(head: string, region: string, status: number | undefined, charge: number | undefined, total: number): string {
   const name = JSON.stringify(region);
   return (
-    head + '"arms":[{"region":' + name + ',"reason":"primary","startOffsetMs":0,"outcome":"returned"' + (status === undefined ? "" : ',"status":' + jsonNumber(status)) +
-    '}],"hedgeFired":false,"final":true,"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + name + "}"
+    head + '"arms":[{"region":' + name + ',"reason":"primary","startOffsetMs":0,"outcome":"returned"' +
+    (status === undefined ? "" : ',"status":' + jsonNumber(status)) + (charge === undefined ? "" : ',"requestCharge":' + jsonNumber(charge)) +
+    '}],"hedgeFired":false,"totalRequestCharge":' + jsonNumber(total) + ',"final":true,"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + name + "}"
   );
 }
 
 /**
  * The compact header of a race whose primary answered alone before any
  * hedge (the common case with hedging on), or `undefined` for any other
- * record: one cached string per kind of request and status.
+ * record: cached per kind of request, and made again only when the status
+ * or the charge differs from the last such read's.
  */
 function compactLonePrimary(diagnostics: HedgeDiagnostics): string | undefined {
   const arm = diagnostics.arms[0];
@@ -314,28 +315,36 @@ function compactLonePrimary(diagnostics: HedgeDiagnostics): string | undefined {
     return undefined;
   }
   const head = cachedHead(false, diagnostics);
-  if (arm.region !== head.primaryRegion) return lonePrimaryHeader(head.json, arm.region, arm.status);
+  const { status, requestCharge: charge } = arm;
+  const total = diagnostics.totalRequestCharge;
+  if (arm.region !== head.primaryRegion) return lonePrimaryHeader(head.json, arm.region, status, charge, total);
   let cached = head.lonePrimary;
-  if (cached === undefined || cached.status !== arm.status) head.lonePrimary = cached = { status: arm.status, header: lonePrimaryHeader(head.json, arm.region, arm.status) };
+  if (cached === undefined || cached.status !== status || !Object.is(cached.charge, charge) || !Object.is(cached.total, total)) {
+    head.lonePrimary = cached = { status, charge, total, header: lonePrimaryHeader(head.json, arm.region, status, charge, total) };
+  }
   return cached.header;
 }
 
 /**
  * The header value of a record: its JSON. The two common records, a race
- * its primary won alone and a skipped request, are written compact: one
- * cached string per kind of request, without what only that request
- * measured (the arm's duration, activity id and charge, the total charge),
- * so that a read that is not hedged writes no JSON of its own. Such a
- * header has no `totalRequestCharge`, and {@link getHedgeDiagnostics}
- * completes it from the `x-ms-activity-id` and `x-ms-request-charge` of the
- * same headers; the live record (on the response, and on the `headers`
- * `@azure/cosmos` returns) has every field.
+ * its primary won alone and a skipped request, are written compact: cached
+ * per kind of request, and without what differs from one read of a kind to
+ * the next (the arm's duration and activity id), so that a read that is not
+ * hedged writes no JSON of its own. {@link getHedgeDiagnostics} completes
+ * the activity id from the `x-ms-activity-id` of the same headers; the
+ * live record (on the response, and on the `headers` `@azure/cosmos`
+ * returns) has every field.
  */
 function headerValue(diagnostics: HedgeDiagnostics): string {
   if (diagnostics.routing === undefined && diagnostics.final === true) {
     if (diagnostics.terminalState === "skipped") {
       const head = cachedHead(true, diagnostics);
-      return (head.skippedHeader ??= head.json + ',"final":true}');
+      const charge = diagnostics.totalRequestCharge;
+      let cached = head.skippedHeader;
+      if (cached === undefined || !Object.is(cached.charge, charge)) {
+        head.skippedHeader = cached = { charge, header: head.json + ',"totalRequestCharge":' + jsonNumber(charge) + ',"final":true}' };
+      }
+      return cached.header;
     }
     const compact = compactLonePrimary(diagnostics);
     if (compact !== undefined) return compact;
@@ -386,20 +395,17 @@ function parseHeaderValue(value: unknown): HedgeDiagnostics | undefined {
 
 /**
  * A compact header's record (see {@link headerValue}) completed from the
- * response's own headers: the activity id and charge of its one arm, its
- * total charge.
+ * response's own headers: the activity id of its one arm, which is the
+ * winner's too. A record that has it already, or a response without one,
+ * is left as it is.
  */
 function completedCompact(record: HedgeDiagnostics, header: (name: string) => unknown): HedgeDiagnostics {
+  if (record.terminalState !== "primaryWon" || !Array.isArray(record.arms) || record.arms.length !== 1) return record;
+  const arm = record.arms[0];
   const activityId = header(CosmosHeaders.activityId);
-  const rawCharge = header(CosmosHeaders.requestCharge);
-  const charge = typeof rawCharge === "string" ? chargeOfHeader(rawCharge) : undefined;
-  const arm = Array.isArray(record.arms) ? record.arms[0] : undefined;
-  if (arm !== undefined && typeof arm === "object" && arm !== null) {
-    if (typeof activityId === "string") arm.activityId = activityId;
-    if (charge !== undefined) arm.requestCharge = charge;
-  }
-  record.totalRequestCharge = charge ?? 0;
-  if (typeof activityId === "string" && record.terminalState === "primaryWon") record.winningActivityId = activityId;
+  if (typeof arm !== "object" || arm === null || arm.activityId !== undefined || typeof activityId !== "string") return record;
+  arm.activityId = activityId;
+  record.winningActivityId = activityId;
   return record;
 }
 
@@ -407,7 +413,7 @@ function fromHeaders(headers: unknown): HedgeDiagnostics | undefined {
   if (typeof headers !== "object" || headers === null) return undefined;
   const header = isHttpHeaders(headers) ? (name: string) => headers.get(name) : (name: string) => (headers as Record<string, unknown>)[name];
   const record = parseHeaderValue(header(hedgeDiagnosticsHeaderName));
-  return record === undefined || typeof record.totalRequestCharge === "number" ? record : completedCompact(record, header);
+  return record === undefined ? undefined : completedCompact(record, header);
 }
 
 /**

@@ -5,7 +5,7 @@ import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { HedgeDiagnostics } from "./diagnostics.js";
 import type { OperationDetection, RequestedRegionReason } from "./detection.js";
 import { ObjectSlot } from "../request/objectSlot.js";
-import { requestStateOf, stateIfAny } from "../request/requestState.js";
+import { carriedStateOf, requestStateOf, stateIfAny } from "../request/requestState.js";
 import { pluginHeaderValue } from "../cosmos/headers.js";
 
 /**
@@ -89,6 +89,12 @@ export interface Attempt {
 export function linkAttempt(request: PipelineRequest): Attempt | undefined {
   const handed = stateIfAny(request)?.operation;
   if (handed !== undefined) return { operation: handed, sent: false };
+  // A copy a policy of the caller's made of the SDK's request (a spread, a proxy) is the same attempt.
+  const carried = carriedStateOf(request)?.operation;
+  if (carried !== undefined) {
+    requestStateOf(request).operation = carried;
+    return { operation: carried, sent: false };
+  }
   const id = request.headers.get(operationHeaderName);
   if (id === undefined) return undefined;
   request.headers.delete(operationHeaderName);

@@ -6,7 +6,8 @@ import { sameRegion } from "../topology/regionNames.js";
 import { describe, optionKeys, optionsObject } from "../options.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
-import { retarget } from "../race/cloneRequest.js";
+import { cloneRequestFor, retarget } from "../race/cloneRequest.js";
+import { sendInstead } from "../request/requestState.js";
 import { sameScheme } from "../planning/targets.js";
 import type { RequestHedgingControls, RequestRouting } from "../request/requestModel.js";
 import { setRequestControls } from "../request/requestControls.js";
@@ -160,14 +161,28 @@ export function regionSteering(regions: RegionCache): RequestStep {
     return stay;
   };
 
+  let warnedFrozen = false;
+
   function steer(request: PipelineRequest, operation: OperationKind, controls: RequestHedgingControls): RequestHedgingControls {
     const { target, routing } = route(request, documentWriteKinds.has(operation) ? "write" : "read", controls);
     if (routing === undefined) return controls;
     const steered = { ...controls, routing };
+    if (target !== undefined && !Reflect.set(request, "url", retarget(request.url, target))) {
+      // A policy of the caller's froze the request: a re-pointed copy goes in its place, alone, since the race cannot cut a
+      // primary it did not make the signal of.
+      if (!warnedFrozen) {
+        warnedFrozen = true;
+        logger.verbose(`A frozen ${operation} is sent to ${target.name} as a copy, unhedged.`);
+      }
+      const copy = cloneRequestFor(request, target, request.abortSignal);
+      sendInstead(request, copy);
+      const alone = { ...steered, hedging: false as const };
+      setRequestControls(copy, alone);
+      return alone;
+    }
     setRequestControls(request, steered);
     if (target !== undefined) {
       logger.verbose(`Sending a ${operation} to ${target.name} instead of ${routing.sdkRegion ?? "the SDK's region"} (${routing.rerouteReason}).`);
-      request.url = retarget(request.url, target);
     } else if (routing.exclusionsIgnored) {
       logger.verbose(`Every applicable region of a ${operation} is excluded; sending it where the SDK did.`);
     }

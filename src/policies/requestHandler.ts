@@ -3,7 +3,7 @@ import type { OperationKind } from "../cosmos/operationKind.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
 import { requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { logger } from "../log.js";
-import { operationOf } from "../request/requestState.js";
+import { operationOf, outgoingOf } from "../request/requestState.js";
 import type { RegionCache } from "../topology/regionCache.js";
 import { sendObservingAccount } from "../topology/accountObservation.js";
 
@@ -33,7 +33,7 @@ export interface RequestHandler {
  * alone still learns the regions), then each step that applies to it, then
  * the first handler that sends it, or the rest of the pipeline. With
  * `sdkOptionsExpected` (a `withHedging` client's layer), a request whose
- * `@azure/cosmos` options are unknown is neither steered nor hedged. A step's
+ * `@azure/cosmos` options are unknown is not hedged. A step's
  * throw rejects the request before it is sent. One composition serves one
  * policy or a whole client's worth of them, so that a client runs them as
  * one layer rather than as one layer each.
@@ -52,8 +52,10 @@ export function composeHandlers(
       const operation = operationOf(request);
       if (operation === "accountRead") return sendObservingAccount(regions, request, next);
       for (const step of steps) if (step.kinds.has(operation)) controls = step.apply(request, operation, controls);
-      for (const handler of handlers) if (handler.kinds.has(operation)) return handler.send(request, next, operation, controls);
-      return next(request);
+      // A step may send a copy in the request's place (a frozen request it had to re-point).
+      const outgoing = outgoingOf(request);
+      for (const handler of handlers) if (handler.kinds.has(operation)) return handler.send(outgoing, next, operation, controls);
+      return next(outgoing);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -61,23 +63,24 @@ export function composeHandlers(
 }
 
 /**
- * Keeps from hedging and steering a request that reached a `withHedging`
- * client's layer as another object than the one the client was given (a
- * policy of the caller's before the layer passed on a copy or a proxy): the
- * SDK's `excludedLocations` went with the original, so a hedge of the copy
- * could go to a region the SDK was told to avoid.
+ * Keeps from hedging a request that reached a `withHedging` client's layer
+ * as another object than the one the client was given (a policy of the
+ * caller's before the layer passed on a copy or a proxy): the SDK's
+ * `excludedLocations` went with the original, so a hedge of the copy could
+ * go to a region the SDK was told to avoid. The client's own exclusions and
+ * pins still steer it.
  */
 function withSdkOptionsUnknown(request: PipelineRequest, controls: RequestHedgingControls, warning: { given: boolean }): RequestHedgingControls {
   // Once per client: a policy that copies copies every request.
   if (!warning.given) {
     warning.given = true;
     logger.warning(
-      "A request reached cosmosHedgingPolicy as another object than the one @azure/cosmos sent (a policy before it passed on a copy or a proxy?): the SDK's options went with the original, so it is sent unhedged, where it is addressed.",
+      "A request reached cosmosHedgingPolicy as another object than the one @azure/cosmos sent (a policy before it passed on a copy or a proxy?): the SDK's options went with the original, so it is sent unhedged.",
     );
   }
-  const unknown: RequestHedgingControls = { ...controls, hedging: false, sdkOptionsKnown: false };
-  setRequestControls(request, unknown);
-  return unknown;
+  const unhedged: RequestHedgingControls = { ...controls, hedging: false };
+  setRequestControls(request, unhedged);
+  return unhedged;
 }
 
 /** A pipeline policy of this package: one step or one handler over {@link composeHandlers}. */

@@ -180,12 +180,12 @@ class ArmHeaders implements HttpHeaders {
  * proxy, timeouts) are shared so that every arm reuses the caller's
  * connection pool.
  */
-export function cloneRequestFor(request: PipelineRequest, region: RegionEndpoint, abortSignal: AbortSignalLike): PipelineRequest {
+export function cloneRequestFor(request: PipelineRequest, region: RegionEndpoint, abortSignal: AbortSignalLike | undefined): PipelineRequest {
   const clone = createPipelineRequest({
     url: retarget(request.url, region),
     method: request.method,
     headers: new ArmHeaders(request.headers),
-    abortSignal,
+    ...(abortSignal !== undefined ? { abortSignal } : {}),
   });
   const target = clone as unknown as Record<string, unknown>;
   for (const field of sharedFields) {

@@ -164,17 +164,20 @@ export class HedgingRace<T = RaceOutcome> {
         this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: [], hedgeRefused: false });
         return;
       }
-      if ((this.input.eager ?? this.input.drain === undefined) && this.takePrimarySignal(request)) this.listen();
+      if (this.input.eager ?? this.input.drain === undefined) {
+        if (this.takePrimarySignal(request)) this.listen();
+        // A race that must be able to cut its primary (a write, an agent that bounds its sockets) cannot race a request
+        // whose signal it cannot set (a policy of the caller's froze it): the primary goes alone, as it would unhedged.
+        else this.skipReason = "notEligible";
+      }
       this.sendPrimary();
-      this.timer = setTimeout(thresholdPassed, this.input.strategy.delayBefore(1), this);
+      if (this.skipReason === undefined) this.timer = setTimeout(thresholdPassed, this.input.strategy.delayBefore(1), this);
     });
   }
 
   /**
-   * Gives the primary an abort signal of the race's. A request that takes no
-   * change (a policy of the caller's froze it) keeps the caller's signal, and
-   * its primary runs as one sent without `eager`: the caller's abort still
-   * aborts it, and if it loses it drains.
+   * Gives the primary an abort signal of the race's; a request that takes
+   * no change (a policy of the caller's froze it) keeps the caller's.
    * @returns whether the primary now carries the race's signal.
    */
   private takePrimarySignal(request: PipelineRequest): boolean {

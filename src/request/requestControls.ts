@@ -3,7 +3,7 @@ import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { fromPluginHeader, hedgingOffHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "../cosmos/headers.js";
 import { logger } from "../log.js";
 import type { RequestHedgingControls, RequestHedgingSetting } from "./requestModel.js";
-import { requestStateOf, stateIfAny } from "./requestState.js";
+import { carriedStateOf, requestStateOf, stateIfAny } from "./requestState.js";
 import { originalOf } from "./originalRequest.js";
 import { isRegionName, isTimerMilliseconds, regionNameLimits } from "../options.js";
 
@@ -219,8 +219,9 @@ export function setRequestControls(request: PipelineRequest, controls: RequestHe
  * a request reads and removes its control headers (see
  * {@link requestControlHeaders}), merges them over the scope of
  * {@link runWithRequestControls} (the headers win, field by field) and
- * remembers the result; later calls return it. A hedge arm that carries no
- * control headers of its own gets its original request's controls. A
+ * remembers the result; later calls return it. A hedge arm, or a copy a
+ * policy of the caller's made of a request (a spread, a proxy), that carries
+ * no control headers of its own gets its original request's controls. A
  * malformed control header is logged and ignored: this never throws.
  */
 export function requestControlsOf(request: PipelineRequest): RequestHedgingControls {
@@ -235,7 +236,8 @@ export function requestControlsOf(request: PipelineRequest): RequestHedgingContr
     controls = withSdkOptions(request, sdkExcluded, sdkRetry);
   } else {
     const original = originalOf(request);
-    controls = (original !== undefined ? stateIfAny(original)?.controls : undefined) ?? scope.getStore() ?? noControls;
+    // A hedge arm has its original's controls; so has a copy a policy of the caller's made of a request (a spread, a proxy).
+    controls = (original !== undefined ? stateIfAny(original)?.controls : undefined) ?? carriedStateOf(request)?.controls ?? scope.getStore() ?? noControls;
   }
   state.controls = controls;
   return controls;

@@ -33,6 +33,8 @@ export interface RequestState {
   operation: OperationDetection | undefined;
   /** Whether it is an arm of a race being traced, which gets an HTTP span (see `armHttpTracing`). */
   traced: boolean;
+  /** The request the layer sends in its place: a re-pointed copy of a request a policy of the caller's froze (see `regionSteering`). */
+  sentAs: PipelineRequest | undefined;
 }
 
 /** A class rather than literals, so that every state has one shape. */
@@ -42,6 +44,7 @@ class State implements RequestState {
   toCoreTransport = false;
   operation: OperationDetection | undefined = undefined;
   traced = false;
+  sentAs: PipelineRequest | undefined = undefined;
 
   constructor(readonly owner: PipelineRequest) {}
 }
@@ -49,21 +52,26 @@ class State implements RequestState {
 /** The property that holds a request's state; not enumerable by `Object.keys`, `for...in` or `JSON.stringify`. */
 const stateKey = Symbol("cosmos-hedging request state");
 
-/** The states of requests that take no new property (frozen, sealed), or whose state was frozen with them. */
-const statesOfClosedRequests = new WeakMap<PipelineRequest, RequestState>();
+/**
+ * The states kept off the request: of requests that take no new property
+ * (frozen, sealed), of requests whose state was frozen with them, and of
+ * copies that carry their original's state (writing theirs would replace
+ * the original's, through a `Proxy`).
+ */
+const statesOffRequests = new WeakMap<PipelineRequest, RequestState>();
 
 function held(request: PipelineRequest): RequestState | undefined {
-  const own = (request as unknown as Record<symbol, RequestState | undefined>)[stateKey];
-  const state = own?.owner === request ? own : undefined;
+  const property = (request as unknown as Record<symbol, RequestState | undefined>)[stateKey];
+  const own = property?.owner === request ? property : undefined;
   // A state frozen with the request (a caller's deep freeze of what it holds) takes no more writes: a copy of it does.
-  if (state !== undefined && Object.isExtensible(state)) return state;
-  if (state === undefined && Object.isExtensible(request)) return undefined;
-  let closed = statesOfClosedRequests.get(request);
-  if (closed === undefined && state !== undefined) {
-    closed = Object.assign(new State(request), state);
-    statesOfClosedRequests.set(request, closed);
+  if (own !== undefined && Object.isExtensible(own)) return own;
+  if (property === undefined && Object.isExtensible(request)) return undefined;
+  let off = statesOffRequests.get(request);
+  if (off === undefined && own !== undefined) {
+    off = Object.assign(new State(request), own);
+    statesOffRequests.set(request, off);
   }
-  return closed;
+  return off;
 }
 
 /** The request's state, or `undefined` when nothing has been kept for it yet. */
@@ -76,9 +84,38 @@ export function requestStateOf(request: PipelineRequest): RequestState {
   const known = held(request);
   if (known !== undefined) return known;
   const state = new State(request);
-  if (Object.isExtensible(request)) (request as unknown as Record<symbol, RequestState>)[stateKey] = state;
-  else statesOfClosedRequests.set(request, state);
+  const holder = request as unknown as Record<symbol, RequestState | undefined>;
+  if (Object.isExtensible(request) && holder[stateKey] === undefined) holder[stateKey] = state;
+  else statesOffRequests.set(request, state);
   return state;
+}
+
+/**
+ * The state a copy of a request carries from its original (an object
+ * spread, `Object.assign` or a `Proxy` of it keeps the property), which is
+ * the original's and not the copy's own: `undefined` for a request with a
+ * state of its own, or none.
+ */
+export function carriedStateOf(request: PipelineRequest): RequestState | undefined {
+  const carried = (request as unknown as Record<symbol, RequestState | undefined>)[stateKey];
+  return carried !== undefined && carried.owner !== request ? carried : undefined;
+}
+
+/**
+ * Sends `copy` in `request`'s place from here on: it belongs to the same
+ * operation and reaches the same transport.
+ */
+export function sendInstead(request: PipelineRequest, copy: PipelineRequest): void {
+  const state = requestStateOf(request);
+  state.sentAs = copy;
+  const copyState = requestStateOf(copy);
+  copyState.operation = state.operation;
+  copyState.toCoreTransport = state.toCoreTransport;
+}
+
+/** The request the layer sends in `request`'s place (see {@link sendInstead}), or `request` itself. */
+export function outgoingOf(request: PipelineRequest): PipelineRequest {
+  return stateIfAny(request)?.sentAs ?? request;
 }
 
 /**

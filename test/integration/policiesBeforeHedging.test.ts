@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
+import http from "node:http";
 import { createDefaultHttpClient, createEmptyPipeline } from "@azure/core-rest-pipeline";
 import type { HttpClient, PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
 import { CosmosClient } from "@azure/cosmos";
 import type { Container, CosmosClientOptions } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
+import { hedgingRequestOptions } from "../../src/client/requestOptions.js";
 import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { Emulator } from "../emulator/index.js";
 import { useEmulator } from "../support/emulatorFixture.js";
@@ -22,14 +24,20 @@ function deepFreeze(request: PipelineRequest): PipelineRequest {
   return Object.freeze(request);
 }
 
-/** What a caller's policy placed before the hedging layer does to each request it passes on. */
+/**
+ * What a caller's policy placed before the hedging layer does to each
+ * request it passes on. With a policy of the caller's in the pipeline, a
+ * read's losing primary cannot drain (its connection is out of the race's
+ * reach), so the race must be able to cut it, through a signal it sets on
+ * the request: a frozen request takes none, and goes alone, as plain's.
+ */
 const policies: ReadonlyArray<readonly [string, PipelinePolicy["sendRequest"], "hedged" | "unhedged"]> = [
-  ["freezes it", (request, next) => next(Object.freeze(request)), "hedged"],
-  ["freezes it and what it holds", (request, next) => next(deepFreeze(request)), "hedged"],
+  ["freezes it", (request, next) => next(Object.freeze(request)), "unhedged"],
+  ["freezes it and what it holds", (request, next) => next(deepFreeze(request)), "unhedged"],
   ["seals it", (request, next) => next(Object.seal(request)), "hedged"],
-  // Another object than the SDK's: its options stayed with the original, so it must not be hedged anywhere.
-  ["passes a proxy of it on", (request, next) => next(new Proxy(request, {})), "unhedged"],
-  ["passes a spread copy of it on", (request, next) => next({ ...request }), "unhedged"],
+  // Another object than the SDK's, which carries the original's options along: hedged within them.
+  ["passes a proxy of it on", (request, next) => next(new Proxy(request, {})), "hedged"],
+  ["passes a spread copy of it on", (request, next) => next({ ...request }), "hedged"],
 ];
 
 /**
@@ -37,8 +45,10 @@ const policies: ReadonlyArray<readonly [string, PipelinePolicy["sendRequest"], "
  * proxies or copies each request, through the real CosmosClient beside a
  * plain one with the same policy over the default transport (from a hostile
  * review): the read ends as plain's, with a slow primary too, and nothing
- * goes to the region the read's `excludedLocations` name. A frozen request
- * is still hedged; a copy, whose SDK options are unknown, is sent unhedged.
+ * goes to the region the read's `excludedLocations` name. A sealed request,
+ * a copy and a proxy are still hedged, within the SDK's options; a frozen
+ * one, whose primary the race could not cut, is sent alone; the client's
+ * own exclusions and a pinned region still steer each of them.
  */
 describe("a caller's policy before the hedging layer that freezes or copies requests, beside plain @azure/cosmos", function () {
   const fixture = useEmulator({ items: [{ id: "1", pk: "a", value: 1 }] });
@@ -67,16 +77,16 @@ describe("a caller's policy before the hedging layer that freezes or copies requ
     return container;
   }
 
-  function plainWith(sendRequest: PipelinePolicy["sendRequest"]): Promise<Container> {
+  function plainWith(sendRequest: PipelinePolicy["sendRequest"], options = base()): Promise<Container> {
     const pipeline = createEmptyPipeline();
     pipeline.addPolicy({ name: "callerPolicy", sendRequest });
     const transport = createDefaultHttpClient();
     const httpClient: HttpClient = { sendRequest: (request) => pipeline.sendRequest(transport, request) };
-    return containerOf({ ...base(), httpClient });
+    return containerOf({ ...options, httpClient });
   }
 
-  function hedgedWith(sendRequest: PipelinePolicy["sendRequest"]): Promise<Container> {
-    const options = withHedging(base(), { crossRegion: { threshold, budget: false } });
+  function hedgedWith(sendRequest: PipelinePolicy["sendRequest"], given = base()): Promise<Container> {
+    const options = withHedging(given, { crossRegion: { threshold, budget: false } });
     options.httpClient.pipeline.addPolicy({ name: "callerPolicy", sendRequest }, { phase: "Serialize" });
     return containerOf(options);
   }
@@ -115,6 +125,44 @@ describe("a caller's policy before the hedging layer that freezes or copies requ
       });
     }
   }
+
+  for (const [what, sendRequest] of policies) {
+    it(`${what}: the client's excludedRegions and a pinned region still steer it`, async function () {
+      const options = withHedging(base(), { excludedRegions: ["West US"], crossRegion: { threshold, budget: false } });
+      options.httpClient.pipeline.addPolicy({ name: "callerPolicy", sendRequest }, { phase: "Serialize" });
+      const container = await containerOf(options);
+      emulator.resetCounters();
+      emulator.clearFaults();
+      const excluded = await container.item("1", "a").read();
+      const pinned = await container.item("1", "a").read(hedgingRequestOptions({ region: "North Europe" }));
+      assert.deepEqual([excluded.statusCode, excluded.resource?.value, pinned.statusCode, pinned.resource?.value], [200, 1, 200, 1]);
+      assert.deepEqual(reads(), { "East US": 1, "West US": 0, "North Europe": 1 }, "the excluded region is skipped, the pin honoured");
+    });
+  }
+
+  it("freezes each read over an agent of one socket: the read after a late one is as fast as plain's, and none is sent twice", async function () {
+    // With an agent of its own, @azure/cosmos leaves allowInsecureConnection unset, which the loopback emulator needs.
+    const freeze: PipelinePolicy["sendRequest"] = (request, next) => next(Object.freeze(Object.assign(request, { allowInsecureConnection: true })));
+    const run = async (hedged: boolean): Promise<{ second: number; reads: number }> => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const options: CosmosClientOptions = { ...base(), agent };
+      try {
+        const container = hedged ? await hedgedWith(freeze, options) : await plainWith(freeze, options);
+        emulator.resetCounters();
+        emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 1500, count: 1 });
+        await container.item("1", "a").read();
+        const started = performance.now();
+        await container.item("1", "a").read();
+        return { second: performance.now() - started, reads: emulator.regions.reduce((sum, region) => sum + region.count(["pointRead"]), 0) };
+      } finally {
+        agent.destroy();
+      }
+    };
+    const plain = await run(false);
+    const hedged = await run(true);
+    assert.ok(plain.second < threshold && hedged.second < threshold, `the second read took ${hedged.second.toFixed(0)} ms hedged, ${plain.second.toFixed(0)} ms plain`);
+    assert.deepEqual([hedged.reads, plain.reads], [2, 2]);
+  });
 
   it("freezes each upsert: the write ends as plain's, sent once", async function () {
     const freeze: PipelinePolicy["sendRequest"] = (request, next) => next(deepFreeze(request));

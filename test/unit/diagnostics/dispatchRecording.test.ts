@@ -27,12 +27,12 @@ const record: HedgeDiagnostics = {
 
 describe("dispatchRecording", () => {
   describe("linkAttempt", () => {
-    it("links a request handed over with its operation, and the same request only", () => {
+    it("links a request handed over with its operation, and a copy a policy of the caller's made of it", () => {
       const operation = new OperationDetection();
       const request = pointRead(eastUs);
       noteHandedAttempt(request, operation);
       assert.deepEqual(linkAttempt(request), { operation, sent: false });
-      assert.equal(linkAttempt({ ...request }), undefined, "a copy is not the attempt");
+      assert.equal(linkAttempt({ ...request })?.operation, operation, "a copy a policy made of it is the same attempt");
       assert.equal(linkAttempt(pointRead(eastUs)), undefined, "a request of no operation");
     });
 

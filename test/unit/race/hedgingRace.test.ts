@@ -158,22 +158,32 @@ describe("HedgingRace: the lazy race", () => {
     }
   });
 
-  it("an eager race over a frozen request: the primary keeps the caller's signal, drains when it loses, and the caller's abort still cuts it", async () => {
+  it("an eager race over a frozen request runs its primary alone: nothing written on the request, no hedge, the caller's abort still cuts it", async () => {
     const { request, caller } = sdkRead({ sockets: {}, maxSockets: 1, maxTotalSockets: Infinity });
     Object.freeze(request);
     harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
     harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
     const pending = hedged()(request);
-    await harness.clock.tickAsync(threshold + 10);
+    await harness.clock.tickAsync(threshold * 3);
     assert.equal(request.abortSignal, caller.signal, "nothing was written on the frozen request");
-    assert.deepEqual(
-      diagnosticsOf(pending).arms.map((arm) => arm.outcome),
-      ["drained", "returned"],
-    );
+    assert.equal(harness.transport.received.length, 1, "a race that could not cut its primary sends no hedge");
     caller.abort();
     await harness.clock.tickAsync(0);
-    assert.equal(harness.transport.receivedBy(eastUs.endpoint).at(-1)?.outcome, "aborted", "the caller's abort cuts the draining primary");
+    assert.equal(harness.clock.countTimers(), 0, "no timer of the race, nor of the aborted request");
+    assert.equal(harness.transport.receivedBy(eastUs.endpoint).at(-1)?.outcome, "aborted");
+    assert.deepEqual(diagnosticsOf(pending).arms.map((arm) => arm.outcome), ["aborted"]);
     assert.equal(harness.leaks.listenerCount(caller.signal), 0);
+  });
+
+  it("an eager race over a frozen request that answers: the primary's answer, recorded as not eligible for hedging", async () => {
+    const { request } = sdkRead({ sockets: {}, maxSockets: 1, maxTotalSockets: Infinity });
+    Object.freeze(request);
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: threshold * 2 });
+    const pending = hedged()(request);
+    await harness.clock.tickAsync(threshold * 2);
+    const diagnostics = diagnosticsOf(pending);
+    assert.deepEqual([diagnostics.terminalState, diagnostics.skipReason, diagnostics.hedgeFired], ["skipped", "notEligible", false]);
+    assert.equal(harness.transport.received.length, 1);
   });
 });
 

@@ -54,17 +54,23 @@ describe("RequestState", () => {
     assert.equal(operationOf(request), "pointRead", "the first answer is kept");
   });
 
-  it("gives a copy of a request none of the original's state, though the copy carries its property", () => {
+  it("gives a copy of a request a state of its own, and leaves the original's as it was: a copy carries its operation and controls, not its kind or mark", () => {
     const request = pointRead();
     operationOf(request);
     markForCoreTransport(request, true);
     noteHandedAttempt(request, new OperationDetection());
+    setRequestControls(request, { excludedRegions: ["East US"], sdkOptionsKnown: true });
     const copy: PipelineRequest = { ...request, url: queryUrl, method: "POST" };
     assert.ok(Object.getOwnPropertySymbols(copy).length > 0, "the spread copies the property");
     assert.equal(operationOf(copy), "create", "classified afresh");
     assert.equal(reachesCoreTransport(copy), false);
-    assert.equal(linkAttempt(copy), undefined);
+    assert.equal(linkAttempt(copy)?.operation, stateIfAny(request)?.operation, "the same attempt of the same operation");
+    assert.deepEqual(requestControlsOf(copy), { excludedRegions: ["East US"], sdkOptionsKnown: true }, "the SDK's options travel with the copy");
     assert.equal(stateIfAny(request)?.kind, "pointRead", "the original's state is untouched");
+    assert.equal(stateIfAny(request)?.owner, request);
+    const proxy = new Proxy(request, {});
+    assert.equal(operationOf(proxy), "pointRead");
+    assert.equal(stateIfAny(request)?.owner, request, "a proxy's state never replaces its target's");
   });
 
   it("keeps the state of a request that takes no new property, and the state made before it was frozen", () => {
