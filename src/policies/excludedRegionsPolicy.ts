@@ -161,8 +161,6 @@ export function regionSteering(regions: RegionCache): RequestStep {
     return stay;
   };
 
-  let warnedFrozen = false;
-
   function steer(request: PipelineRequest, operation: OperationKind, controls: RequestHedgingControls): RequestHedgingControls {
     const { target, routing } = route(request, documentWriteKinds.has(operation) ? "write" : "read", controls);
     if (routing === undefined) return controls;
@@ -170,10 +168,7 @@ export function regionSteering(regions: RegionCache): RequestStep {
     if (target !== undefined && !Reflect.set(request, "url", retarget(request.url, target))) {
       // A policy of the caller's froze the request: a re-pointed copy goes in its place, alone, since the race cannot cut a
       // primary it did not make the signal of.
-      if (!warnedFrozen) {
-        warnedFrozen = true;
-        logger.verbose(`A frozen ${operation} is sent to ${target.name} as a copy, unhedged.`);
-      }
+      logger.verbose(`Sending a frozen ${operation} to ${target.name} as a copy, unhedged, instead of ${routing.sdkRegion ?? "the SDK's region"} (${routing.rerouteReason}).`);
       const copy = cloneRequestFor(request, target, request.abortSignal);
       sendInstead(request, copy);
       const alone = { ...steered, hedging: false as const };

@@ -64,18 +64,18 @@ export function composeHandlers(
 
 /**
  * Keeps from hedging a request that reached a `withHedging` client's layer
- * as another object than the one the client was given (a policy of the
- * caller's before the layer passed on a copy or a proxy): the SDK's
- * `excludedLocations` went with the original, so a hedge of the copy could
- * go to a region the SDK was told to avoid. The client's own exclusions and
- * pins still steer it.
+ * carrying nothing of the SDK's options: a policy of the caller's before the
+ * layer sent a request it built afresh (a spread copy or a proxy carries the
+ * original's, see `carriedStateOf`), so a hedge of it could go to a region
+ * the SDK was told to avoid. The client's own exclusions and pins still
+ * steer it.
  */
 function withSdkOptionsUnknown(request: PipelineRequest, controls: RequestHedgingControls, warning: { given: boolean }): RequestHedgingControls {
   // Once per client: a policy that copies copies every request.
   if (!warning.given) {
     warning.given = true;
     logger.warning(
-      "A request reached cosmosHedgingPolicy as another object than the one @azure/cosmos sent (a policy before it passed on a copy or a proxy?): the SDK's options went with the original, so it is sent unhedged.",
+      "A request reached cosmosHedgingPolicy without the options @azure/cosmos gave the request it sent (a policy before it sent a request it built afresh?): it is sent unhedged.",
     );
   }
   const unhedged: RequestHedgingControls = { ...controls, hedging: false };

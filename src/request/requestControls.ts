@@ -193,12 +193,7 @@ function withSdkOptions(request: PipelineRequest, sdkExcluded: readonly string[]
 export function adoptSdkOptions(request: PipelineRequest, sdkExcluded: readonly string[] | string, sdkRetry: boolean): RequestHedgingControls {
   request.headers.delete(requestControlHeaders.sdkExcludedRegions);
   request.headers.delete(requestControlHeaders.sdkRetry);
-  let exclusions: readonly string[] | "unreadable";
-  if (typeof sdkExcluded === "string") {
-    exclusions = unreadableSdkExclusions(refusedSdkExclusions.get(sdkExcluded) ?? sdkExcluded);
-  } else {
-    exclusions = sdkExcluded;
-  }
+  const exclusions = typeof sdkExcluded === "string" ? unreadableSdkExclusions(refusedSdkExclusions.get(sdkExcluded) ?? sdkExcluded) : sdkExcluded;
   const controls = withSdkOptions(request, exclusions, sdkRetry);
   requestStateOf(request).controls = controls;
   return controls;

@@ -101,16 +101,11 @@ export function carriedStateOf(request: PipelineRequest): RequestState | undefin
   return carried !== undefined && carried.owner !== request ? carried : undefined;
 }
 
-/**
- * Sends `copy` in `request`'s place from here on: it belongs to the same
- * operation and reaches the same transport.
- */
+/** Sends `copy` in `request`'s place from here on, as an attempt of the same operation. */
 export function sendInstead(request: PipelineRequest, copy: PipelineRequest): void {
   const state = requestStateOf(request);
   state.sentAs = copy;
-  const copyState = requestStateOf(copy);
-  copyState.operation = state.operation;
-  copyState.toCoreTransport = state.toCoreTransport;
+  requestStateOf(copy).operation = state.operation;
 }
 
 /** The request the layer sends in `request`'s place (see {@link sendInstead}), or `request` itself. */

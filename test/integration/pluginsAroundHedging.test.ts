@@ -25,14 +25,9 @@ type PluggedOptions = CosmosClientOptions & { plugins?: PluginConfig[] };
 describe("user plugins around withHedging's, beside plain @azure/cosmos", function () {
   const fixture = useEmulator({ items: [{ id: "1", pk: "a", value: 1 }] });
   let emulator: Emulator;
-  const clients: CosmosClient[] = [];
 
   beforeEach(function () {
     emulator = fixture.emulator;
-  });
-
-  afterEach(function () {
-    for (const client of clients.splice(0)) client.dispose();
   });
 
   function base(plugins: readonly PluginConfig[] = []): PluggedOptions {
@@ -46,8 +41,7 @@ describe("user plugins around withHedging's, beside plain @azure/cosmos", functi
 
   /** Warms the client's account and container caches, then counts from zero. */
   async function containerOf(options: PluggedOptions): Promise<Container> {
-    const client = new CosmosClient(options);
-    clients.push(client);
+    const client = fixture.adopt(new CosmosClient(options));
     const container = client.database("db").container("items");
     // The container, not an item: the first document read is then the test's own (a first hand-over not taken changes what later ones do).
     await container.read();

@@ -53,14 +53,9 @@ const policies: ReadonlyArray<readonly [string, PipelinePolicy["sendRequest"], "
 describe("a caller's policy before the hedging layer that freezes or copies requests, beside plain @azure/cosmos", function () {
   const fixture = useEmulator({ items: [{ id: "1", pk: "a", value: 1 }] });
   let emulator: Emulator;
-  const clients: CosmosClient[] = [];
 
   beforeEach(function () {
     emulator = fixture.emulator;
-  });
-
-  afterEach(function () {
-    for (const client of clients.splice(0)) client.dispose();
   });
 
   const base = (): CosmosClientOptions => ({
@@ -70,8 +65,7 @@ describe("a caller's policy before the hedging layer that freezes or copies requ
   });
 
   async function containerOf(options: CosmosClientOptions): Promise<Container> {
-    const client = new CosmosClient(options);
-    clients.push(client);
+    const client = fixture.adopt(new CosmosClient(options));
     const container = client.database("db").container("items");
     await container.read();
     return container;

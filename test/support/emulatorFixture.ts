@@ -54,6 +54,8 @@ export interface EmulatorFixture {
    * after the test; made in a `before` hook, when the emulator closes.
    */
   client(options?: FixtureClientOptions): Promise<FixtureClient>;
+  /** Disposes a client the test made itself (options the fixture does not build) as it disposes its own. @returns the client. */
+  adopt(client: CosmosClient): CosmosClient;
 }
 
 /**
@@ -108,6 +110,10 @@ export function useEmulator(options: EmulatorFixtureOptions = {}): EmulatorFixtu
     },
     database,
     containerId,
+    adopt(client: CosmosClient): CosmosClient {
+      (inTest ? testClients : describeClients).push(client);
+      return client;
+    },
     async client(clientOptions: FixtureClientOptions = {}): Promise<FixtureClient> {
       const target = running();
       const preferredLocations = clientOptions.preferredLocations ?? options.preferredLocations;
