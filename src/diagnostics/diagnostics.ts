@@ -182,7 +182,10 @@ export interface HedgeDiagnostics {
   final: boolean;
   /**
    * Why hedging was skipped, or why fewer hedges were launched than planned.
-   * `regionThrottled`: every other region is answering 429 and is not
+   * `notEligible`: the request may not be raced (a write the account or the
+   * options do not let hedge), or its race would have to cut a primary it
+   * cannot give an abort signal to (a policy of the caller's froze the
+   * request). `regionThrottled`: every other region is answering 429 and is not
    * hedged into until its `x-ms-retry-after-ms` has passed. `sdkRetry`:
    * the request is a retry of `@azure/cosmos`'s own (after a 503, a timeout,
    * a 429), sent where the SDK sent it; only the first attempt is hedged, so
