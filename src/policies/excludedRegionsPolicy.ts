@@ -7,9 +7,10 @@ import { describe, optionKeys, optionsObject } from "../options.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import { cloneRequestFor, retarget } from "../race/cloneRequest.js";
-import { sendInstead } from "../request/requestState.js";
+import { sendInstead, stateIfAny } from "../request/requestState.js";
+import type { OperationDetection } from "../diagnostics/detection.js";
 import { sameScheme } from "../planning/targets.js";
-import type { RequestHedgingControls, RequestRouting } from "../request/requestModel.js";
+import type { RequestHedgingControls, RequestRouting, RerouteReason } from "../request/requestModel.js";
 import { setRequestControls } from "../request/requestControls.js";
 import { policyLogger } from "../log.js";
 import type { RequestStep } from "./requestHandler.js";
@@ -42,6 +43,15 @@ interface Route {
 }
 
 const stay: Route = Object.freeze({});
+
+/** Where one region the SDK addressed in an operation was sent, and why it was re-pointed (none: it stayed). */
+interface Translation {
+  readonly target: RegionEndpoint;
+  readonly reason: RerouteReason | undefined;
+}
+
+/** An operation's translations, by the name of the region the SDK addressed. */
+type Translations = Map<string, Translation>;
 
 /**
  * What this policy steers: document operations, and the metadata reads that
@@ -78,6 +88,12 @@ function regionList(regions: readonly RegionEndpoint[]): string {
  *   reads that the SDK sent to its own first choice are re-pointed at the
  *   first applicable region of the new order. Reads the SDK sent elsewhere are
  *   its failover or retries, and are left alone.
+ *
+ * Within one `@azure/cosmos` operation (with `withHedging`, whose plugin
+ * names it), the SDK's retries walk the applicable regions as its own
+ * `excludedLocations` would make them: a retry the SDK moved to a region an
+ * earlier attempt was already re-pointed at goes on to the next applicable
+ * region not yet used, and a retry in place goes where the first attempt went.
  *
  * The hedging policies keep every hedge away from the excluded regions.
  * Every request loses its control headers here, so none reach the service.
@@ -132,6 +148,67 @@ export function regionSteering(regions: RegionCache): RequestStep {
     return regions.topology?.readRegions[0];
   };
 
+  const candidates = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls): RegionEndpoint[] =>
+    regions.applicableRegions(access, controls.excludedRegions).filter((region) => sameScheme(request.url, region));
+
+  /** Where the exclusions, or a runtime order, send a request the SDK addressed to `current`, as if it were the operation's first. */
+  const freshRoute = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls, current: RegionEndpoint): Route => {
+    if (regions.isExcluded(current, controls.excludedRegions)) {
+      const target = candidates(request, access, controls)[0];
+      if (target === undefined) return { routing: { exclusionsIgnored: true } };
+      return { target, routing: { sdkRegion: current.name, rerouteReason: "excludedRegion" } };
+    }
+    // A runtime order moves only the SDK's first attempt: a retry went where it went because the SDK moved it there.
+    if (access === "read" && regions.preferredRegionsChangedAtRuntime && controls.sdkRetry !== true && sameRegion(current, sdkFirstReadRegion())) {
+      const target = candidates(request, access, controls)[0];
+      if (target === undefined || sameRegion(current, target)) return stay;
+      return { target, routing: { sdkRegion: current.name, rerouteReason: "preferredRegions" } };
+    }
+    return stay;
+  };
+
+  const toward = (current: RegionEndpoint, translation: Translation): Route =>
+    sameRegion(current, translation.target) || translation.reason === undefined ? stay : { target: translation.target, routing: { sdkRegion: current.name, rerouteReason: translation.reason } };
+
+  /**
+   * The SDK walks its own regions, not knowing that an earlier attempt went
+   * elsewhere: after a re-point West US -> East US, its failover "moves" to
+   * East US, the region that just failed. As the SDK's own exclusions would,
+   * a retry in place follows the first attempt, and a move onto a region an
+   * earlier attempt used goes to the next applicable region still unused.
+   */
+  const routeInOperation = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls, current: RegionEndpoint, translations: Translations): Route => {
+    const earlier = translations.get(current.name);
+    if (earlier !== undefined && !regions.isExcluded(earlier.target, controls.excludedRegions)) return toward(current, earlier);
+    const fresh = freshRoute(request, access, controls, current);
+    if (fresh.routing?.exclusionsIgnored === true) return fresh;
+    const used = (region: RegionEndpoint): Translation | undefined => {
+      for (const [from, translation] of translations) if (from !== current.name && sameRegion(translation.target, region)) return translation;
+      return undefined;
+    };
+    let translation: Translation = { target: fresh.target ?? current, reason: fresh.routing?.rerouteReason };
+    const collision = used(translation.target);
+    if (collision !== undefined) {
+      const unused = candidates(request, access, controls).find((region) => used(region) === undefined);
+      if (unused !== undefined) translation = { target: unused, reason: translation.reason ?? collision.reason };
+    }
+    translations.set(current.name, translation);
+    return toward(current, translation);
+  };
+
+  /** Per operation, so that two accounts, feeds or concurrent calls never share a walk; gone with the operation. */
+  const walks = new WeakMap<OperationDetection, Translations>();
+  const translationsOf = (request: PipelineRequest): Translations | undefined => {
+    const operation = stateIfAny(request)?.operation;
+    if (operation === undefined) return undefined;
+    let translations = walks.get(operation);
+    if (translations === undefined) {
+      translations = new Map();
+      walks.set(operation, translations);
+    }
+    return translations;
+  };
+
   const route = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls): Route => {
     const current = regions.regionOf(request.url);
     if (controls.region !== undefined) {
@@ -146,19 +223,8 @@ export function regionSteering(regions: RegionCache): RequestStep {
     if (current === undefined) return stay;
     // The SDK's own exclusions are unknown (unreadable, or its plugin did not run): any other region may be one of them.
     if (controls.sdkOptionsKnown === false) return stay;
-    const candidates = () => regions.applicableRegions(access, controls.excludedRegions).filter((region) => sameScheme(request.url, region));
-    if (regions.isExcluded(current, controls.excludedRegions)) {
-      const target = candidates()[0];
-      if (target === undefined) return { routing: { exclusionsIgnored: true } };
-      return { target, routing: { sdkRegion: current.name, rerouteReason: "excludedRegion" } };
-    }
-    // A runtime order moves only the SDK's first attempt: a retry went where it went because the SDK moved it there.
-    if (access === "read" && regions.preferredRegionsChangedAtRuntime && controls.sdkRetry !== true && sameRegion(current, sdkFirstReadRegion())) {
-      const target = candidates()[0];
-      if (target === undefined || sameRegion(current, target)) return stay;
-      return { target, routing: { sdkRegion: current.name, rerouteReason: "preferredRegions" } };
-    }
-    return stay;
+    const translations = translationsOf(request);
+    return translations === undefined ? freshRoute(request, access, controls, current) : routeInOperation(request, access, controls, current, translations);
   };
 
   function steer(request: PipelineRequest, operation: OperationKind, controls: RequestHedgingControls): RequestHedgingControls {

@@ -13,6 +13,8 @@ import { requestControlsOf } from "../../../src/request/requestControls.js";
 import type { RequestHedgingControls } from "../../../src/request/requestModel.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import { excludedRegionsPolicy, excludedRegionsPolicyName } from "../../../src/policies/excludedRegionsPolicy.js";
+import { OperationDetection } from "../../../src/diagnostics/detection.js";
+import { noteHandedAttempt } from "../../../src/diagnostics/dispatchRecording.js";
 import { eastUs, northEurope, requestTo, westUs } from "../../support/hedgingFixtures.js";
 
 const allRegions = ["West US", "East US", "North Europe"];
@@ -346,6 +348,85 @@ describe("excludedRegionsPolicy", function () {
       regions.setPreferredRegions(["East US", "West US"]);
       await send(create(westUs));
       assert.equal(sent[0]!.region, "West US");
+    });
+  });
+
+  describe("the SDK's retries within one operation", function () {
+    /** An attempt of `operation`, as the SDK's plugin hands it over; a retry carries the SDK's marker. */
+    function attempt(operation: OperationDetection, request: PipelineRequest, retry = true): PipelineRequest {
+      noteHandedAttempt(request, operation);
+      if (retry) request.headers.set(requestControlHeaders.sdkRetry, pluginHeaderValue("retry"));
+      return request;
+    }
+
+    it("sends a failover the SDK moved onto the region its re-pointed first attempt used to the next unused region", async function () {
+      const { sent, send } = routedPipeline(cache());
+      const operation = new OperationDetection();
+      const excluded = { excludedRegions: ["West US"] };
+      await send(attempt(operation, read(westUs, excluded), false));
+      await send(attempt(operation, read(eastUs, excluded)));
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "North Europe"]);
+      assert.deepEqual(sent[1]!.controls.routing, { sdkRegion: "East US", rerouteReason: "excludedRegion" });
+    });
+
+    it("sends a retry in place where the first attempt went", async function () {
+      const { sent, send } = routedPipeline(cache());
+      const operation = new OperationDetection();
+      const excluded = { excludedRegions: ["West US"] };
+      await send(attempt(operation, read(westUs, excluded), false));
+      await send(attempt(operation, read(westUs, excluded)));
+      await send(attempt(operation, read(eastUs, excluded)));
+      await send(attempt(operation, read(eastUs, excluded)));
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "East US", "North Europe", "North Europe"]);
+    });
+
+    it("steers a retry the SDK sent to an excluded region past the regions the operation used", async function () {
+      const { sent, send } = routedPipeline(cache());
+      const operation = new OperationDetection();
+      const excluded = { excludedRegions: ["East US"] };
+      await send(attempt(operation, read(westUs, excluded), false));
+      await send(attempt(operation, read(eastUs, excluded)));
+      assert.deepEqual(sent.map((s) => s.region), ["West US", "North Europe"]);
+      assert.deepEqual(sent[1]!.controls.routing, { sdkRegion: "East US", rerouteReason: "excludedRegion" });
+    });
+
+    it("goes where the exclusions send it once every applicable region is used", async function () {
+      const { sent, send } = routedPipeline(cache());
+      const operation = new OperationDetection();
+      const excluded = { excludedRegions: ["West US", "North Europe"] };
+      await send(attempt(operation, read(westUs, excluded), false));
+      await send(attempt(operation, read(eastUs, excluded)));
+      await send(attempt(operation, read(northEurope, excluded)));
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "East US", "East US"]);
+    });
+
+    it("keeps each operation's walk its own", async function () {
+      const { sent, send } = routedPipeline(cache());
+      const [first, second] = [new OperationDetection(), new OperationDetection()];
+      const excluded = { excludedRegions: ["West US"] };
+      await send(attempt(first, read(westUs, excluded), false));
+      await send(attempt(second, read(eastUs, excluded), false));
+      await send(attempt(first, read(eastUs, excluded)));
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "East US", "North Europe"]);
+    });
+
+    it("moves a failover onto the region a runtime order gave the first attempt to the order's next region", async function () {
+      const regions = cache();
+      const { sent, send } = routedPipeline(regions);
+      regions.setPreferredRegions(["East US", "West US", "North Europe"]);
+      const operation = new OperationDetection();
+      await send(attempt(operation, read(westUs), false));
+      await send(attempt(operation, read(eastUs)));
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "West US"]);
+      assert.deepEqual(sent[1]!.controls.routing, { sdkRegion: "East US", rerouteReason: "preferredRegions" });
+    });
+
+    it("without an operation (no SDK plugin), steers each request on its own", async function () {
+      const { sent, send } = routedPipeline(cache());
+      const excluded = { excludedRegions: ["West US"] };
+      await send(read(westUs, excluded));
+      await send(read(eastUs, excluded));
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "East US"]);
     });
   });
 
