@@ -8,7 +8,12 @@
 /** Per-request hedging settings: `false` turns hedging off, an object overrides the policy's timing. */
 export type RequestHedgingSetting = false | { readonly threshold?: number; readonly thresholdStep?: number };
 
-/** Why the `excludedRegionsPolicy` sent a request somewhere other than where the SDK sent it. */
+/**
+ * Why the `excludedRegionsPolicy` sent a request somewhere other than where
+ * the SDK sent it. A retry of the SDK's that moved onto a region an earlier
+ * attempt of the operation was re-pointed at, and went on to the next unused
+ * region, carries the reason of that earlier re-point.
+ */
 export type RerouteReason = "excludedRegion" | "pinnedRegion" | "preferredRegions";
 
 /** What the routing policy did with a request, for the diagnostics. */
