@@ -110,12 +110,18 @@ export class OperationDetection implements HedgingDetection {
   lastRecord: HedgeDiagnostics | undefined;
   /** Whether the service replied to the SDK's last attempt (a response of any status), which decides its next attempt's reason. */
   lastReplied = false;
+  /** The status of the service's reply to the SDK's last attempt; `undefined` while it got none. */
+  lastStatus: number | undefined = undefined;
+
+  /** How many requests of the SDK's own (not hedges) {@link OperationDetection.lastSdkRegion} has seen go out. */
+  sdkRequests = 0;
 
   /** Notes a request sent to `region`; it runs until {@link OperationDetection.requestEnded}. */
   requestSent(region: string | undefined, reason: RequestedRegionReason): void {
     this.running += 1;
     if (region === undefined) return;
     if (reason === "hedging") this.hedged = true;
+    else this.sdkRequests += 1;
     this.dispatches.push({ region, reason, sequence: nextSequence++ });
   }
 

@@ -44,14 +44,15 @@ interface Route {
 
 const stay: Route = Object.freeze({});
 
-/** Where one region the SDK addressed in an operation was sent, and why it was re-pointed (none: it stayed). */
-interface Translation {
-  readonly target: RegionEndpoint;
-  readonly reason: RerouteReason | undefined;
+/** What the steering did with an operation's latest request it saw. */
+interface Walk {
+  /** The region the SDK addressed. */
+  addressed: string;
+  /** How many of the SDK's requests of the operation had gone out before it. */
+  before: number;
+  /** Why an earlier request of the operation was re-pointed; none while none was. */
+  reason: RerouteReason | undefined;
 }
-
-/** An operation's translations, by the name of the region the SDK addressed. */
-type Translations = Map<string, Translation>;
 
 /**
  * What this policy steers: document operations, and the metadata reads that
@@ -167,47 +168,75 @@ export function regionSteering(regions: RegionCache): RequestStep {
     return stay;
   };
 
-  const toward = (current: RegionEndpoint, translation: Translation): Route =>
-    sameRegion(current, translation.target) || translation.reason === undefined ? stay : { target: translation.target, routing: { sdkRegion: current.name, rerouteReason: translation.reason } };
+  const toward = (current: RegionEndpoint, target: RegionEndpoint | undefined, reason: RerouteReason): Route =>
+    target === undefined || sameRegion(current, target) ? stay : { target, routing: { sdkRegion: current.name, rerouteReason: reason } };
 
   /**
-   * The SDK walks its own regions, not knowing that an earlier attempt went
-   * elsewhere: after a re-point West US -> East US, its failover "moves" to
-   * East US, the region that just failed. As the SDK's own exclusions would,
-   * a retry in place follows the first attempt, and a move onto a region an
-   * earlier attempt used goes to the next applicable region still unused.
+   * The SDK walks its own regions, not knowing where its earlier requests
+   * went: after a re-point West US -> East US, its failover "moves" to East
+   * US, the region that just failed. So, once an operation has been
+   * re-pointed, its requests walk the applicable regions as the SDK's own
+   * exclusions would make it walk: a retry in place (the region the SDK
+   * addressed last) goes where the last request went, and a move goes to the
+   * applicable region after that one, round to the first. Until then the
+   * SDK's walk is its own, except into a region now excluded.
    */
-  const routeInOperation = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls, current: RegionEndpoint, translations: Translations): Route => {
-    const earlier = translations.get(current.name);
-    if (earlier !== undefined && !regions.isExcluded(earlier.target, controls.excludedRegions)) return toward(current, earlier);
-    const fresh = freshRoute(request, access, controls, current);
-    if (fresh.routing?.exclusionsIgnored === true) return fresh;
-    const used = (region: RegionEndpoint): Translation | undefined => {
-      for (const [from, translation] of translations) if (from !== current.name && sameRegion(translation.target, region)) return translation;
-      return undefined;
-    };
-    let translation: Translation = { target: fresh.target ?? current, reason: fresh.routing?.rerouteReason };
-    const collision = used(translation.target);
-    if (collision !== undefined) {
-      const unused = candidates(request, access, controls).find((region) => used(region) === undefined);
-      if (unused !== undefined) translation = { target: unused, reason: translation.reason ?? collision.reason };
+  const routeInOperation = (
+    request: PipelineRequest,
+    access: RegionAccess,
+    controls: RequestHedgingControls,
+    current: RegionEndpoint,
+    operation: OperationDetection,
+  ): Route => {
+    const walk = walks.get(operation);
+    // Where the SDK's last request went, as the detection record saw it go out (re-pointed or not).
+    const lastName = operation.lastSdkRegion();
+    const last = lastName === undefined ? undefined : regions.regionNamed(lastName, access);
+    const route = last === undefined ? freshRoute(request, access, controls, current) : walkOn(request, access, controls, current, operation, walk, last);
+    const reason = route.routing?.rerouteReason;
+    if (walk === undefined) {
+      walks.set(operation, { addressed: current.name, before: operation.sdkRequests, reason });
+    } else {
+      walk.addressed = current.name;
+      walk.before = operation.sdkRequests;
+      walk.reason ??= reason;
     }
-    translations.set(current.name, translation);
-    return toward(current, translation);
+    if (reason !== undefined) steeredAny = true;
+    return route;
+  };
+
+  const walkOn = (
+    request: PipelineRequest,
+    access: RegionAccess,
+    controls: RequestHedgingControls,
+    current: RegionEndpoint,
+    operation: OperationDetection,
+    walk: Walk | undefined,
+    last: RegionEndpoint,
+  ): Route => {
+    const excluded = regions.isExcluded(current, controls.excludedRegions);
+    if (walk?.reason === undefined && !excluded) return freshRoute(request, access, controls, current);
+    const reason = excluded ? "excludedRegion" : (walk?.reason ?? "excludedRegion");
+    const applicable = candidates(request, access, controls);
+    if (applicable.length === 0) return freshRoute(request, access, controls, current);
+    // The region the SDK addressed last: its own record when the steering saw that request, else where it went.
+    const addressed = walk !== undefined && walk.before === operation.sdkRequests - 1 ? walk.addressed : last.name;
+    const lastAt = applicable.findIndex((region) => sameRegion(region, last));
+    if (sameRegion(current, { name: addressed }) && lastAt !== -1) return toward(current, last, reason);
+    // Every applicable region tried, the last refusing with a 403 (3 or 1008): the SDK has marked each of them
+    // unavailable and falls back to the account's endpoint, past its own exclusions; so do these.
+    if (operation.lastStatus === 403 && applicable.every((region) => operation.requested(region.name))) return { routing: { exclusionsIgnored: true } };
+    return toward(current, applicable[(lastAt + 1) % applicable.length], reason);
   };
 
   /** Per operation, so that two accounts, feeds or concurrent calls never share a walk; gone with the operation. */
-  const walks = new WeakMap<OperationDetection, Translations>();
-  const translationsOf = (request: PipelineRequest): Translations | undefined => {
+  const walks = new WeakMap<OperationDetection, Walk>();
+  const walkOf = (request: PipelineRequest): Walk | undefined => {
     const operation = stateIfAny(request)?.operation;
-    if (operation === undefined) return undefined;
-    let translations = walks.get(operation);
-    if (translations === undefined) {
-      translations = new Map();
-      walks.set(operation, translations);
-    }
-    return translations;
+    return operation === undefined ? undefined : walks.get(operation);
   };
+  /** Whether any request of this client was re-pointed: until then no request needs its operation's walk looked up. */
+  let steeredAny = false;
 
   const route = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls): Route => {
     const current = regions.regionOf(request.url);
@@ -223,8 +252,11 @@ export function regionSteering(regions: RegionCache): RequestStep {
     if (current === undefined) return stay;
     // The SDK's own exclusions are unknown (unreadable, or its plugin did not run): any other region may be one of them.
     if (controls.sdkOptionsKnown === false) return stay;
-    const translations = translationsOf(request);
-    return translations === undefined ? freshRoute(request, access, controls, current) : routeInOperation(request, access, controls, current, translations);
+    // A write the SDK's per-partition failover moved to a region that takes no writes otherwise: it chose it on
+    // purpose, and its own excludedLocations do not hold it back either.
+    if (access === "write" && controls.sdkRetry === true && regions.regionNamed(current.name, "write") === undefined) return stay;
+    const operation = stateIfAny(request)?.operation;
+    return operation === undefined ? freshRoute(request, access, controls, current) : routeInOperation(request, access, controls, current, operation);
   };
 
   function steer(request: PipelineRequest, operation: OperationKind, controls: RequestHedgingControls): RequestHedgingControls {
@@ -259,7 +291,9 @@ export function regionSteering(regions: RegionCache): RequestStep {
         controls.region === undefined &&
         (controls.excludedRegions === undefined || controls.excludedRegions.length === 0) &&
         regions.excludedRegions.length === 0 &&
-        !regions.preferredRegionsChangedAtRuntime
+        !regions.preferredRegionsChangedAtRuntime &&
+        // A request of an operation re-pointed earlier, while exclusions were in force, still walks on from there.
+        !(steeredAny && walkOf(request)?.reason !== undefined)
       ) {
         return controls;
       }

@@ -352,73 +352,129 @@ describe("excludedRegionsPolicy", function () {
   });
 
   describe("the SDK's retries within one operation", function () {
-    /** An attempt of `operation`, as the SDK's plugin hands it over; a retry carries the SDK's marker. */
-    function attempt(operation: OperationDetection, request: PipelineRequest, retry = true): PipelineRequest {
-      noteHandedAttempt(request, operation);
-      if (retry) request.headers.set(requestControlHeaders.sdkRetry, pluginHeaderValue("retry"));
-      return request;
+    /**
+     * Sends an attempt of `operation` as the hedging layer does: handed over by the SDK's plugin (a retry carries its
+     * marker), then noted in the operation's detection record where it went.
+     */
+    function operationPipeline(regions: RegionCache) {
+      const { sent, send } = routedPipeline(regions);
+      return {
+        sent,
+        async send(operation: OperationDetection, request: PipelineRequest, retry = true): Promise<void> {
+          noteHandedAttempt(request, operation);
+          if (retry) request.headers.set(requestControlHeaders.sdkRetry, pluginHeaderValue("retry"));
+          await send(request);
+          operation.requestSent(sent.at(-1)!.region, retry ? "regionFailover" : "initial");
+          operation.requestEnded(sent.at(-1)!.region, true, 1);
+        },
+      };
     }
 
-    it("sends a failover the SDK moved onto the region its re-pointed first attempt used to the next unused region", async function () {
-      const { sent, send } = routedPipeline(cache());
+    it("sends a failover the SDK moved onto the region its re-pointed first attempt used to the applicable region after that one", async function () {
+      const { sent, send } = operationPipeline(cache());
       const operation = new OperationDetection();
       const excluded = { excludedRegions: ["West US"] };
-      await send(attempt(operation, read(westUs, excluded), false));
-      await send(attempt(operation, read(eastUs, excluded)));
+      await send(operation, read(westUs, excluded), false);
+      await send(operation, read(eastUs, excluded));
       assert.deepEqual(sent.map((s) => s.region), ["East US", "North Europe"]);
       assert.deepEqual(sent[1]!.controls.routing, { sdkRegion: "East US", rerouteReason: "excludedRegion" });
     });
 
     it("sends a retry in place where the first attempt went", async function () {
-      const { sent, send } = routedPipeline(cache());
+      const { sent, send } = operationPipeline(cache());
       const operation = new OperationDetection();
       const excluded = { excludedRegions: ["West US"] };
-      await send(attempt(operation, read(westUs, excluded), false));
-      await send(attempt(operation, read(westUs, excluded)));
-      await send(attempt(operation, read(eastUs, excluded)));
-      await send(attempt(operation, read(eastUs, excluded)));
+      await send(operation, read(westUs, excluded), false);
+      await send(operation, read(westUs, excluded));
+      await send(operation, read(eastUs, excluded));
+      await send(operation, read(eastUs, excluded));
       assert.deepEqual(sent.map((s) => s.region), ["East US", "East US", "North Europe", "North Europe"]);
     });
 
-    it("steers a retry the SDK sent to an excluded region past the regions the operation used", async function () {
-      const { sent, send } = routedPipeline(cache());
+    it("steers a failover the SDK sent to an excluded region to the applicable region after the one its last request used", async function () {
+      const { sent, send } = operationPipeline(cache());
       const operation = new OperationDetection();
       const excluded = { excludedRegions: ["East US"] };
-      await send(attempt(operation, read(westUs, excluded), false));
-      await send(attempt(operation, read(eastUs, excluded)));
+      await send(operation, read(westUs, excluded), false);
+      await send(operation, read(eastUs, excluded));
       assert.deepEqual(sent.map((s) => s.region), ["West US", "North Europe"]);
       assert.deepEqual(sent[1]!.controls.routing, { sdkRegion: "East US", rerouteReason: "excludedRegion" });
     });
 
-    it("goes where the exclusions send it once every applicable region is used", async function () {
-      const { sent, send } = routedPipeline(cache());
+    it("walks round the applicable regions as the SDK's own exclusions would, once every one was used", async function () {
+      const { sent, send } = operationPipeline(cache());
       const operation = new OperationDetection();
       const excluded = { excludedRegions: ["West US", "North Europe"] };
-      await send(attempt(operation, read(westUs, excluded), false));
-      await send(attempt(operation, read(eastUs, excluded)));
-      await send(attempt(operation, read(northEurope, excluded)));
+      await send(operation, read(westUs, excluded), false);
+      await send(operation, read(eastUs, excluded));
+      await send(operation, read(northEurope, excluded));
       assert.deepEqual(sent.map((s) => s.region), ["East US", "East US", "East US"]);
     });
 
     it("keeps each operation's walk its own", async function () {
-      const { sent, send } = routedPipeline(cache());
+      const { sent, send } = operationPipeline(cache());
       const [first, second] = [new OperationDetection(), new OperationDetection()];
       const excluded = { excludedRegions: ["West US"] };
-      await send(attempt(first, read(westUs, excluded), false));
-      await send(attempt(second, read(eastUs, excluded), false));
-      await send(attempt(first, read(eastUs, excluded)));
+      await send(first, read(westUs, excluded), false);
+      await send(second, read(eastUs, excluded), false);
+      await send(first, read(eastUs, excluded));
       assert.deepEqual(sent.map((s) => s.region), ["East US", "East US", "North Europe"]);
     });
 
     it("moves a failover onto the region a runtime order gave the first attempt to the order's next region", async function () {
       const regions = cache();
-      const { sent, send } = routedPipeline(regions);
+      const { sent, send } = operationPipeline(regions);
       regions.setPreferredRegions(["East US", "West US", "North Europe"]);
       const operation = new OperationDetection();
-      await send(attempt(operation, read(westUs), false));
-      await send(attempt(operation, read(eastUs)));
+      await send(operation, read(westUs), false);
+      await send(operation, read(eastUs));
       assert.deepEqual(sent.map((s) => s.region), ["East US", "West US"]);
       assert.deepEqual(sent[1]!.controls.routing, { sdkRegion: "East US", rerouteReason: "preferredRegions" });
+    });
+
+    it("walks round to the first applicable region, as a timeout failover of the SDK's own exclusions does", async function () {
+      const { sent, send } = operationPipeline(cache());
+      const operation = new OperationDetection();
+      const excluded = { excludedRegions: ["West US"] };
+      await send(operation, read(westUs, excluded), false);
+      await send(operation, read(eastUs, excluded));
+      await send(operation, read(northEurope, excluded));
+      await send(operation, read(westUs, excluded));
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "North Europe", "East US", "North Europe"]);
+    });
+
+    it("leaves the SDK's own walk alone in an operation nothing re-pointed", async function () {
+      const { sent, send } = operationPipeline(cache());
+      const operation = new OperationDetection();
+      const excluded = { excludedRegions: ["North Europe"] };
+      await send(operation, read(eastUs, excluded), false);
+      // The SDK's own choice (its session retry in the write region, say), not the next region of a walk.
+      await send(operation, read(westUs, excluded));
+      await send(operation, read(westUs, excluded));
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "West US", "West US"]);
+      assert.equal(sent[1]!.controls.routing, undefined);
+    });
+
+    it("moves a failover into a region excluded since the first attempt to the region after the one that attempt used", async function () {
+      const regions = cache();
+      const { sent, send } = operationPipeline(regions);
+      const operation = new OperationDetection();
+      await send(operation, read(westUs), false);
+      regions.setExcludedRegions(["East US"]);
+      await send(operation, read(eastUs));
+      assert.deepEqual(sent.map((s) => s.region), ["West US", "North Europe"]);
+    });
+
+    it("walks on from a re-pointed attempt after the exclusions are lifted", async function () {
+      const regions = cache();
+      const { sent, send } = operationPipeline(regions);
+      const operation = new OperationDetection();
+      regions.setExcludedRegions(["West US"]);
+      await send(operation, read(westUs), false);
+      regions.setExcludedRegions([]);
+      await send(operation, read(eastUs));
+      await send(new OperationDetection(), read(westUs), false);
+      assert.deepEqual(sent.map((s) => s.region), ["East US", "North Europe", "West US"]);
     });
 
     it("without an operation (no SDK plugin), steers each request on its own", async function () {

@@ -1,0 +1,50 @@
+import type { Container, ItemDefinition, RequestOptions } from "@azure/cosmos";
+import type { OperationKind } from "../../../src/cosmos/operationKind.js";
+import type { Emulator, FaultRule } from "../../emulator/index.js";
+
+export const regionNames = ["East US", "West US", "North Europe"];
+export const items: ItemDefinition[] = Array.from({ length: 6 }, (_, i) => ({ id: `item-${i}`, pk: `pk-${i % 3}`, value: i }));
+export const warmUp = { id: "item-0", pk: "pk-0" };
+export const requestTimeout = 1_000;
+
+export type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly code: unknown };
+export interface Run {
+  readonly outcome: Outcome;
+  readonly regions: readonly string[];
+}
+
+export type Operation = (container: Container, options: RequestOptions) => Promise<unknown>;
+
+export const pointRead: Operation = async (container, options) => {
+  const { resource, statusCode } = await container.item("item-1", "pk-1").read(options);
+  return { statusCode, id: resource?.id };
+};
+
+export async function outcomeOf(operation: () => Promise<unknown>): Promise<Outcome> {
+  try {
+    return { ok: true, value: await operation() };
+  } catch (error) {
+    return { ok: false, code: (error as { code?: unknown }).code ?? (error as Error).name };
+  }
+}
+
+export function arrivals(emulator: Emulator, kinds: readonly OperationKind[]): string[] {
+  return regionNames
+    .flatMap((name) => emulator.region(name).requests.filter((request) => kinds.includes(request.kind)).map((request) => ({ name, at: request.at })))
+    .sort((a, b) => a.at - b.at)
+    .map((arrival) => arrival.name);
+}
+
+/** Installs `faults` (region -> rule) for one run, counters from zero. */
+export async function runWith(emulator: Emulator, faults: Record<string, FaultRule | FaultRule[]>, kinds: readonly OperationKind[], operation: () => Promise<unknown>): Promise<Run> {
+  const handles = Object.entries(faults).flatMap(([region, rules]) =>
+    (Array.isArray(rules) ? rules : [rules]).map((rule) => emulator.region(region).addFault({ ...rule, operations: [...kinds] })),
+  );
+  emulator.resetCounters();
+  try {
+    const outcome = await outcomeOf(operation);
+    return { outcome, regions: arrivals(emulator, kinds) };
+  } finally {
+    for (const handle of handles) handle.remove();
+  }
+}
