@@ -108,13 +108,16 @@ export class OperationDetection implements HedgingDetection {
   private settledPromise: Promise<HedgingDetection> | undefined;
   /** The record of the hedging policy for the operation's last request, when one considered it. */
   lastRecord: HedgeDiagnostics | undefined;
-  /** Whether the service replied to the SDK's last attempt (a response of any status), which decides its next attempt's reason. */
-  lastReplied = false;
-  /** The status of the service's reply to the SDK's last attempt; `undefined` while it got none. */
+  /** The status of the service's reply to the SDK's last attempt; `undefined` while it got none (a timeout, a reset). */
   lastStatus: number | undefined = undefined;
 
   /** How many requests of the SDK's own (not hedges) {@link OperationDetection.lastSdkRegion} has seen go out. */
   sdkRequests = 0;
+
+  /** Whether the service replied to the SDK's last attempt (a response of any status), which decides its next attempt's reason. */
+  get lastReplied(): boolean {
+    return this.lastStatus !== undefined;
+  }
 
   /** Notes a request sent to `region`; it runs until {@link OperationDetection.requestEnded}. */
   requestSent(region: string | undefined, reason: RequestedRegionReason): void {

@@ -145,28 +145,19 @@ export function recordingSend(attempt: Attempt, regions: RegionCache, next: Send
       // A policy of the user's below that throws rather than rejects: the request ended unsent, and the record must
       // say so to become final.
       operation.requestEnded(region, false, undefined);
-      if (sdkRequest) {
-        operation.lastReplied = false;
-        operation.lastStatus = undefined;
-      }
+      if (sdkRequest) operation.lastStatus = undefined;
       return Promise.reject(error);
     }
     return sent.then(
       (response) => {
         operation.requestEnded(region, true, requestChargeOf(response));
         // The pipeline returns every status as a response: the service replied, whatever it said.
-        if (sdkRequest) {
-          operation.lastReplied = true;
-          operation.lastStatus = response.status;
-        }
+        if (sdkRequest) operation.lastStatus = response.status;
         return response;
       },
       (error: unknown) => {
         operation.requestEnded(region, false, undefined);
-        if (sdkRequest) {
-          operation.lastReplied = false;
-          operation.lastStatus = undefined;
-        }
+        if (sdkRequest) operation.lastStatus = undefined;
         throw error;
       },
     );

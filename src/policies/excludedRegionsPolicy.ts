@@ -91,10 +91,10 @@ function regionList(regions: readonly RegionEndpoint[]): string {
  *   its failover or retries, and are left alone.
  *
  * Within one `@azure/cosmos` operation (with `withHedging`, whose plugin
- * names it), the SDK's retries walk the applicable regions as its own
- * `excludedLocations` would make them: a retry the SDK moved to a region an
- * earlier attempt was already re-pointed at goes on to the next applicable
- * region not yet used, and a retry in place goes where the first attempt went.
+ * names it), once a request was re-pointed, the SDK's retries walk the
+ * applicable regions as its own `excludedLocations` would make them: a retry
+ * in place goes where the last request went, and a move goes to the next
+ * applicable region after it, round to the first.
  *
  * The hedging policies keep every hedge away from the excluded regions.
  * Every request loses its control headers here, so none reach the service.

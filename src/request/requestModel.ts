@@ -10,9 +10,8 @@ export type RequestHedgingSetting = false | { readonly threshold?: number; reado
 
 /**
  * Why the `excludedRegionsPolicy` sent a request somewhere other than where
- * the SDK sent it. A retry of the SDK's that moved onto a region an earlier
- * attempt of the operation was re-pointed at, and went on to the next unused
- * region, carries the reason of that earlier re-point.
+ * the SDK sent it. A retry of the SDK's re-pointed to walk on from an
+ * earlier re-point of its operation carries the reason of that earlier one.
  */
 export type RerouteReason = "excludedRegion" | "pinnedRegion" | "preferredRegions";
 
