@@ -12,6 +12,8 @@ export interface RequestHedgingOptions {
    * client's excluded regions. When they would leave no region at all, the
    * request goes where the SDK sent it and the diagnostics say so. An empty
    * list clears the exclusions of an enclosing {@link withRequestHedgingOptions}.
+   * `hedgingRequestOptions` also hands them to `@azure/cosmos` as its
+   * `excludedLocations`, so that the SDK routes and retries the request itself.
    */
   excludedRegions?: readonly string[];
   /**
@@ -39,6 +41,12 @@ export type InitialHeaders = Record<string, string | number | boolean>;
 export interface HedgingRequestOptionsResult {
   /** The control headers; the hedging policies read and remove them, so they never reach the service. */
   initialHeaders: Record<string, string>;
+  /**
+   * The `excludedRegions`, as `@azure/cosmos`'s own `excludedLocations`
+   * (absent when none is named): the SDK then routes the request, and
+   * books its failures, exactly as it would without hedging.
+   */
+  excludedLocations?: string[];
 }
 
 const optionNames: ReadonlySet<string> = new Set(optionKeys<RequestHedgingOptions>({ excludedRegions: true, region: true, hedging: true }));
@@ -104,7 +112,10 @@ function controlHeaders(controls: RequestHedgingControls): Record<string, string
  * to a region, or turn hedging off or tune it. Returns a partial request
  * options object to spread into the options of any call; with your own
  * request options as the second argument, returns a copy of them whose
- * `initialHeaders` hold both yours and the hedging ones.
+ * `initialHeaders` hold both yours and the hedging ones. Excluded regions
+ * are also returned as the SDK's own `excludedLocations` (after yours), so
+ * that `@azure/cosmos` routes the request, walks its retries and marks
+ * regions unavailable exactly as it would without hedging.
  *
  * The choices travel as request headers that the hedging policies read and
  * remove, so they never reach the service. Bad input throws before anything
@@ -124,20 +135,24 @@ export function hedgingRequestOptions(options: RequestHedgingOptions): HedgingRe
  * Hedging choices for one `@azure/cosmos` request, merged into a copy of
  * your own request options: the copy's `initialHeaders` hold both yours and
  * the hedging ones (a control header of yours that a choice sets, in any
- * case, is replaced). Validation is as for the single-argument form.
+ * case, is replaced), and its `excludedLocations` hold yours and the
+ * excluded regions, each region once. Validation is as for the
+ * single-argument form; an `excludedLocations` of yours that is not an
+ * array of strings is refused with a `TypeError`.
  * @param options - the hedging choices.
  * @param requestOptions - your own request options; they are copied, not changed.
  */
 export function hedgingRequestOptions<T extends object>(
   options: RequestHedgingOptions,
   requestOptions: T,
-): T & { initialHeaders: InitialHeaders };
+): T & { initialHeaders: InitialHeaders; excludedLocations?: string[] };
 export function hedgingRequestOptions(
   options: RequestHedgingOptions,
   requestOptions?: object,
-): HedgingRequestOptionsResult | { initialHeaders: InitialHeaders } {
-  const headers = controlHeaders(validateOptions(options));
-  if (requestOptions === undefined) return { initialHeaders: headers };
+): HedgingRequestOptionsResult | { initialHeaders: InitialHeaders; excludedLocations?: string[] } {
+  const controls = validateOptions(options);
+  const headers = controlHeaders(controls);
+  if (requestOptions === undefined) return withSdkExclusions({ initialHeaders: headers }, controls.excludedRegions, undefined);
   if (!isPlainObject(requestOptions)) {
     throw new TypeError(`requestOptions must be an object; got ${describe(requestOptions)}.`);
   }
@@ -151,7 +166,33 @@ export function hedgingRequestOptions(
   for (const [name, value] of Object.entries(own ?? {})) {
     if (!replaced.has(name.toLowerCase())) merged[name] = value as string | number | boolean;
   }
-  return { ...requestOptions, initialHeaders: { ...merged, ...headers } };
+  return withSdkExclusions({ ...requestOptions, initialHeaders: { ...merged, ...headers } }, controls.excludedRegions, requestOptions["excludedLocations"]);
+}
+
+/**
+ * `result` with `excluded` added to the SDK's own `excludedLocations` (after
+ * the caller's, each region once). Handing the exclusions to `@azure/cosmos`
+ * rather than only re-pointing its attempts below it keeps its walk and its
+ * bookkeeping its own: a region it marks unavailable after a 403, or a
+ * partition its circuit breaker counts a failure against, is the region
+ * that failed, as without hedging. The control header stays, so that the
+ * hedges and the requests the SDK does not apply exclusions to (metadata
+ * reads) keep out of them too.
+ */
+function withSdkExclusions<R extends object>(result: R, excluded: readonly string[] | undefined, own: unknown): R & { excludedLocations?: string[] } {
+  if (excluded === undefined || excluded.length === 0) return result;
+  if (own !== undefined && !(Array.isArray(own) && own.every((name) => typeof name === "string"))) {
+    throw new TypeError(`requestOptions.excludedLocations must be an array of region names; got ${describe(own)}.`);
+  }
+  const locations: string[] = [...((own as string[] | undefined) ?? [])];
+  const named = new Set(locations.map(normalizeRegionName));
+  for (const region of excluded) {
+    const key = normalizeRegionName(region);
+    if (named.has(key)) continue;
+    named.add(key);
+    locations.push(region);
+  }
+  return { ...result, excludedLocations: locations };
 }
 
 /**

@@ -51,6 +51,14 @@ describe("hedgingRequestOptions", function () {
     }
   });
 
+  it("hands excludedRegions to @azure/cosmos as its own excludedLocations too, and nothing for an empty list", function () {
+    const { excludedLocations, initialHeaders } = hedgingRequestOptions({ excludedRegions: ["West US", "North Europe"] });
+    assert.deepEqual(excludedLocations, ["West US", "North Europe"]);
+    assert.deepEqual(requestControlsOf(requestWith(initialHeaders)), { excludedRegions: ["West US", "North Europe"] });
+    assert.equal("excludedLocations" in hedgingRequestOptions({ excludedRegions: [] }), false);
+    assert.equal("excludedLocations" in hedgingRequestOptions({ region: "East US" }), false);
+  });
+
   it("keeps header values printable ASCII, whatever the region names", function () {
     const { initialHeaders } = hedgingRequestOptions({ excludedRegions: ["Sud-Ést 東京"], region: "Région \u2028" });
     for (const value of Object.values(initialHeaders)) assert.match(value, /^[\x20-\x7e]*$/);
@@ -135,6 +143,24 @@ describe("hedgingRequestOptions", function () {
       );
       assert.deepEqual(merged.initialHeaders, { "x-cosmos-hedging": "off", [requestControlHeaders.region]: '"East US"' });
       assert.deepEqual(requestControlsOf(requestWith(merged.initialHeaders)), { region: "East US", hedging: false });
+    });
+
+    it("adds excludedRegions to your excludedLocations, each region once whatever its case and spaces, without changing yours", function () {
+      const mine = { excludedLocations: ["west us", "East US"], maxItemCount: 5 };
+      const merged = hedgingRequestOptions({ excludedRegions: ["WestUS", "North Europe"] }, mine);
+      assert.deepEqual(merged.excludedLocations, ["west us", "East US", "North Europe"]);
+      assert.equal(merged.maxItemCount, 5);
+      assert.deepEqual(mine.excludedLocations, ["west us", "East US"]);
+      assert.deepEqual(hedgingRequestOptions({ excludedRegions: [] }, mine).excludedLocations, ["west us", "East US"]);
+      assert.deepEqual(hedgingRequestOptions({ hedging: false }, mine).excludedLocations, ["west us", "East US"]);
+    });
+
+    it("rejects your excludedLocations when it is not a list of region names, naming it and its value", function () {
+      assert.throws(() => hedgingRequestOptions({ excludedRegions: ["West US"] }, { excludedLocations: "East US" }), {
+        name: "TypeError",
+        message: 'requestOptions.excludedLocations must be an array of region names; got "East US".',
+      });
+      assert.throws(() => hedgingRequestOptions({ excludedRegions: ["West US"] }, { excludedLocations: [1] }), /requestOptions.excludedLocations must be an array of region names/);
     });
 
     it("rejects request options or initialHeaders that are not objects", function () {
