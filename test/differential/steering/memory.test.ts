@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { Session } from "node:inspector/promises";
-import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
 import { OperationDetection } from "../../../src/diagnostics/detection.js";
 import { useEmulator } from "../../support/emulatorFixture.js";
-import { items, pointRead, regionNames, requestTimeout, warmUp } from "./support.js";
+import { items, pointRead, regionNames, requestTimeout, steeredOnly, warmUp } from "./support.js";
 
 /** Live OperationDetection instances, after a full GC (Runtime.queryObjects collects first). */
 async function liveOperations(session: Session): Promise<number> {
@@ -27,15 +26,15 @@ describe("never worse than plain, steering: the per-operation walks keep nothing
     session.connect();
     try {
       const before = await liveOperations(session);
-      for (let i = 0; i < 600; i++) await pointRead(client.container, hedgingRequestOptions({ excludedRegions: ["East US"] }));
+      for (let i = 0; i < 600; i++) await pointRead(client.container, steeredOnly({ excludedRegions: ["East US"] }));
       for (let i = 0; i < 200; i++) {
-        const iterator = client.container.items.query("SELECT c.id FROM c", hedgingRequestOptions({ excludedRegions: ["East US"] }, { maxItemCount: 1, partitionKey: "pk-1" }));
+        const iterator = client.container.items.query("SELECT c.id FROM c", steeredOnly({ excludedRegions: ["East US"] }, { maxItemCount: 1, partitionKey: "pk-1" }));
         while (iterator.hasMoreResults()) await iterator.fetchNext();
       }
       const after = await liveOperations(session);
       // The counter counts: responses held keep their operation's record (attached to them) alive.
       const held: unknown[] = [];
-      for (let i = 0; i < 20; i++) held.push(await client.container.item("item-1", "pk-1").read(hedgingRequestOptions({ excludedRegions: ["East US"] })));
+      for (let i = 0; i < 20; i++) held.push(await client.container.item("item-1", "pk-1").read(steeredOnly({ excludedRegions: ["East US"] })));
       assert.ok((await liveOperations(session)) - after >= 20, "the counter sees held operations");
       held.length = 0;
       assert.ok(after - before < 50, `live OperationDetection: ${before} before, ${after} after`);

@@ -7,7 +7,7 @@ import type { OperationKind } from "../../../src/cosmos/operationKind.js";
 import type { FaultRule } from "../../emulator/index.js";
 import { useEmulator } from "../../support/emulatorFixture.js";
 import type { EmulatorFixture, FixtureClient } from "../../support/emulatorFixture.js";
-import { items, outcomeOf, pointRead, regionNames, requestTimeout, runWith, warmUp } from "./support.js";
+import { items, outcomeOf, pointRead, regionNames, requestTimeout, runWith, steeredOnly, warmUp } from "./support.js";
 import type { Operation, Run } from "./support.js";
 
 /**
@@ -91,7 +91,7 @@ describe("never worse than plain: the SDK's retries after the hedging client re-
     else if (!plain.outcome.ok) assert.deepEqual(mine.outcome, { ok: true, value: { statusCode: 200, id: "item-1" } }, `a hedge ends better than plain: ${label}`);
   }
 
-  const perRequest = (excluded: string[], extra: RequestHedgingOptions = {}): RequestOptions => hedgingRequestOptions({ excludedRegions: excluded, ...extra });
+  const perRequest = (excluded: string[], extra: RequestHedgingOptions = {}): RequestOptions => steeredOnly({ excludedRegions: excluded, ...extra });
 
   for (const testCase of exclusionCases) {
     const name = `${testCase.fault} in ${testCase.faulted}, ${testCase.excluded.join(", ")} excluded`;

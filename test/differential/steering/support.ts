@@ -1,4 +1,6 @@
-import type { Container, ItemDefinition, RequestOptions } from "@azure/cosmos";
+import type { Container, FeedOptions, ItemDefinition, RequestOptions } from "@azure/cosmos";
+import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
+import type { RequestHedgingOptions } from "../../../src/client/requestOptions.js";
 import type { OperationKind } from "../../../src/cosmos/operationKind.js";
 import type { Emulator, FaultRule } from "../../emulator/index.js";
 
@@ -11,6 +13,16 @@ export type Outcome = { readonly ok: true; readonly value: unknown } | { readonl
 export interface Run {
   readonly outcome: Outcome;
   readonly regions: readonly string[];
+}
+
+/**
+ * The hedging choices as control headers alone, merged into `requestOptions`: exclusions the SDK is not told
+ * of (as with `withRequestHedgingOptions` or the client's own), which the steering walks below it. The full
+ * `hedgingRequestOptions` also hands them to the SDK as `excludedLocations`, and then the SDK walks itself.
+ */
+export function steeredOnly<T extends RequestOptions & FeedOptions>(options: RequestHedgingOptions, requestOptions: T = {} as T): T {
+  const { initialHeaders } = hedgingRequestOptions(options);
+  return { ...requestOptions, initialHeaders: { ...requestOptions.initialHeaders, ...initialHeaders } };
 }
 
 export type Operation = (container: Container, options: RequestOptions) => Promise<unknown>;

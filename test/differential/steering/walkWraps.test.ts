@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
 import { useEmulator } from "../../support/emulatorFixture.js";
 import type { FixtureClient } from "../../support/emulatorFixture.js";
-import { items, pointRead, regionNames, requestTimeout, runWith, warmUp } from "./support.js";
+import { items, pointRead, regionNames, requestTimeout, runWith, steeredOnly, warmUp } from "./support.js";
 import type { Run } from "./support.js";
 
 /**
@@ -30,7 +29,7 @@ describe("never worse than plain, steering: a timeout walk after every applicabl
       const plain: Run = await runWith(fixture.emulator, testCase.faults, ["pointRead"], () => pointRead(plainSide.container, { excludedLocations: testCase.excluded }));
       const hedgedSide = await hedgingClient();
       const mine: Run = await runWith(fixture.emulator, testCase.faults, ["pointRead"], () =>
-        pointRead(hedgedSide.container, hedgingRequestOptions({ excludedRegions: testCase.excluded, hedging: false })),
+        pointRead(hedgedSide.container, steeredOnly({ excludedRegions: testCase.excluded, hedging: false })),
       );
       const label = `plain ${JSON.stringify(plain)}, hedged ${JSON.stringify(mine)}`;
       assert.ok(plain.outcome.ok, label);
@@ -47,7 +46,7 @@ describe("never worse than plain, steering: a timeout walk after every applicabl
     );
     const hedgedSide = await hedgingClient();
     const mine: Run = await runWith(fixture.emulator, testCase.faults, ["pointRead"], () =>
-      pointRead(hedgedSide.container, hedgingRequestOptions({ excludedRegions: testCase.excluded, hedging: false }, { abortSignal: AbortSignal.timeout(2_600) })),
+      pointRead(hedgedSide.container, steeredOnly({ excludedRegions: testCase.excluded, hedging: false }, { abortSignal: AbortSignal.timeout(2_600) })),
     );
     const label = `plain ${JSON.stringify(plain)}, hedged ${JSON.stringify(mine)}`;
     assert.ok(plain.outcome.ok, label);

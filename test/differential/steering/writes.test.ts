@@ -71,7 +71,7 @@ const hungAcknowledgedLate: FaultRule = { responseDelayMs: 3_000 };
 
 sideBySide("never worse than plain, steering: writes on a multi-write account, re-pointed, side by side with plain", { multipleWriteLocations: true }, [
   { kind: "create", name: "East US excluded, 503 in West US and North Europe", plain: { excludedLocations: ["East US"] }, hedged: { excludedRegions: ["East US"] }, faults: { "West US": { status: 503 }, "North Europe": { status: 503 } } },
-  { kind: "create", name: "East US excluded, 403/3 in West US and North Europe", plain: { excludedLocations: ["East US"] }, hedged: { excludedRegions: ["East US"] }, faults: { "West US": { status: 403, substatus: 3 }, "North Europe": { status: 403, substatus: 3 } }, timeoutMs: 240_000, refusedMore: 1 },
+  { kind: "create", name: "East US excluded, 403/3 in West US and North Europe", plain: { excludedLocations: ["East US"] }, hedged: { excludedRegions: ["East US"] }, faults: { "West US": { status: 403, substatus: 3 }, "North Europe": { status: 403, substatus: 3 } }, timeoutMs: 240_000 },
   { kind: "upsert", name: "East US excluded, West US applies and acknowledges late (timeout)", plain: { excludedLocations: ["East US"] }, hedged: { excludedRegions: ["East US"] }, faults: { "West US": hungAcknowledgedLate } },
   { kind: "replace", name: "West US excluded, East US applies and acknowledges late (timeout)", plain: { excludedLocations: ["West US"] }, hedged: { excludedRegions: ["West US"] }, faults: { "East US": hungAcknowledgedLate } },
   { kind: "replace", name: "West US excluded, 503 once in East US", plain: { excludedLocations: ["West US"] }, hedged: { excludedRegions: ["West US"] }, faults: { "East US": { status: 503, count: 1 } } },

@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import type { RequestOptions } from "@azure/cosmos";
+import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
+import type { FaultRule } from "../../emulator/index.js";
+import { useEmulator } from "../../support/emulatorFixture.js";
+import { items, regionNames, requestTimeout, runWith, warmUp } from "./support.js";
+import type { Operation, Run } from "./support.js";
+
+let serial = 0;
+const create: Operation = async (container, options) => ({ statusCode: (await container.items.create({ id: `b-${serial++}`, pk: "pk-b" }, options)).statusCode });
+
+/**
+ * An operation under `hedgingRequestOptions({ excludedRegions })` that a region refuses, then one with no
+ * exclusion at all, each side by side with plain given the same exclusions as `excludedLocations`: the SDK
+ * books the refusal against the region that refused (its 403 marks that region unavailable for writes), so the later operation walks as plain's does.
+ */
+interface BookkeepingCase {
+  readonly name: string;
+  readonly emulator: { multipleWriteLocations?: boolean };
+  readonly excluded: readonly string[];
+  readonly first: { readonly operation: Operation; readonly faults: Record<string, FaultRule | FaultRule[]> };
+  readonly later: { readonly operation: Operation };
+}
+
+const cases: BookkeepingCase[] = [
+  {
+    name: "multi-write, East US excluded, 403/3 in West US; then a create with no exclusion",
+    emulator: { multipleWriteLocations: true },
+    excluded: ["East US"],
+    first: { operation: create, faults: { "West US": { status: 403, substatus: 3 } } },
+    later: { operation: create },
+  },
+  {
+    name: "multi-write, East US excluded, 403/1008 in West US; then a create with no exclusion",
+    emulator: { multipleWriteLocations: true },
+    excluded: ["East US"],
+    first: { operation: create, faults: { "West US": { status: 403, substatus: 1008 } } },
+    later: { operation: create },
+  },
+];
+
+describe("never worse than plain, steering: the SDK books what a request under excludedRegions met against the region that met it", function () {
+  this.timeout(60_000);
+  for (const testCase of cases) {
+    describe(testCase.name, function () {
+      const fixture = useEmulator({ items, preferredLocations: regionNames, emulator: { regions: regionNames.map((name) => ({ name })), recordRequests: true, ...testCase.emulator } });
+      it("the same outcomes and the same regions as plain, for both operations", async function () {
+        const sides: Record<"plain" | "hedged", Run[]> = { plain: [], hedged: [] };
+        for (const side of ["plain", "hedged"] as const) {
+          const { container } = await fixture.client({ hedging: side === "plain" ? false : {}, connectionPolicy: { requestTimeout }, warmUp });
+          const firstOptions: RequestOptions = side === "plain" ? { excludedLocations: [...testCase.excluded] } : hedgingRequestOptions({ excludedRegions: testCase.excluded });
+          sides[side].push(await runWith(fixture.emulator, testCase.first.faults, ["create"], () => testCase.first.operation(container, firstOptions)));
+          sides[side].push(await runWith(fixture.emulator, {}, ["create"], () => testCase.later.operation(container, {})));
+        }
+        const label = `plain ${JSON.stringify(sides.plain)}, hedged ${JSON.stringify(sides.hedged)}`;
+        assert.deepEqual(sides.hedged.map((run) => run.outcome), sides.plain.map((run) => run.outcome), label);
+        assert.deepEqual(sides.hedged.map((run) => run.regions), sides.plain.map((run) => run.regions), label);
+      });
+    });
+  }
+});
