@@ -181,5 +181,6 @@ export function regionNameList(option: string, value: unknown): readonly string[
   if (value.length > regionNameLimits.maxRegions) {
     throw new TypeError(`${option} lists ${value.length} regions, more than ${regionNameLimits.maxRegions}.`);
   }
-  return Object.freeze(value.map((entry: unknown, index) => regionName(`${option}[${index}]`, entry)));
+  // Array.from visits holes, which map would skip and copy: a sparse list is refused at its first hole.
+  return Object.freeze(Array.from(value, (entry: unknown, index) => regionName(`${option}[${index}]`, entry)));
 }

@@ -138,7 +138,8 @@ export function hedgingRequestOptions(options: RequestHedgingOptions): HedgingRe
  * case, is replaced), and its `excludedLocations` hold yours and the
  * excluded regions, each region once. Validation is as for the
  * single-argument form; an `excludedLocations` of yours that is not an
- * array of strings is refused with a `TypeError`.
+ * array of strings is refused with a `TypeError` (whether or not
+ * regions are excluded), before anything is sent.
  * @param options - the hedging choices.
  * @param requestOptions - your own request options; they are copied, not changed.
  */
@@ -180,11 +181,8 @@ export function hedgingRequestOptions(
  * reads) keep out of them too.
  */
 function withSdkExclusions<R extends object>(result: R, excluded: readonly string[] | undefined, own: unknown): R & { excludedLocations?: string[] } {
+  const locations = callerExclusions(own);
   if (excluded === undefined || excluded.length === 0) return result;
-  if (own !== undefined && !(Array.isArray(own) && own.every((name) => typeof name === "string"))) {
-    throw new TypeError(`requestOptions.excludedLocations must be an array of region names; got ${describe(own)}.`);
-  }
-  const locations: string[] = [...((own as string[] | undefined) ?? [])];
   const named = new Set(locations.map(normalizeRegionName));
   for (const region of excluded) {
     const key = normalizeRegionName(region);
@@ -193,6 +191,25 @@ function withSdkExclusions<R extends object>(result: R, excluded: readonly strin
     locations.push(region);
   }
   return { ...result, excludedLocations: locations };
+}
+
+/**
+ * A copy of the caller's `excludedLocations`, or a `TypeError` for one that
+ * `@azure/cosmos` would fail on only once the request is under way. Holes
+ * are left out rather than refused: the SDK's own reading of the list
+ * skips them, so plain accepts a sparse list.
+ */
+function callerExclusions(own: unknown): string[] {
+  if (own === undefined) return [];
+  if (!Array.isArray(own)) {
+    throw new TypeError(`requestOptions.excludedLocations must be an array of region names; got ${describe(own)}.`);
+  }
+  const names: string[] = [];
+  own.forEach((name: unknown, index) => {
+    if (typeof name !== "string") throw new TypeError(`requestOptions.excludedLocations[${index}] must be a region name; got ${describe(name)}.`);
+    names.push(name);
+  });
+  return names;
 }
 
 /**

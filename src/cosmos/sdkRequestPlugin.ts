@@ -42,7 +42,8 @@ function sdkExclusionsOf(context: CosmosRequestContext): readonly string[] | str
   if (!Array.isArray(excluded) || excluded.length === 0) return noExclusions;
   if (excluded.length > regionNameLimits.maxRegions) return sdkExclusionsRefused.tooMany;
   if (!excluded.every(isRegionName)) return sdkExclusionsRefused.notRegionNames;
-  return Object.freeze([...(excluded as string[])]);
+  // every and filter skip holes, as the SDK's own reading of the list does; a spread would turn them into undefined names.
+  return Object.freeze((excluded as string[]).filter(() => true));
 }
 
 const noExclusions: readonly string[] = Object.freeze([]);

@@ -4,6 +4,7 @@ import {
   optionalFunction,
   optionsObject,
   positiveMilliseconds,
+  regionNameList,
   wholeNumber,
 } from "../../src/options.js";
 import { crossRegionHedgingPolicy } from "../../src/policies/crossRegionHedgingPolicy.js";
@@ -154,6 +155,20 @@ describe("validation helpers", function () {
         throwsNaming(() => optionsObject("crossRegionHedgingPolicy options", value as object), TypeError, "crossRegionHedgingPolicy options", shown);
       });
     }
+  });
+
+  describe("regionNameList", function () {
+    it("copies and freezes a list of region names", function () {
+      const list = regionNameList("excludedRegions", ["East US", "West US"]);
+      assert.deepEqual(list, ["East US", "West US"]);
+      assert.ok(Object.isFrozen(list));
+    });
+
+    it("refuses a sparse list at its first hole, naming the entry (map would have skipped it and copied the hole)", function () {
+      const sparse: string[] = [];
+      sparse[1] = "East US";
+      throwsNaming(() => regionNameList("excludedRegions", sparse), TypeError, "excludedRegions[0]", "undefined");
+    });
   });
 
   describe("a null option", function () {

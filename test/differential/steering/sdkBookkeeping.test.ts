@@ -3,7 +3,7 @@ import type { RequestOptions } from "@azure/cosmos";
 import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
 import type { FaultRule } from "../../emulator/index.js";
 import { useEmulator } from "../../support/emulatorFixture.js";
-import { items, regionNames, requestTimeout, runWith, warmUp } from "./support.js";
+import { items, pointRead, regionNames, requestTimeout, runWith, warmUp } from "./support.js";
 import type { Operation, Run } from "./support.js";
 
 let serial = 0;
@@ -56,6 +56,30 @@ describe("never worse than plain, steering: the SDK books what a request under e
         assert.deepEqual(sides.hedged.map((run) => run.outcome), sides.plain.map((run) => run.outcome), label);
         assert.deepEqual(sides.hedged.map((run) => run.regions), sides.plain.map((run) => run.regions), label);
       });
+    });
+  }
+});
+
+describe("never worse than plain, steering: a sparse excludedLocations of the caller's, which the SDK reads without its holes", function () {
+  this.timeout(60_000);
+  const fixture = useEmulator({ items, preferredLocations: regionNames, emulator: { regions: regionNames.map((name) => ({ name })), recordRequests: true } });
+  // A spread would fill the hole with undefined, which the SDK cannot read: names are pushed after it instead.
+  const sparseWith = (names: readonly string[] = []): string[] => {
+    const list: string[] = [];
+    list[1] = "East US";
+    list.push(...names);
+    return list;
+  };
+  for (const ours of [[], ["West US"]]) {
+    it(`a point read with excludedRegions ${JSON.stringify(ours)}: the same outcome and regions as plain given the same names`, async function () {
+      const sides: Partial<Record<"plain" | "hedged", Run>> = {};
+      for (const side of ["plain", "hedged"] as const) {
+        const { container } = await fixture.client({ hedging: side === "plain" ? false : {}, connectionPolicy: { requestTimeout }, warmUp });
+        const options: RequestOptions = side === "plain" ? { excludedLocations: sparseWith(ours) } : hedgingRequestOptions({ excludedRegions: ours }, { excludedLocations: sparseWith() });
+        sides[side] = await runWith(fixture.emulator, {}, ["pointRead"], () => pointRead(container, options));
+      }
+      assert.deepEqual(sides.hedged, sides.plain);
+      assert.equal(sides.plain?.outcome.ok, true);
     });
   }
 });

@@ -160,7 +160,22 @@ describe("hedgingRequestOptions", function () {
         name: "TypeError",
         message: 'requestOptions.excludedLocations must be an array of region names; got "East US".',
       });
-      assert.throws(() => hedgingRequestOptions({ excludedRegions: ["West US"] }, { excludedLocations: [1] }), /requestOptions.excludedLocations must be an array of region names/);
+      assert.throws(() => hedgingRequestOptions({ excludedRegions: ["West US"] }, { excludedLocations: ["East US", 1] }), {
+        name: "TypeError",
+        message: "requestOptions.excludedLocations[1] must be a region name; got 1.",
+      });
+      // @azure/cosmos would fail on these only once the request is under way, so they are refused with nothing excluded too.
+      for (const options of [{}, { excludedRegions: [] }, { hedging: false as const }]) {
+        assert.throws(() => hedgingRequestOptions(options, { excludedLocations: null }), /requestOptions.excludedLocations must be an array of region names; got null/);
+        assert.throws(() => hedgingRequestOptions(options, { excludedLocations: [null] }), /requestOptions.excludedLocations\[0\] must be a region name; got null/);
+      }
+    });
+
+    it("leaves out the holes of a sparse excludedLocations of yours, which @azure/cosmos skips too", function () {
+      const sparse: string[] = [];
+      sparse[1] = "East US";
+      assert.deepEqual(hedgingRequestOptions({ excludedRegions: ["West US"] }, { excludedLocations: sparse }).excludedLocations, ["East US", "West US"]);
+      assert.equal(hedgingRequestOptions({}, { excludedLocations: sparse }).excludedLocations, sparse, "nothing excluded: yours as they are");
     });
 
     it("rejects request options or initialHeaders that are not objects", function () {

@@ -49,6 +49,14 @@ describe("trustworthiness: what users hit", function () {
       assert.equal((await handedOver(plugin, {}, { headers: {} })), undefined, "another client takes nothing (it is not the one the plugin hedges for)");
     });
 
+    it("leaves out the holes of a sparse excludedLocations, as the SDK's own reading of it does, rather than handing on undefined names", async function () {
+      const client = {};
+      const sparse: string[] = [];
+      sparse[1] = "East US";
+      const handed = await handedOver(sdkRequestPlugin(client), client, { headers: {}, options: { excludedLocations: sparse } });
+      assert.deepEqual(handed?.sdkExcluded, ["East US"]);
+    });
+
     it("writes the SDK's options and the operation's id in headers when the SDK calls the client through a pipeline of its own (AAD)", async function () {
       const client = {};
       const plugin = sdkRequestPlugin(client);
