@@ -180,11 +180,13 @@ export class LoadBudget {
    * be {@link LoadBudget.release}d when it settles or is aborted.
    * @param evidence - how strongly the read looks like a straggler, 0 to 1
    *   (`stragglerEvidence`); 1, the default, may spend the balance to its last hedge.
+   * @param countRefusal - whether a refusal counts in {@link LoadBudget.refusals};
+   *   `false` for a read asked again after a refusal already counted.
    * @returns whether the hedge may launch.
    */
-  tryWithdraw(evidence = 1): boolean {
+  tryWithdraw(evidence = 1, countRefusal = true): boolean {
     if (this.balance < 1 + this.reserve * (1 - Math.min(1, Math.max(0, evidence))) - roundingSlack || !this.inFlight.tryAcquire()) {
-      this.refused += 1;
+      if (countRefusal) this.refused += 1;
       return false;
     }
     this.withdrawals[this.advance()]! += 1;

@@ -93,6 +93,11 @@ function thresholdPassed(race: { thresholdPassed(): void }): void {
   race.thresholdPassed();
 }
 
+/** The timer callback of a refused hedge asked again. */
+function askAgain(race: { askAgain(): void }): void {
+  race.askAgain();
+}
+
 /**
  * One request's race across regions, built lazily: until a hedge is due,
  * it is the caller's request in flight, one timer and this object.
@@ -109,6 +114,8 @@ function thresholdPassed(race: { thresholdPassed(): void }): void {
  *   `strategy.delayBefore(i)` after the previous one, or at once when a
  *   transient result brings it forward; at most one brought-forward hedge is
  *   in flight at a time, so a total outage never fans out to every region.
+ *   A hedge the strategy refuses stops the hedging, unless the strategy
+ *   names a later time to ask again ({@link HedgingRace.askAgain}).
  * - {@link HedgingRace.settle}: the first `win` verdict decides the race;
  *   when every arm launched so far has settled without a winner, the
  *   primary's outcome is returned (no further hedge is launched for it), so
@@ -144,7 +151,10 @@ export class HedgingRace<T = RaceOutcome> {
   private listening = false;
   private abortListener: (() => void) | undefined;
   private decided = false;
+  /** Whether the strategy refused the latest hedge asked for: the record's `budgetExhausted`. */
   private hedgeRefused = false;
+  /** Whether that refusal is final (see `RaceStrategy.admitAfter`). */
+  private refusedForGood = false;
   /** The first arm held back by a `hold` verdict, while the primary was in flight. */
   private held: number | undefined;
   private draining = 0;
@@ -185,6 +195,12 @@ export class HedgingRace<T = RaceOutcome> {
     if (!Reflect.set(request, "abortSignal", controller.signal)) return false;
     this.primaryController = controller;
     return true;
+  }
+
+  /** A refused hedge may be admitted now (see `RaceStrategy.admitAfter`). Called by the race's own timer. */
+  askAgain(): void {
+    this.timer = undefined;
+    this.guard(() => this.launch("threshold"));
   }
 
   /** The threshold passed with the primary in flight: the first hedge is due. Called by the race's own timer. */
@@ -341,7 +357,7 @@ export class HedgingRace<T = RaceOutcome> {
   }
 
   private canLaunchMore(): boolean {
-    return !this.hedgeRefused && this.arms !== undefined && this.targets !== undefined && this.arms.length < this.targets.length;
+    return !this.hedgeRefused && !this.refusedForGood && this.arms !== undefined && this.targets !== undefined && this.arms.length < this.targets.length;
   }
 
   private scheduleNext(): void {
@@ -359,15 +375,20 @@ export class HedgingRace<T = RaceOutcome> {
     if (arms === undefined || targets === undefined) return false;
     const index = arms.length;
     const region = targets[index];
-    // Once the strategy has refused a hedge, it is not asked again: a budget
-    // freed later must not revive a race that was already cut short.
-    if (this.decided || this.hedgeRefused || region === undefined) return false;
+    // Once the strategy has refused a hedge for good, it is not asked again: a
+    // budget freed later must not revive a race that was already cut short.
+    if (this.decided || this.refusedForGood || region === undefined) return false;
     const { strategy, request } = this.input;
     if (strategy.admit !== undefined && !strategy.admit(index)) {
       this.hedgeRefused = true;
       this.cancelTimer();
+      // A read refused for want of straggler evidence asks again once it has waited long enough to carry it.
+      const againMs = strategy.admitAfter?.(index);
+      if (againMs === undefined) this.refusedForGood = true;
+      else this.timer = setTimeout(askAgain, againMs, this);
       return false;
     }
+    this.hedgeRefused = false;
     const controller = armAbortFor(request);
     const copy = cloneRequestFor(request, region, controller.signal);
     const arm: ArmState = { index, region, reason, controller, request: copy, startedAt: performance.now() };

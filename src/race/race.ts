@@ -32,8 +32,20 @@ export interface RaceStrategy {
   judge(arm: SettledArm): Verdict;
   /** Why a hedge that launches early (on a `next` verdict) was sent. */
   readonly earlyLaunchReason: HedgeArmReason;
-  /** Asked before hedge `index` launches; `false` stops all further hedges (a spent budget). */
+  /**
+   * Asked before hedge `index` launches; `false` refuses it, and stops all
+   * further hedges unless {@link RaceStrategy.admitAfter} names a later time
+   * to ask again.
+   */
   admit?(index: number): boolean;
+  /**
+   * Asked right after `admit` refused hedge `index`: in how many
+   * milliseconds the read, still running, could be admitted (it will then
+   * have waited long enough to carry the straggler evidence a short budget
+   * asks for), or `undefined` when waiting cannot earn it (the balance
+   * covers no hedge at all), which makes the refusal final.
+   */
+  admitAfter?(index: number): number | undefined;
   /** Called once for every admitted hedge, when it settles or is aborted. */
   release?(index: number): void;
 }

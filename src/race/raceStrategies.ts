@@ -28,12 +28,14 @@ export interface RacePrimary {
  * by how far past its primary's healthy tail the read has waited (see
  * `stragglerEvidence`): when the budget is short, the first hedge waits
  * until the read has the evidence the budget asks for, and the reads most
- * likely to be stragglers get the last hedges.
+ * likely to be stragglers get the last hedges. A read refused because the
+ * balance fell while it waited is asked again once it carries the evidence
+ * asked for then (`admitAfter`).
  *
  * The engine's side of that contract: `delayBefore(1)` is asked when the
  * primary launches (the budget's state then sets the first delay), and
- * `admit(index)` when hedge `index` is about to launch; the wait is
- * measured from `primaryStartedAt`. A strategy without a primary keeps no
+ * `admit(index)` when hedge `index` is about to launch, and `admitAfter`
+ * after a refusal; the wait is measured from `primaryStartedAt`. A strategy without a primary keeps no
  * state of a race, so the races of one timing share it while the budget
  * covers its reserve (then no tail is needed).
  */
@@ -53,6 +55,9 @@ export class DocumentRaceStrategy implements RaceStrategy {
     private readonly primaryStartedAt: number = performance.now(),
     private readonly batch = false,
   ) {}
+
+  /** Whether `admit` refused this race's hedge before (a strategy with a primary belongs to one race). */
+  private refusedBefore = false;
 
   delayBefore(index: number): number {
     if (index !== 1) return this.thresholdStepMs;
@@ -77,8 +82,38 @@ export class DocumentRaceStrategy implements RaceStrategy {
   admit(): boolean {
     const { budget } = this;
     if (budget === undefined) return true;
-    if (budget.evidenceNeeded() === 0) return budget.tryWithdraw();
-    return budget.tryWithdraw(stragglerEvidence(performance.now() - this.primaryStartedAt, this.healthyTailMs()));
+    // A read asked again (see `admitAfter`) was counted as refused the first time.
+    const again = this.refusedBefore;
+    const admitted =
+      budget.evidenceNeeded() === 0
+        ? budget.tryWithdraw(1, !again)
+        : budget.tryWithdraw(stragglerEvidence(performance.now() - this.primaryStartedAt, this.healthyTailMs()), !again);
+    // Only a strategy with a primary belongs to one race; the shared one is asked once per race.
+    if (!admitted && this.primary !== undefined) this.refusedBefore = true;
+    return admitted;
+  }
+
+  /**
+   * A read the budget refused for want of straggler evidence is asked again
+   * when it has waited long enough to carry what the budget asks for now: at
+   * the latest at its primary's healthy tail, where its evidence is full.
+   * Otherwise a straggler that happened to be refused while the balance was
+   * short ran unhedged for its whole delay, while reads after it, past the
+   * same threshold, were hedged. A read without a known tail already asked
+   * with full evidence, and one the balance cannot cover at all, waits for
+   * nothing: its refusal is final.
+   */
+  admitAfter(): number | undefined {
+    const { budget } = this;
+    const tail = this.healthyTailMs();
+    if (budget === undefined || tail === undefined || !(tail > 0)) return undefined;
+    const needed = budget.evidenceNeeded();
+    if (!(needed <= 1)) return undefined;
+    const waitMs = waitForEvidence(needed, tail) - (performance.now() - this.primaryStartedAt);
+    // Already carrying it: refused for another reason (every slot for hedges in flight taken), which waiting does not change.
+    if (!(waitMs > 0)) return undefined;
+    // Whole milliseconds, as timers fire (see `delayBefore`).
+    return Math.ceil(waitMs);
   }
 
   release(): void {

@@ -389,6 +389,38 @@ describe("LoadBudget", () => {
       assert.equal(stragglers, 10);
     });
 
+    it("a read refused because the balance fell while it waited is admitted when asked again at the time the strategy names", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      for (let i = 0; i < 300; i++) target.deposit();
+      // The budget covers its reserve when the read starts: its first hedge is due at the threshold, 6 ms.
+      const straggler = new DocumentRaceStrategy(6, 100, target, primary);
+      assert.equal(straggler.delayBefore(1), 6);
+      // Other reads spend it down to the last hedge before that threshold passes.
+      while (target.evidenceNeeded() < 1 - 1e-6) assert.equal(target.tryWithdraw(1), true);
+      await clock.tickAsync(6);
+      assert.equal(straggler.admit(), false, "6 ms into a 10 ms tail (evidence 0.2) is not enough for the last hedge");
+      const refusals = target.refusals;
+      const againMs = straggler.admitAfter();
+      assert.equal(againMs, 4, "full evidence is due at the tail");
+      await clock.tickAsync(againMs ?? 0);
+      assert.equal(straggler.admit(), true, "asked again at the tail, the straggler gets the last hedge");
+      assert.equal(target.refusals, refusals);
+      assert.equal(target.tryWithdraw(1), false);
+      assert.equal(target.refusals, refusals + 1, "a refusal of another read counts");
+    });
+
+    it("a read asked again and refused is counted once, and a balance that covers no hedge is final", async () => {
+      const target = budget({ maxExtraLoad: 0.15, minHedgesPerSecond: 1 });
+      for (let i = 0; i < 300; i++) target.deposit();
+      while (target.tryWithdraw(1)) target.release();
+      const refusals = target.refusals;
+      const read = new DocumentRaceStrategy(6, 100, target, primary);
+      await clock.tickAsync(6);
+      assert.equal(read.admit(), false);
+      assert.equal(target.refusals, refusals + 1);
+      assert.equal(read.admitAfter(), undefined, "no balance: waiting cannot earn a hedge");
+    });
+
     it("without a known tail the read counts as a likely straggler and is budgeted as before", () => {
       const target = shortBudget();
       const unknown = new DocumentRaceStrategy(5, 100, target, { tails: { healthyTailMs: () => undefined }, region, latencyClass: "pointRead" });

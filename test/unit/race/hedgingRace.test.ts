@@ -470,6 +470,59 @@ describe("race engine at its edges", () => {
     assert.deepEqual(released, [1, 2]);
   });
 
+  it("asks again, once, when the strategy names a later time for a refused hedge, and launches it then", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 20 });
+    const asked: number[] = [];
+    const outcome = race(
+      strategy({
+        // Refused at the threshold, admitted when asked again.
+        admit: () => (asked.push(performance.now()), asked.length > 1),
+        admitAfter: () => 30,
+      }),
+    );
+    await harness.clock.tickAsync(threshold);
+    assert.deepEqual(asked, [threshold]);
+    assert.equal(harness.transport.received.length, 1, "refused: no hedge yet");
+    await harness.clock.tickAsync(29);
+    assert.equal(harness.transport.received.length, 1);
+    await harness.clock.tickAsync(1);
+    assert.deepEqual(asked, [threshold, threshold + 30]);
+    assert.equal(harness.transport.received.length, 2, "admitted when asked again: the hedge went out");
+    await harness.clock.tickAsync(20);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state && state.value.kind === "decided");
+    assert.equal(state.value.returnedIndex, 1, "the hedge admitted late won");
+    assert.equal(state.value.hedgeRefused, false, "the read launched every hedge it asked for");
+    assert.equal(state.value.arms[1]?.startedAt, threshold + 30);
+  });
+
+  it("a refused hedge asked again and refused for good stops the hedging; the primary's answer cancels a pending ask", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 200 });
+    let asked = 0;
+    const again = [30, undefined];
+    const refused = race(strategy({ admit: () => (asked++, false), admitAfter: () => again.shift() }));
+    await harness.clock.tickAsync(threshold + 30);
+    assert.equal(asked, 2);
+    assert.equal(harness.clock.countTimers(), 1, "refused for good: only the primary's answer is pending");
+    await harness.clock.tickAsync(70);
+    const state = refused.state();
+    assert.ok(state.done && "value" in state && state.value.kind === "decided");
+    assert.equal(state.value.hedgeRefused, true);
+    assert.equal(harness.transport.received.length, 1);
+
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: threshold + 10 });
+    asked = 0;
+    const answered = race(strategy({ admit: () => (asked++, false), admitAfter: () => 50 }));
+    await harness.clock.tickAsync(threshold + 10);
+    assert.ok(answered.state().done);
+    assert.equal(harness.clock.countTimers(), 0, "the ask pending when the primary answered is cancelled");
+    await harness.clock.tickAsync(100);
+    assert.equal(asked, 1, "and never made");
+    const value = (answered.state() as { value: RaceOutcome }).value;
+    assert.equal(value.hedgeRefused, true, "the read ran with fewer hedges than planned");
+  });
+
   it("keeps no timer of its own once every arm is out, or once the budget has refused a hedge", async () => {
     harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 1000 });
     harness.transport.script(westUs.endpoint, { status: 200, delayMs: 1000 });

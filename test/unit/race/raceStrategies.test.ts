@@ -38,10 +38,12 @@ describe("writeSafety", function () {
 /** A load budget that asks for `needed` evidence and records what it is asked. */
 class RecordingLoadBudget {
   readonly withdrawals: Array<number | undefined> = [];
+  /** Whether each withdrawal asked counts a refusal. */
+  readonly counted: Array<boolean | undefined> = [];
   releases = 0;
 
   constructor(
-    private readonly needed: number,
+    public needed: number,
     private readonly grant = true,
   ) {}
 
@@ -49,8 +51,9 @@ class RecordingLoadBudget {
     return this.needed;
   }
 
-  tryWithdraw(evidence?: number): boolean {
+  tryWithdraw(evidence?: number, countRefusal?: boolean): boolean {
     this.withdrawals.push(evidence);
+    this.counted.push(countRefusal);
     return this.grant;
   }
 
@@ -165,7 +168,7 @@ describe("DocumentRaceStrategy", () => {
     it("a budget that covers its reserve is asked for a whole hedge, and its answer is the strategy's", () => {
       const granting = new RecordingLoadBudget(0);
       assert.equal(new DocumentRaceStrategy(100, 50, granting.asBudget(), primaryWithTail(40)).admit(), true);
-      assert.deepEqual(granting.withdrawals, [undefined]);
+      assert.deepEqual(granting.withdrawals, [1], "a whole hedge: full evidence");
       const refusing = new RecordingLoadBudget(0, false);
       assert.equal(new DocumentRaceStrategy(100, 50, refusing.asBudget()).admit(), false);
     });
@@ -180,6 +183,39 @@ describe("DocumentRaceStrategy", () => {
       const started = new DocumentRaceStrategy(10, 50, budget.asBudget(), primaryWithTail(40), performance.now() - 40);
       started.admit();
       assert.deepEqual(budget.withdrawals, [0.5, 1], "measured from the primary's launch when given");
+    });
+
+    it("after a refusal, names when the read will carry the evidence the budget asks for now, and that ask counts no second refusal", async () => {
+      const budget = new RecordingLoadBudget(0.5, false);
+      const strategy = new DocumentRaceStrategy(10, 50, budget.asBudget(), primaryWithTail(40));
+      await clock.tickAsync(10);
+      assert.equal(strategy.admit(), false);
+      // Evidence 0.5 on a 40 ms tail is due at 30 ms; 10 have passed.
+      assert.equal(strategy.admitAfter(), 20);
+      budget.needed = 1;
+      await clock.tickAsync(20.5);
+      // Full evidence is due at the tail, 40 ms: 9.5 ms from now, in whole milliseconds.
+      assert.equal(strategy.admitAfter(), 10);
+      strategy.admit();
+      assert.deepEqual(budget.counted, [true, false], "the first refusal counts; the read asked again does not count twice");
+    });
+
+    it("a refusal is final when waiting cannot earn the hedge: no budget, no known tail, an empty balance, or evidence enough already", async () => {
+      assert.equal(new DocumentRaceStrategy(10, 50, undefined, primaryWithTail(40)).admitAfter(), undefined);
+      assert.equal(new DocumentRaceStrategy(10, 50, new RecordingLoadBudget(0.5, false).asBudget()).admitAfter(), undefined, "the shared strategy asked with full evidence");
+      assert.equal(new DocumentRaceStrategy(10, 50, new RecordingLoadBudget(0.5, false).asBudget(), primaryWithTail(undefined)).admitAfter(), undefined);
+      assert.equal(new DocumentRaceStrategy(10, 50, new RecordingLoadBudget(Number.POSITIVE_INFINITY, false).asBudget(), primaryWithTail(40)).admitAfter(), undefined);
+      const late = new DocumentRaceStrategy(10, 50, new RecordingLoadBudget(0.5, false).asBudget(), primaryWithTail(40));
+      await clock.tickAsync(30);
+      assert.equal(late.admitAfter(), undefined, "refused with the evidence asked for (every slot in flight taken): waiting changes nothing");
+    });
+
+    it("the shared strategy (no primary) counts every race's refusal", () => {
+      const budget = new RecordingLoadBudget(0, false);
+      const shared = new DocumentRaceStrategy(10, 50, budget.asBudget());
+      shared.admit();
+      shared.admit();
+      assert.deepEqual(budget.counted, [true, true]);
     });
 
     it("release gives the hedge back to the budget", () => {
