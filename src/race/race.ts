@@ -40,10 +40,9 @@ export interface RaceStrategy {
   admit?(index: number): boolean;
   /**
    * Asked right after `admit` refused hedge `index`: in how many
-   * milliseconds the read, still running, could be admitted (it will then
-   * have waited long enough to carry the straggler evidence a short budget
-   * asks for), or `undefined` when waiting cannot earn it (the balance
-   * covers no hedge at all), which makes the refusal final.
+   * milliseconds to ask again (a document read, at its primary's healthy
+   * tail, where its straggler evidence is full), or `undefined`, which
+   * makes the refusal final.
    */
   admitAfter?(index: number): number | undefined;
   /** Called once for every admitted hedge, when it settles or is aborted. */

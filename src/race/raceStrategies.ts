@@ -29,8 +29,8 @@ export interface RacePrimary {
  * `stragglerEvidence`): when the budget is short, the first hedge waits
  * until the read has the evidence the budget asks for, and the reads most
  * likely to be stragglers get the last hedges. A read refused because the
- * balance fell while it waited is asked again once it carries the evidence
- * asked for then (`admitAfter`).
+ * balance fell while it waited is asked once more at its primary's healthy
+ * tail (`admitAfter`).
  *
  * The engine's side of that contract: `delayBefore(1)` is asked when the
  * primary launches (the budget's state then sets the first delay), and
@@ -56,8 +56,10 @@ export class DocumentRaceStrategy implements RaceStrategy {
     private readonly batch = false,
   ) {}
 
-  /** Whether `admit` refused this race's hedge before (a strategy with a primary belongs to one race). */
-  private refusedBefore = false;
+  /** The hedge `admit` last refused for the first time (a strategy with a primary belongs to one race). */
+  private refusedIndex: number | undefined;
+  /** Whether `admitAfter` has named its one ask again. */
+  private askedAgain = false;
 
   delayBefore(index: number): number {
     if (index !== 1) return this.thresholdStepMs;
@@ -79,39 +81,41 @@ export class DocumentRaceStrategy implements RaceStrategy {
     return succeeded ? "win" : "hold";
   }
 
-  admit(): boolean {
+  admit(index = 1): boolean {
     const { budget } = this;
     if (budget === undefined) return true;
-    // A read asked again (see `admitAfter`) was counted as refused the first time.
-    const again = this.refusedBefore;
+    // The one ask again of a hedge (see `admitAfter`) was counted as refused the first time.
+    const again = this.refusedIndex === index;
     const admitted =
       budget.evidenceNeeded() === 0
         ? budget.tryWithdraw(1, !again)
         : budget.tryWithdraw(stragglerEvidence(performance.now() - this.primaryStartedAt, this.healthyTailMs()), !again);
     // Only a strategy with a primary belongs to one race; the shared one is asked once per race.
-    if (!admitted && this.primary !== undefined) this.refusedBefore = true;
+    if (!admitted && this.primary !== undefined && !again) this.refusedIndex = index;
     return admitted;
   }
 
   /**
-   * A read the budget refused for want of straggler evidence is asked again
-   * when it has waited long enough to carry what the budget asks for now: at
-   * the latest at its primary's healthy tail, where its evidence is full.
-   * Otherwise a straggler that happened to be refused while the balance was
+   * A read the budget refused for want of straggler evidence (the balance
+   * fell while it waited) asks once more, at its primary's healthy tail,
+   * where its evidence is full: a read still running there is most likely a
+   * straggler. Otherwise a straggler refused while the balance was briefly
    * short ran unhedged for its whole delay, while reads after it, past the
-   * same threshold, were hedged. A read without a known tail already asked
-   * with full evidence, and one the balance cannot cover at all, waits for
-   * nothing: its refusal is final.
+   * same threshold, were hedged. One ask only, so that no read polls a
+   * budget that others keep spending. A read without a known tail already
+   * asked with full evidence, and one past its tail or refused by a balance
+   * that covers no hedge at all waits for nothing: its refusal is final.
    */
-  admitAfter(): number | undefined {
+  admitAfter(index = 1): number | undefined {
     const { budget } = this;
     const tail = this.healthyTailMs();
-    if (budget === undefined || tail === undefined || !(tail > 0)) return undefined;
-    const needed = budget.evidenceNeeded();
-    if (!(needed <= 1)) return undefined;
-    const waitMs = waitForEvidence(needed, tail) - (performance.now() - this.primaryStartedAt);
-    // Already carrying it: refused for another reason (every slot for hedges in flight taken), which waiting does not change.
+    if (budget === undefined || tail === undefined || !(tail > 0) || this.refusedIndex !== index || this.askedAgain) return undefined;
+    if (!(budget.evidenceNeeded() <= 1)) return undefined;
+    const waitMs = tail - (performance.now() - this.primaryStartedAt);
+    // At or past the tail it asked with full evidence already: refused for another reason (every slot for hedges in
+    // flight taken), which waiting does not change.
     if (!(waitMs > 0)) return undefined;
+    this.askedAgain = true;
     // Whole milliseconds, as timers fire (see `delayBefore`).
     return Math.ceil(waitMs);
   }

@@ -1336,6 +1336,47 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       assert.equal(diagnostics.hedgeFired, true, "ten seconds later the window has moved on");
     });
 
+    it("a straggler refused because others spent the balance while it waited is hedged at its region's healthy tail, not left for its whole delay", async () => {
+      const target = setup({ threshold: 500, routing: "preferred", budget: { maxExtraLoad: 0.15, minHedgesPerSecond: 1 } });
+      // East's healthy tail: 40 reads answered at 10 ms, none hedged.
+      for (let i = 0; i < 40; i++) await send(target, { east: ok(10) });
+      const withThreshold = (threshold: number): PipelineRequest => {
+        const request = pointRead(eastUs, harness.leaks.controller().signal);
+        setRequestControls(request, { hedging: { threshold } });
+        return request;
+      };
+      // 14 reads hedged past the tail spend the balance into its reserve: 10 + 0.15 x 54 - 14 = 4.1 hedges left.
+      for (let i = 0; i < 14; i++) {
+        const { diagnostics } = await send(target, { east: ok(100), west: ok(1) }, withThreshold(11));
+        assert.equal(diagnostics.hedgeWon, true, `spending read ${i}`);
+      }
+      // Three reads that will spend three more, at their 11 ms threshold, start 10 ms before the straggler.
+      const spenders = [0, 1, 2].map(() => {
+        harness.transport.script(eastUs.endpoint, ok(100));
+        harness.transport.script(westUs.endpoint, ok(1));
+        return observe(target.pipeline.sendRequest(harness.transport, withThreshold(11)));
+      });
+      await harness.clock.tickAsync(10);
+      // The straggler's own threshold, 5 ms, is half East's tail: the short budget holds its hedge to 6 ms, where the
+      // evidence it waited for is no longer enough once the three have spent.
+      harness.transport.script(eastUs.endpoint, ok(1000));
+      harness.transport.script(westUs.endpoint, ok(1));
+      const started = performance.now();
+      const straggler = observe(target.pipeline.sendRequest(harness.transport, withThreshold(5)));
+      for (let waited = 0; !straggler.state().done && waited < 2000; waited++) await harness.clock.tickAsync(1);
+      const response = await straggler.result();
+      const diagnostics = getHedgeDiagnostics(response);
+      assert.equal(diagnostics?.terminalState, "hedgeWon", JSON.stringify(diagnostics));
+      const hedgeAt = diagnostics?.arms[1]?.startOffsetMs ?? Number.NaN;
+      assert.ok(hedgeAt > 6 && hedgeAt <= 11, `the hedge went at the tail, asked once more: ${hedgeAt} ms`);
+      assert.ok(performance.now() - started < 20, `answered by West, not after East's second: ${performance.now() - started} ms`);
+      assert.equal(diagnostics?.skipReason, undefined);
+      for (const spender of spenders) assert.equal(getHedgeDiagnostics(await spender.result())?.hedgeWon, true);
+      const metrics = target.policy.metrics();
+      assert.equal(metrics.budgetExhausted, 0, "every read launched the hedges it asked for");
+      assert.equal(metrics.budget?.hedgesInFlight, 0);
+    });
+
     it("caps the hedges in flight", async () => {
       const target = setup({ threshold: 10, budget: { maxHedgesInFlight: 1 } });
       harness.transport.script(eastUs.endpoint, ok(100), ok(100));

@@ -185,29 +185,37 @@ describe("DocumentRaceStrategy", () => {
       assert.deepEqual(budget.withdrawals, [0.5, 1], "measured from the primary's launch when given");
     });
 
-    it("after a refusal, names when the read will carry the evidence the budget asks for now, and that ask counts no second refusal", async () => {
+    it("after a refusal, names the one time to ask again: its primary's healthy tail; that ask counts no second refusal", async () => {
       const budget = new RecordingLoadBudget(0.5, false);
       const strategy = new DocumentRaceStrategy(10, 50, budget.asBudget(), primaryWithTail(40));
       await clock.tickAsync(10);
+      assert.equal(strategy.admitAfter(), undefined, "nothing to ask again before a refusal");
       assert.equal(strategy.admit(), false);
-      // Evidence 0.5 on a 40 ms tail is due at 30 ms; 10 have passed.
-      assert.equal(strategy.admitAfter(), 20);
-      budget.needed = 1;
-      await clock.tickAsync(20.5);
-      // Full evidence is due at the tail, 40 ms: 9.5 ms from now, in whole milliseconds.
-      assert.equal(strategy.admitAfter(), 10);
+      // The tail is 40 ms; 10 have passed.
+      assert.equal(strategy.admitAfter(), 30);
+      assert.equal(strategy.admitAfter(), undefined, "one ask again only");
+      await clock.tickAsync(30);
       strategy.admit();
       assert.deepEqual(budget.counted, [true, false], "the first refusal counts; the read asked again does not count twice");
+      strategy.admit(2);
+      assert.deepEqual(budget.counted, [true, false, true], "a later hedge's refusal counts");
+      assert.equal(strategy.admitAfter(2), undefined, "and is final");
     });
 
-    it("a refusal is final when waiting cannot earn the hedge: no budget, no known tail, an empty balance, or evidence enough already", async () => {
+    it("a refusal is final when waiting cannot earn the hedge: no budget, no known tail, an empty balance, or a read at its tail already", async () => {
+      const refuse = (needed: number, primary?: RacePrimary): DocumentRaceStrategy => {
+        const strategy = new DocumentRaceStrategy(10, 50, new RecordingLoadBudget(needed, false).asBudget(), primary);
+        strategy.admit();
+        return strategy;
+      };
       assert.equal(new DocumentRaceStrategy(10, 50, undefined, primaryWithTail(40)).admitAfter(), undefined);
-      assert.equal(new DocumentRaceStrategy(10, 50, new RecordingLoadBudget(0.5, false).asBudget()).admitAfter(), undefined, "the shared strategy asked with full evidence");
-      assert.equal(new DocumentRaceStrategy(10, 50, new RecordingLoadBudget(0.5, false).asBudget(), primaryWithTail(undefined)).admitAfter(), undefined);
-      assert.equal(new DocumentRaceStrategy(10, 50, new RecordingLoadBudget(Number.POSITIVE_INFINITY, false).asBudget(), primaryWithTail(40)).admitAfter(), undefined);
+      assert.equal(refuse(0.5).admitAfter(), undefined, "the shared strategy asked with full evidence");
+      assert.equal(refuse(0.5, primaryWithTail(undefined)).admitAfter(), undefined);
+      assert.equal(refuse(Number.POSITIVE_INFINITY, primaryWithTail(40)).admitAfter(), undefined);
       const late = new DocumentRaceStrategy(10, 50, new RecordingLoadBudget(0.5, false).asBudget(), primaryWithTail(40));
-      await clock.tickAsync(30);
-      assert.equal(late.admitAfter(), undefined, "refused with the evidence asked for (every slot in flight taken): waiting changes nothing");
+      await clock.tickAsync(40);
+      late.admit();
+      assert.equal(late.admitAfter(), undefined, "refused with full evidence (every slot in flight taken): waiting changes nothing");
     });
 
     it("the shared strategy (no primary) counts every race's refusal", () => {
