@@ -153,7 +153,7 @@ export class HedgingRace<T = RaceOutcome> {
   private decided = false;
   /** Whether the strategy refused the latest hedge asked for: the record's `budgetExhausted`. */
   private hedgeRefused = false;
-  /** Whether that refusal is final (see `RaceStrategy.admitAfter`). */
+  /** Whether that refusal is final (see `RaceStrategy.admitAfter`); it implies `hedgeRefused`. */
   private refusedForGood = false;
   /** The first arm held back by a `hold` verdict, while the primary was in flight. */
   private held: number | undefined;
@@ -357,7 +357,7 @@ export class HedgingRace<T = RaceOutcome> {
   }
 
   private canLaunchMore(): boolean {
-    return !this.hedgeRefused && !this.refusedForGood && this.arms !== undefined && this.targets !== undefined && this.arms.length < this.targets.length;
+    return !this.hedgeRefused && this.arms !== undefined && this.targets !== undefined && this.arms.length < this.targets.length;
   }
 
   private scheduleNext(): void {

@@ -33,11 +33,12 @@ export interface RacePrimary {
  * tail (`admitAfter`).
  *
  * The engine's side of that contract: `delayBefore(1)` is asked when the
- * primary launches (the budget's state then sets the first delay), and
+ * primary launches (the budget's state then sets the first delay),
  * `admit(index)` when hedge `index` is about to launch, and `admitAfter`
- * after a refusal; the wait is measured from `primaryStartedAt`. A strategy without a primary keeps no
- * state of a race, so the races of one timing share it while the budget
- * covers its reserve (then no tail is needed).
+ * right after a refusal; the wait is measured from `primaryStartedAt`. A
+ * strategy without a primary keeps no state of a race, so the races of one
+ * timing share it while the budget covers its reserve (then no tail is
+ * needed).
  */
 export class DocumentRaceStrategy implements RaceStrategy {
   readonly earlyLaunchReason = "transientResult";
@@ -56,10 +57,9 @@ export class DocumentRaceStrategy implements RaceStrategy {
     private readonly batch = false,
   ) {}
 
-  /** The hedge `admit` last refused for the first time (a strategy with a primary belongs to one race). */
-  private refusedIndex: number | undefined;
-  /** Whether `admitAfter` has named its one ask again. */
-  private askedAgain = false;
+  /** The hedge `admit` refused last, and the one whose one ask again `admitAfter` named: a strategy with a primary belongs to one race. */
+  private refusedFor: number | undefined;
+  private askedAgainFor: number | undefined;
 
   delayBefore(index: number): number {
     if (index !== 1) return this.thresholdStepMs;
@@ -84,14 +84,14 @@ export class DocumentRaceStrategy implements RaceStrategy {
   admit(index = 1): boolean {
     const { budget } = this;
     if (budget === undefined) return true;
-    // The one ask again of a hedge (see `admitAfter`) was counted as refused the first time.
-    const again = this.refusedIndex === index;
+    // The ask again of a hedge (see `admitAfter`) was counted as refused the first time.
+    const counted = this.askedAgainFor !== index;
     const admitted =
       budget.evidenceNeeded() === 0
-        ? budget.tryWithdraw(1, !again)
-        : budget.tryWithdraw(stragglerEvidence(performance.now() - this.primaryStartedAt, this.healthyTailMs()), !again);
-    // Only a strategy with a primary belongs to one race; the shared one is asked once per race.
-    if (!admitted && this.primary !== undefined && !again) this.refusedIndex = index;
+        ? budget.tryWithdraw(1, counted)
+        : budget.tryWithdraw(stragglerEvidence(performance.now() - this.primaryStartedAt, this.healthyTailMs()), counted);
+    // The shared strategy (no primary) keeps no state of the races it serves.
+    if (!admitted && this.primary !== undefined) this.refusedFor = index;
     return admitted;
   }
 
@@ -109,13 +109,13 @@ export class DocumentRaceStrategy implements RaceStrategy {
   admitAfter(index = 1): number | undefined {
     const { budget } = this;
     const tail = this.healthyTailMs();
-    if (budget === undefined || tail === undefined || !(tail > 0) || this.refusedIndex !== index || this.askedAgain) return undefined;
+    if (budget === undefined || tail === undefined || !(tail > 0) || this.refusedFor !== index || this.askedAgainFor !== undefined) return undefined;
     if (!(budget.evidenceNeeded() <= 1)) return undefined;
     const waitMs = tail - (performance.now() - this.primaryStartedAt);
     // At or past the tail it asked with full evidence already: refused for another reason (every slot for hedges in
     // flight taken), which waiting does not change.
     if (!(waitMs > 0)) return undefined;
-    this.askedAgain = true;
+    this.askedAgainFor = index;
     // Whole milliseconds, as timers fire (see `delayBefore`).
     return Math.ceil(waitMs);
   }
