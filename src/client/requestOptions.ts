@@ -194,20 +194,30 @@ function withSdkExclusions<R extends object>(result: R, excluded: readonly strin
 }
 
 /**
- * A copy of the caller's `excludedLocations`, or a `TypeError` for one that
- * `@azure/cosmos` would fail on only once the request is under way. Holes
- * are left out rather than refused: the SDK's own reading of the list
- * skips them, so plain accepts a sparse list.
+ * A copy of the caller's `excludedLocations` as `@azure/cosmos` reads it,
+ * or a `TypeError` for one the SDK would fail on only once the request is
+ * under way. The SDK maps the list's names when its `length` is not 0 and
+ * ignores it otherwise, so a value without a length (an object, a `Set`, an
+ * empty string) is no list, as it is to plain. Holes are left out, as the
+ * SDK's `map` leaves them; a `String` object is read as its string, as the
+ * SDK's `replace` reads it.
  */
 function callerExclusions(own: unknown): string[] {
   if (own === undefined) return [];
+  if (own === null || !(own as { length?: unknown }).length) {
+    // The SDK's default applies to undefined only: a null list fails it.
+    if (own === null) throw new TypeError(`requestOptions.excludedLocations must be an array of region names; got ${describe(own)}.`);
+    return [];
+  }
   if (!Array.isArray(own)) {
     throw new TypeError(`requestOptions.excludedLocations must be an array of region names; got ${describe(own)}.`);
   }
   const names: string[] = [];
-  own.forEach((name: unknown, index) => {
-    if (typeof name !== "string") throw new TypeError(`requestOptions.excludedLocations[${index}] must be a region name; got ${describe(name)}.`);
-    names.push(name);
+  // Array.prototype's own forEach, not the list's (a subclass may override it), visits the entries the SDK's map does.
+  Array.prototype.forEach.call(own, (name: unknown, index: number) => {
+    if (name instanceof String) names.push(String(name));
+    else if (typeof name === "string") names.push(name);
+    else throw new TypeError(`requestOptions.excludedLocations[${index}] must be a region name; got ${describe(name)}.`);
   });
   return names;
 }

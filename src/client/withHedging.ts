@@ -7,6 +7,16 @@ import { sdkRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
 import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
 import { logger } from "../log.js";
 
+/**
+ * The SDK's own `preferredLocations` without their holes: plain
+ * `@azure/cosmos` routes by a sparse list as far as its names go, so a hole
+ * is no reason to refuse the client (our own region lists refuse holes).
+ * Any other value passes as it is, for {@link regionNameList} to judge.
+ */
+function sdkListWithoutHoles(list: unknown): unknown {
+  return Array.isArray(list) ? Array.prototype.filter.call(list, () => true) : list;
+}
+
 function isMasterKey(key: string): boolean {
   // Resource tokens and SAS tokens are not master keys and cannot re-sign.
   return !key.startsWith("type=");
@@ -127,7 +137,7 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   }
   // Checked here, so that an error names the SDK option the caller wrote rather than the hedging option it feeds.
   const sdkOrder =
-    connectionPolicy?.preferredLocations === undefined ? undefined : regionNameList("connectionPolicy.preferredLocations", connectionPolicy.preferredLocations);
+    connectionPolicy?.preferredLocations === undefined ? undefined : regionNameList("connectionPolicy.preferredLocations", sdkListWithoutHoles(connectionPolicy.preferredLocations));
   const requestTimeout =
     connectionPolicy?.requestTimeout === undefined ? undefined : positiveMilliseconds("connectionPolicy.requestTimeout", connectionPolicy.requestTimeout);
   checkThresholdAgainstSdkTimeout(hedging.crossRegion, connectionPolicy, requestTimeout);

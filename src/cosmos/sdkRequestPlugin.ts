@@ -41,9 +41,10 @@ function sdkExclusionsOf(context: CosmosRequestContext): readonly string[] | str
   const excluded = context.options?.excludedLocations;
   if (!Array.isArray(excluded) || excluded.length === 0) return noExclusions;
   if (excluded.length > regionNameLimits.maxRegions) return sdkExclusionsRefused.tooMany;
-  if (!excluded.every(isRegionName)) return sdkExclusionsRefused.notRegionNames;
-  // every and filter skip holes, as the SDK's own reading of the list does; a spread would turn them into undefined names.
-  return Object.freeze((excluded as string[]).filter(() => true));
+  // Array.prototype's own every and filter, not the list's (a subclass may override them): they skip holes, as the SDK's
+  // own reading of the list does, where a spread would turn them into undefined names.
+  if (!Array.prototype.every.call(excluded, isRegionName)) return sdkExclusionsRefused.notRegionNames;
+  return Object.freeze(Array.prototype.filter.call(excluded, () => true) as string[]);
 }
 
 const noExclusions: readonly string[] = Object.freeze([]);

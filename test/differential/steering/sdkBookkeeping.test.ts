@@ -83,3 +83,30 @@ describe("never worse than plain, steering: a sparse excludedLocations of the ca
     });
   }
 });
+
+describe("never worse than plain, steering: an excludedLocations of the caller's read as the SDK reads it (an ignored value, a String object, a list whose own forEach does nothing)", function () {
+  this.timeout(60_000);
+  const fixture = useEmulator({ items, preferredLocations: regionNames, emulator: { regions: regionNames.map((name) => ({ name })), recordRequests: true } });
+  /** A list whose own forEach does nothing: the SDK maps it with Array.prototype's map, so its names still count. */
+  const quiet = (names: readonly string[]): string[] => Object.assign([...names], { forEach: () => undefined });
+  const callerLists: ReadonlyArray<readonly [string, () => unknown, readonly string[]]> = [
+    ["an object, which the SDK ignores", () => ({}), []],
+    ["a String object", () => [new String("East US")], ["East US"]],
+    ["a list whose own forEach does nothing", () => quiet(["East US"]), ["East US"]],
+  ];
+  for (const [name, callerList, plainNames] of callerLists) {
+    it(`${name}, with North Europe excluded and East US answering 503: the same outcome and regions as plain given the same names`, async function () {
+      const sides: Partial<Record<"plain" | "hedged", Run>> = {};
+      for (const side of ["plain", "hedged"] as const) {
+        const { container } = await fixture.client({ hedging: side === "plain" ? false : {}, connectionPolicy: { requestTimeout }, warmUp });
+        const options: RequestOptions =
+          side === "plain"
+            ? { excludedLocations: [...plainNames, "North Europe"] }
+            : hedgingRequestOptions({ excludedRegions: ["North Europe"] }, { excludedLocations: callerList() as string[] });
+        sides[side] = await runWith(fixture.emulator, { "East US": { status: 503 } }, ["pointRead"], () => pointRead(container, options));
+      }
+      assert.deepEqual(sides.hedged, sides.plain);
+      assert.equal(sides.plain?.outcome.ok, true);
+    });
+  }
+});

@@ -178,6 +178,22 @@ describe("hedgingRequestOptions", function () {
       assert.equal(hedgingRequestOptions({}, { excludedLocations: sparse }).excludedLocations, sparse, "nothing excluded: yours as they are");
     });
 
+    it("reads your excludedLocations as @azure/cosmos does: a value it ignores is no list, a String object is its string, a subclass's own forEach is not used", function () {
+      // The SDK maps the list only when its length is not 0: these are ignored by plain, so they are not refused.
+      for (const ignored of [{}, new Set(["East US"]), ""]) {
+        assert.equal(hedgingRequestOptions({}, { excludedLocations: ignored }).excludedLocations, ignored, "nothing excluded: yours as they are");
+        assert.deepEqual(hedgingRequestOptions({ excludedRegions: ["West US"] }, { excludedLocations: ignored }).excludedLocations, ["West US"]);
+      }
+      // The SDK's replace works on a String object.
+      const boxed = [new String("East US")];
+      assert.deepEqual(hedgingRequestOptions({ excludedRegions: ["West US"] }, { excludedLocations: boxed }).excludedLocations, ["East US", "West US"]);
+      class Quiet<T> extends Array<T> {
+        override forEach(): void {}
+      }
+      const quiet = Quiet.from(["East US"]);
+      assert.deepEqual(hedgingRequestOptions({ excludedRegions: ["North Europe"] }, { excludedLocations: quiet }).excludedLocations, ["East US", "North Europe"]);
+    });
+
     it("rejects request options or initialHeaders that are not objects", function () {
       assert.throws(() => hedgingRequestOptions({}, untyped("x") as object), /requestOptions must be an object; got "x"/);
       assert.throws(() => hedgingRequestOptions({}, { initialHeaders: "x" }), /requestOptions.initialHeaders must be an object; got "x"/);

@@ -4,6 +4,14 @@ import { withHedging } from "../../../src/client/withHedging.js";
 const endpoint = "https://acct.documents.azure.com:443/";
 
 describe("withHedging", function () {
+  it("takes the SDK's own preferredLocations without their holes, as plain routes by them, and refuses a hole in its own region lists", function () {
+    const sparse = ["West US", "East US"];
+    sparse.length = 3;
+    const options = withHedging({ endpoint: "https://acct.documents.azure.com", connectionPolicy: { preferredLocations: sparse } });
+    assert.deepEqual((options.httpClient as unknown as { regions: { preferredRegions: readonly string[] } }).regions.preferredRegions, ["West US", "East US"]);
+    assert.throws(() => withHedging({ endpoint: "https://acct.documents.azure.com" }, { preferredRegions: sparse }), /preferredRegions\[2\]/);
+  });
+
   describe("a fixed threshold checked against the SDK's per-attempt timeout", function () {
     for (const option of ["enablePartitionLevelCircuitBreaker", "enablePartitionLevelFailover"] as const) {
       it(`refuses a threshold at or above the 2000 ms the SDK gives a read's attempt with ${option}, naming both`, function () {

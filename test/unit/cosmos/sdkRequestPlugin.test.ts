@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
-import { pluginHeaderValue, requestControlHeaders } from "../../../src/cosmos/headers.js";
+import { pluginHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "../../../src/cosmos/headers.js";
 import { adoptSdkOptions, requestControlsOf } from "../../../src/request/requestControls.js";
 import type { SdkAttempt } from "../../../src/cosmos/attemptHandoff.js";
 import { takeHandedOver } from "../../../src/cosmos/attemptHandoff.js";
@@ -55,6 +55,16 @@ describe("trustworthiness: what users hit", function () {
       sparse[1] = "East US";
       const handed = await handedOver(sdkRequestPlugin(client), client, { headers: {}, options: { excludedLocations: sparse } });
       assert.deepEqual(handed?.sdkExcluded, ["East US"]);
+    });
+
+    it("reads a list with Array.prototype's own every and filter, as the SDK's map reads it, not the list's overrides", async function () {
+      const client = {};
+      // A list whose own every says yes and whose own filter keeps nothing.
+      const loud = (names: unknown[]): unknown[] => Object.assign([...names], { every: () => true, filter: () => [] });
+      const handed = await handedOver(sdkRequestPlugin(client), client, { headers: {}, options: { excludedLocations: loud(["East US", 5]) } });
+      assert.equal(handed?.sdkExcluded, sdkExclusionsRefused.notRegionNames, "its every does not hide an entry that is not a name");
+      const kept = await handedOver(sdkRequestPlugin(client), client, { headers: {}, options: { excludedLocations: loud(["East US"]) } });
+      assert.deepEqual(kept?.sdkExcluded, ["East US"], "nor does its filter drop the names");
     });
 
     it("writes the SDK's options and the operation's id in headers when the SDK calls the client through a pipeline of its own (AAD)", async function () {
