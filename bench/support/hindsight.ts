@@ -106,6 +106,53 @@ export function hindsightBest(sweep: readonly YardstickPoint[], maxExtra: number
   return best;
 }
 
+/**
+ * The hindsight-best fixed threshold without the luck of the draw: the
+ * in-sample best (see {@link hindsightBest}) is the lowest of several p99s
+ * of the same thousand reads, each resting on its slowest ten, so it is
+ * biased low, and a learner exactly as good as the best threshold would
+ * come out above it most of the time. Here the reads of each point are
+ * split in two halves (alternate reads, in the order they finished); the
+ * point with the lowest p99 on one half, among those that spent no more
+ * than `maxExtra`, is measured on the other half, and the other way round.
+ * Its sample is the two measured halves: the reads of a threshold chosen in
+ * hindsight, none of which took part in choosing it (two-fold
+ * cross-validation). `undefined` when no point spends so little or carries
+ * its samples.
+ */
+export function crossValidatedBest(sweep: readonly YardstickPoint[], maxExtra: number): CrossValidatedPoint | undefined {
+  const eligible = sweep.filter((point) => point.samples !== undefined && point.samples.length >= 200 && point.extra <= maxExtra + 1e-9);
+  if (eligible.length === 0) return undefined;
+  const half = (samples: readonly number[], parity: number): number[] => samples.filter((_, i) => i % 2 === parity);
+  const chosen: YardstickPoint[] = [];
+  const measured: number[] = [];
+  for (const parity of [0, 1]) {
+    let best: { point: YardstickPoint; p99: number } | undefined;
+    for (const point of eligible) {
+      const p99 = nearestRankP99(half(point.samples!, parity));
+      if (best === undefined || p99 < best.p99) best = { point, p99 };
+    }
+    chosen.push(best!.point);
+    measured.push(...half(best!.point.samples!, 1 - parity));
+  }
+  return { modes: [chosen[0]!.mode, chosen[1]!.mode], p99: nearestRankP99(measured), samples: measured };
+}
+
+/** The cross-validated hindsight-best fixed threshold of a pass (see {@link crossValidatedBest}). */
+export interface CrossValidatedPoint {
+  /** The point chosen on the first half (measured on the second), and the one chosen on the second. */
+  readonly modes: readonly [string, string];
+  /** The nearest-rank p99 of `samples`. */
+  readonly p99: number;
+  /** The chosen points' reads on the halves that did not choose them. */
+  readonly samples: readonly number[];
+}
+
+/** The nearest-rank p99 of a sample in any order. */
+export function nearestRankP99(samples: readonly number[]): number {
+  return p99OfSorted(Float64Array.from(samples).sort());
+}
+
 /** `a / b` with two decimals, or a dash without a yardstick. */
 export function ratioOf(value: number, yardstick: number | undefined): string {
   return yardstick === undefined || !(yardstick > 0) ? "-" : (value / yardstick).toFixed(2);
@@ -120,6 +167,8 @@ export interface HindsightVerdict {
   /** Its 95 % bootstrap interval, when both points carry their samples (see {@link ratioInterval}). */
   readonly interval: readonly [number, number] | undefined;
   readonly oracleRatio: number | undefined;
+  /** The learner against the cross-validated hindsight-best (see {@link crossValidatedBest}), both p99s nearest-rank over every read. */
+  readonly crossValidated?: { readonly best: CrossValidatedPoint; readonly ratio: number; readonly interval: readonly [number, number] | undefined } | undefined;
 }
 
 /** Each learner against the hindsight-best sweep point at its own extra requests. */
@@ -132,8 +181,16 @@ export function hindsightVerdicts(sweep: readonly YardstickPoint[], learners: re
       ratio: best === undefined || !(best.p99 > 0) ? undefined : learner.p99 / best.p99,
       interval: best?.samples === undefined || learner.samples === undefined ? undefined : ratioInterval(learner.samples, best.samples),
       oracleRatio: oracle === undefined || !(oracle.p99 > 0) ? undefined : learner.p99 / oracle.p99,
+      crossValidated: crossValidatedVerdict(sweep, learner),
     };
   });
+}
+
+function crossValidatedVerdict(sweep: readonly YardstickPoint[], learner: YardstickPoint): HindsightVerdict["crossValidated"] {
+  if (learner.samples === undefined || learner.samples.length < 100) return undefined;
+  const best = crossValidatedBest(sweep, learner.extra);
+  if (best === undefined || !(best.p99 > 0)) return undefined;
+  return { best, ratio: nearestRankP99(learner.samples) / best.p99, interval: ratioInterval(learner.samples, best.samples) };
 }
 
 /** One pass of the sweep: some of its fixed thresholds and the learner, measured at the same time on the same workload. */
@@ -170,7 +227,21 @@ export function hindsightSection(passes: readonly SweepPass[], oracle: Yardstick
     if (verdict.best !== undefined && (overall?.best === undefined || verdict.best.p99 < overall.best.p99)) overall = verdict;
   }
   const verdictTable = markdownTable(
-    ["pass", "learner p99 ms", "learner extra", "best fixed of the pass at no more extra", "its p99 ms", "its extra", "÷ its p99", "95 % interval of ÷", "÷ oracle p99"],
+    [
+      "pass",
+      "learner p99 ms",
+      "learner extra",
+      "best fixed of the pass at no more extra",
+      "its p99 ms",
+      "its extra",
+      "÷ its p99",
+      "95 % interval of ÷",
+      "cross-validated best (chosen on each half)",
+      "its p99 ms",
+      "÷ it",
+      "95 % interval",
+      "÷ oracle p99",
+    ],
     verdicts.map((verdict, p) => [
       String(p + 1),
       ms(verdict.learner.p99),
@@ -180,6 +251,10 @@ export function hindsightSection(passes: readonly SweepPass[], oracle: Yardstick
       verdict.best === undefined ? "-" : percent(verdict.best.extra),
       verdict.ratio === undefined ? "-" : verdict.ratio.toFixed(2),
       intervalText(verdict.interval),
+      verdict.crossValidated === undefined ? "-" : crossValidatedModes(verdict.crossValidated.best),
+      verdict.crossValidated === undefined ? "-" : ms(verdict.crossValidated.best.p99),
+      verdict.crossValidated === undefined ? "-" : verdict.crossValidated.ratio.toFixed(2),
+      intervalText(verdict.crossValidated?.interval),
       verdict.oracleRatio === undefined ? "-" : verdict.oracleRatio.toFixed(2),
     ]),
   );
@@ -191,8 +266,26 @@ export function hindsightSection(passes: readonly SweepPass[], oracle: Yardstick
         `${overall.ratio.toFixed(2)}x the hindsight-best` +
         (overall.interval === undefined ? "" : ` (95 % interval ${intervalText(overall.interval)})`) +
         (overall.oracleRatio === undefined ? "" : `, ${overall.oracleRatio.toFixed(2)}x the oracle`) +
-        `.**`;
+        `.**` +
+        crossValidatedLine(verdicts);
   return `${caption}\n\n${sweepTable}\n\n${verdictTable}\n\n${headline}`;
+}
+
+/** The two points a cross-validated best chose, one name when both halves chose the same. */
+function crossValidatedModes(best: CrossValidatedPoint): string {
+  const [first, second] = best.modes.map((mode) => mode.replace(/^sweep: /, "").replace(/, one hedge$/, ""));
+  return first === second ? first! : `${first} / ${second}`;
+}
+
+/** The learner's ratio to the cross-validated best, pass by pass, after the in-sample headline. */
+function crossValidatedLine(verdicts: readonly HindsightVerdict[]): string {
+  const ratios = verdicts.map((verdict, p) =>
+    verdict.crossValidated === undefined
+      ? undefined
+      : `${verdicts.length > 1 ? `pass ${p + 1} ` : ""}${verdict.crossValidated.ratio.toFixed(2)}x (95 % interval ${intervalText(verdict.crossValidated.interval)})`,
+  );
+  const shown = ratios.filter((ratio) => ratio !== undefined);
+  return shown.length === 0 ? "" : ` Against the cross-validated best (chosen on one half of the reads, measured on the other): ${shown.join(", ")}.`;
 }
 
 /**

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { hindsightVerdicts, ratioInterval } from "../../../bench/support/hindsight.js";
+import { crossValidatedBest, hindsightBest, hindsightVerdicts, nearestRankP99, ratioInterval } from "../../../bench/support/hindsight.js";
+import type { YardstickPoint } from "../../../bench/support/hindsight.js";
 import { seededRandom } from "../../../src/testing/seededRandom.js";
 
 /** `count` latencies: `tail` of them 1000 ms, the rest spread over 5-10 ms. */
@@ -33,5 +34,57 @@ describe("ratioInterval", () => {
     const without = { mode: "fixed 20 ms", p50: 7, p99: 9, extra: 0.05 };
     assert.ok(hindsightVerdicts([withSamples], [learner])[0]?.interval !== undefined);
     assert.equal(hindsightVerdicts([without], [learner])[0]?.interval, undefined);
+  });
+});
+
+describe("crossValidatedBest", () => {
+  const point = (mode: string, samples: number[], extra = 0.1): YardstickPoint => ({
+    mode,
+    p50: 5,
+    p99: nearestRankP99(samples),
+    extra,
+    samples,
+  });
+
+  it("measures each half's choice on the other half, so a point that was lucky on one half is not credited with it", () => {
+    // "lucky" has all its slow reads on the odd reads: the best p99 of the even half, and the worst of the odd half.
+    const lucky = Array.from({ length: 1000 }, (_, i) => (i % 2 === 1 && i < 60 ? 200 : 5));
+    const steady = Array.from({ length: 1000 }, (_, i) => (i < 16 ? 100 : 5));
+    const best = crossValidatedBest([point("lucky", lucky), point("steady", steady)], 0.1);
+    assert.ok(best !== undefined);
+    assert.deepEqual(best.modes, ["lucky", "steady"]);
+    // lucky's odd half (30 reads of 200 ms of 500) and steady's even half (8 of 100 ms): the p99 (10th slowest of 1000) is 200.
+    assert.equal(best.samples.length, 1000);
+    assert.equal(best.p99, 200);
+    // In sample, over all its reads, steady (p99 100) beats lucky (200).
+    assert.equal(hindsightBest([point("lucky", lucky), point("steady", steady)], 0.1)?.mode, "steady");
+  });
+
+  it("leaves out the points that spent more than the learner, and gives none when every point did", () => {
+    const fast = Array.from({ length: 1000 }, () => 5);
+    const slow = Array.from({ length: 1000 }, (_, i) => (i < 20 ? 100 : 5));
+    assert.deepEqual(crossValidatedBest([point("fast", fast, 0.2), point("slow", slow, 0.1)], 0.1)?.modes, ["slow", "slow"]);
+    assert.equal(crossValidatedBest([point("fast", fast, 0.2)], 0.1), undefined);
+  });
+
+  it("comes out near 1.0 for a learner drawn from the same distribution as the points, where the in-sample best is biased low", () => {
+    const draw = (seed: number): number[] => {
+      const random = seededRandom(seed);
+      return Array.from({ length: 1000 }, () => (random() < 0.02 ? 50 + 100 * random() : 5 + 5 * random()));
+    };
+    let inSample = 0;
+    let crossValidated = 0;
+    const trials = 40;
+    for (let trial = 0; trial < trials; trial++) {
+      const sweep = [0, 1, 2, 3].map((i) => point(`fixed ${i}`, draw(100 * trial + i)));
+      const learner = point("adaptive", draw(100 * trial + 99));
+      inSample += Math.log(learner.p99 / hindsightBest(sweep, learner.extra)!.p99);
+      crossValidated += Math.log(learner.p99 / crossValidatedBest(sweep, learner.extra)!.p99);
+    }
+    const inSampleRatio = Math.exp(inSample / trials);
+    const crossValidatedRatio = Math.exp(crossValidated / trials);
+    // 1.32 and 1.06 over these 40 seeded trials.
+    assert.ok(inSampleRatio > 1.2, `in-sample ratio ${inSampleRatio.toFixed(3)}`);
+    assert.ok(crossValidatedRatio < 1.1, `cross-validated ratio ${crossValidatedRatio.toFixed(3)}`);
   });
 });
