@@ -358,10 +358,12 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
     // A drained loser holds its socket: where the agent bounds them, the requests waiting for one would pay for it.
     const drains = !isWrite && drain !== undefined && !boundsSockets(request);
     const { header } = plan;
-    const hedges = plan.hedges ?? (() => planner.hedges(request, operation, plan.primary, controls, header));
     return sendHedged(request, next, header, {
       primaryRegion: plan.primary,
-      hedges: typeof hedges === "function" ? hedges : () => hedges,
+      hedges: plan.hedges,
+      planner,
+      operation,
+      controls,
       strategy: strategyOf(header, plan.thresholdStepMs ?? 0, operation),
       signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.

@@ -195,7 +195,10 @@ export function metadataHedging(options: MetadataHedgingPolicyOptions): RequestH
     const drains = drain !== undefined && !boundsSockets(request);
     return sendHedged(request, next, header, {
       primaryRegion: plan.primary,
-      hedges: () => planner.hedges(request, operation, plan.primary, controls, header),
+      hedges: plan.hedges,
+      planner,
+      operation,
+      controls,
       strategy: new MetadataRaceStrategy(header.thresholdMs ?? 0, budget),
       signer,
       drain: drains ? drain : undefined,

@@ -13,7 +13,8 @@ import { finalWhen } from "../diagnostics/final.js";
 import { describeArm, describeDrainedArm } from "../diagnostics/diagnosticsRecord.js";
 import { noteAttemptRecord } from "../diagnostics/dispatchRecording.js";
 import type { LoserDrain } from "./loserDrain.js";
-import type { SkipPlan } from "../planning/planner.js";
+import type { HedgePlanner, SkipPlan } from "../planning/planner.js";
+import type { RequestHedgingControls } from "../request/requestModel.js";
 import type { DiagnosticsHeader, RaceLearner } from "../diagnostics/diagnosticsHeader.js";
 import type { RaceArm, RaceInput, RaceOutcome, RaceStrategy } from "./race.js";
 import { logRace } from "../diagnostics/operatorLog.js";
@@ -135,8 +136,16 @@ function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
 export interface HedgePlan {
   /** The region the request is addressed to, where the primary goes. */
   readonly primaryRegion: RegionEndpoint;
-  /** The hedges in launch order, or why there are none; asked once, when the first hedge is due. */
-  readonly hedges: () => readonly RegionEndpoint[] | HedgeSkipReason;
+  /** The hedges in launch order, or why there are none, when the plan needed them up front; otherwise `planner` plans them when the first hedge is due. */
+  readonly hedges?: readonly RegionEndpoint[] | HedgeSkipReason | undefined;
+  /**
+   * Plans the hedges (or says why there are none) once, when the first is
+   * due, from the request's operation and controls: fields rather than a
+   * closure, as every request makes a plan and nearly none hedges.
+   */
+  readonly planner: Pick<HedgePlanner, "hedges">;
+  readonly operation: OperationKind;
+  readonly controls: RequestHedgingControls;
   readonly strategy: RaceStrategy;
   readonly signer?: RequestSigner | undefined;
   /**
@@ -229,7 +238,8 @@ class HedgedRequest implements RaceInput<PipelineResponse> {
 
   /** The first hedge is due: its plan, and the race's span from now on. */
   hedges(): readonly RegionEndpoint[] | HedgeSkipReason {
-    const hedges = this.plan.hedges();
+    const { plan } = this;
+    const hedges = plan.hedges ?? plan.planner.hedges(this.request, plan.operation, this.primaryRegion, plan.controls, this.header);
     if (typeof hedges === "string") return hedges;
     const { request } = this;
     this.dropSessionToken = this.plan.hedgesWithoutSessionToken === true && request.headers.has(CosmosHeaders.sessionToken);
@@ -275,19 +285,15 @@ function conclude(
   }
   const primary = outcome.arms[0];
   if (trace !== undefined && primary !== undefined && primary.drain === undefined) trace.closePrimary(primary);
-  const arms = outcome.arms.map((arm) => describeArm(arm, outcome.startedAt, returnedIndex));
-  if (dropSessionToken) {
-    for (let index = 1; index < arms.length; index++) (arms[index] as HedgeArmDiagnostics).sessionTokenOmitted = true;
+  const arms: HedgeArmDiagnostics[] = [];
+  for (const arm of outcome.arms) {
+    const described = describeArm(arm, outcome.startedAt, returnedIndex);
+    if (dropSessionToken && arm.index > 0) described.sessionTokenOmitted = true;
+    arms.push(described);
   }
-  const finish = (target: unknown, diagnostics: HedgeDiagnostics, response?: PipelineResponse, error?: unknown): void => {
-    // The log and the span read the record before it is published: from then on it is the caller's, who may change it.
-    logRace(sink, diagnostics);
-    trace?.end(diagnostics, response, error);
-    publish(sink, request, target, diagnostics);
-  };
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");
-    finish(error, raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined, true), undefined, error);
+    finish(sink, request, trace, error, raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined, true), undefined, error);
     throw error;
   }
   const terminalState = outcome.fallback ? "primaryOutcome" : outcome.returnedIndex > 0 ? "hedgeWon" : "primaryWon";
@@ -305,9 +311,25 @@ function conclude(
       ),
     );
   }
-  finish(response ?? outcome.result.error, diagnostics, response, response === undefined ? outcome.result.error : undefined);
+  finish(sink, request, trace, response ?? outcome.result.error, diagnostics, response, response === undefined ? outcome.result.error : undefined);
   if (response === undefined) throw outcome.result.error;
   return response;
+}
+
+/** Logs, ends the span of and publishes a race's record, on `target` (its response or error). */
+function finish(
+  sink: DiagnosticsSink,
+  request: PipelineRequest,
+  trace: RaceTrace | undefined,
+  target: unknown,
+  diagnostics: HedgeDiagnostics,
+  response: PipelineResponse | undefined,
+  error: unknown,
+): void {
+  // The log and the span read the record before it is published: from then on it is the caller's, who may change it.
+  logRace(sink, diagnostics);
+  trace?.end(diagnostics, response, error);
+  publish(sink, request, target, diagnostics);
 }
 
 /**
