@@ -61,8 +61,13 @@ export interface RacePlan {
   readonly header: DiagnosticsHeader;
   /** Milliseconds between later hedges, when the race may have more than one. */
   readonly thresholdStepMs: number | undefined;
-  /** The hedges, when planning them was needed up front (an adaptive threshold depends on the first; exclusions may leave none). */
-  readonly hedges?: readonly RegionEndpoint[] | HedgeSkipReason | undefined;
+  /**
+   * The hedges, when planning them was needed up front (an adaptive
+   * threshold depends on the first; exclusions may leave none). When the
+   * first is due, {@link HedgePlanner.stillOpen} drops those excluded or
+   * throttled since.
+   */
+  readonly hedges?: readonly RegionEndpoint[] | undefined;
 }
 
 /**
@@ -153,6 +158,30 @@ export class HedgePlanner {
     const hedges = ranked.targets.filter((region) => !sameRegion(region, addressed));
     if (ranked.reason !== undefined) header.ranking = { reason: ranked.reason, addressedRegion: addressed.name };
     return hedges.length === 0 ? "singleRegion" : hedges;
+  }
+
+  /**
+   * The hedges planned at a request's start, as they stand when the first
+   * is due: without the regions excluded (the client's exclusions changed)
+   * or throttled since, in the order planned. Not planned afresh: a ranking
+   * decided the order once (a demoted region's probe is taken when it is
+   * planned), and the adaptive threshold was timed by the first hedge. A
+   * region let back in meanwhile is not added.
+   */
+  stillOpen(
+    request: PipelineRequest,
+    operation: OperationKind,
+    addressed: RegionEndpoint,
+    controls: RequestHedgingControls,
+    planned: readonly RegionEndpoint[],
+  ): readonly RegionEndpoint[] | HedgeSkipReason {
+    const applicable = raceTargets(this.regions, addressed, documentWriteKinds.has(operation) ? "write" : "read", request.url, controls.excludedRegions);
+    const open = planned.filter((region) => applicable.some((each) => sameRegion(each, region)));
+    if (open.length === 0) return "singleRegion";
+    const { health } = this;
+    if (health === undefined || !health.anyThrottled()) return open;
+    const unthrottled = open.filter((region) => health.throttledForMs(region.name) === 0);
+    return unthrottled.length === 0 ? "regionThrottled" : unthrottled;
   }
 
   /** The benefit rule's threshold for the primary and first hedge, or the baseline percentile while it has none. */

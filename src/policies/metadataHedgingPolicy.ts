@@ -195,7 +195,6 @@ export function metadataHedging(options: MetadataHedgingPolicyOptions): RequestH
     const drains = drain !== undefined && !boundsSockets(request);
     return sendHedged(request, next, header, {
       primaryRegion: plan.primary,
-      hedges: plan.hedges,
       planner,
       operation,
       controls,

@@ -136,14 +136,16 @@ function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
 export interface HedgePlan {
   /** The region the request is addressed to, where the primary goes. */
   readonly primaryRegion: RegionEndpoint;
-  /** The hedges in launch order, or why there are none, when the plan needed them up front; otherwise `planner` plans them when the first hedge is due. */
-  readonly hedges?: readonly RegionEndpoint[] | HedgeSkipReason | undefined;
+  /** The hedges in launch order, when the plan needed them up front (see `RacePlan.hedges`). */
+  readonly hedges?: readonly RegionEndpoint[] | undefined;
   /**
-   * Plans the hedges (or says why there are none) once, when the first is
-   * due, from the request's operation and controls: fields rather than a
+   * When the first hedge is due, plans the hedges (or says why there are
+   * none) from the request's operation and controls, or drops from those
+   * planned up front the regions excluded or throttled since: the
+   * exclusions then in force bind every hedge. Fields rather than a
    * closure, as every request makes a plan and nearly none hedges.
    */
-  readonly planner: Pick<HedgePlanner, "hedges">;
+  readonly planner: Pick<HedgePlanner, "hedges" | "stillOpen">;
   readonly operation: OperationKind;
   readonly controls: RequestHedgingControls;
   readonly strategy: RaceStrategy;
@@ -239,7 +241,10 @@ class HedgedRequest implements RaceInput<PipelineResponse> {
   /** The first hedge is due: its plan, and the race's span from now on. */
   hedges(): readonly RegionEndpoint[] | HedgeSkipReason {
     const { plan } = this;
-    const hedges = plan.hedges ?? plan.planner.hedges(this.request, plan.operation, this.primaryRegion, plan.controls, this.header);
+    const hedges =
+      plan.hedges === undefined
+        ? plan.planner.hedges(this.request, plan.operation, this.primaryRegion, plan.controls, this.header)
+        : plan.planner.stillOpen(this.request, plan.operation, this.primaryRegion, plan.controls, plan.hedges);
     if (typeof hedges === "string") return hedges;
     const { request } = this;
     this.dropSessionToken = this.plan.hedgesWithoutSessionToken === true && request.headers.has(CosmosHeaders.sessionToken);

@@ -386,7 +386,11 @@ export class RegionCache {
     this.preferredChanged = !sameRegionOrder(this.preferred, this.initialPreferred);
   }
 
-  /** Sets the client-level excluded regions; takes effect on the next request. */
+  /**
+   * Sets the client-level excluded regions; takes effect on the next request,
+   * and on the hedges not yet sent of requests in flight (a hedge never goes
+   * to a region excluded by the time it is due).
+   */
   setExcludedRegions(regions: readonly string[]): void {
     const names = regionNameList("excludedRegions", regions);
     this.excludedNames = names;

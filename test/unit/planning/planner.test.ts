@@ -124,4 +124,20 @@ describe("HedgePlanner", () => {
     assert.ok(excludedByClient.kind === "race");
     assert.deepEqual(names(excludedByClient.hedges as RegionEndpoint[]), ["West US"]);
   });
+  it("stillOpen: the hedges planned up front without the regions excluded or throttled since, in their order", () => {
+    const request = pointRead(eastUs);
+    const planned = plan(documents, { excludedRegions: ["UK South"] }, request);
+    assert.ok(planned.kind === "race" && planned.hedges !== undefined);
+    assert.deepEqual(names(planned.hedges), ["West US", "North Europe"]);
+    const stillOpen = () => documents.stillOpen(request, "pointRead", planned.primary, { excludedRegions: ["UK South"] }, planned.hedges ?? []);
+    assert.deepEqual(names(stillOpen() as RegionEndpoint[]), ["West US", "North Europe"]);
+    health.noteResponse("North Europe", { status: 429, headers: createHttpHeaders({ "x-ms-retry-after-ms": "1000" }), request });
+    assert.deepEqual(names(stillOpen() as RegionEndpoint[]), ["West US"]);
+    regions.setExcludedRegions(["West US"]);
+    assert.equal(stillOpen(), "regionThrottled");
+    clock.tick(1000);
+    assert.deepEqual(names(stillOpen() as RegionEndpoint[]), ["North Europe"]);
+    regions.setExcludedRegions(["West US", "North Europe"]);
+    assert.equal(stillOpen(), "singleRegion");
+  });
 });

@@ -1431,6 +1431,52 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
     });
   });
 
+  describe("hedges planned up front, when the first is due", () => {
+    /** A read whose primary East answers after a second, with `excludedLocations` of its own (which plans its hedges at its start). */
+    function readExcluding(excluded: string[]): { pending: Pending; from: number } {
+      const from = harness.transport.received.length;
+      harness.transport.script(eastUs.endpoint, ok(1000));
+      const request = pointRead(eastUs, harness.leaks.controller().signal);
+      setRequestControls(request, { excludedRegions: excluded });
+      return { pending: observe(target().pipeline.sendRequest(harness.transport, request)), from };
+    }
+    let current: Setup | undefined;
+    const target = (): Setup => (current ??= setup({ threshold: 50, thresholdStep: 50 }, threeRegions));
+    afterEach(() => {
+      current = undefined;
+    });
+
+    it("leave out a region the client's exclusions take in after the read started", async () => {
+      harness.transport.script(westUs.endpoint, ok(10));
+      const { pending, from } = readExcluding(["North Europe"]);
+      await harness.clock.tickAsync(20);
+      target().regions.setExcludedRegions(["West US"]);
+      await harness.clock.tickAsync(1000);
+      const diagnostics = getHedgeDiagnostics(await pending.result());
+      assert.deepEqual(harness.transport.received.slice(from).map((received) => received.url.includes("westus")), [false]);
+      assert.deepEqual([diagnostics?.skipReason, diagnostics?.terminalState], ["singleRegion", "skipped"], JSON.stringify(diagnostics));
+    });
+
+    it("leave out a region that answered 429 after the read started, and keep the rest in their order", async () => {
+      // An exclusion of a region the account does not have still plans the hedges at the start: West, then North Europe.
+      const { pending, from } = readExcluding(["UK South"]);
+      // Another read meets West's 429 before the first read's threshold.
+      await harness.clock.tickAsync(10);
+      harness.transport.script(westUs.endpoint, { status: 429, delayMs: 1, headers: { "x-ms-retry-after-ms": "5000" } });
+      const throttling = requestTo(westUs, "GET", "dbs/db/colls/c/docs/1", { abortSignal: harness.leaks.controller().signal });
+      setRequestControls(throttling, { hedging: false });
+      const throttled = observe(target().pipeline.sendRequest(harness.transport, throttling));
+      await harness.clock.tickAsync(5);
+      assert.equal((await throttled.result()).status, 429);
+      harness.transport.script(northEurope.endpoint, ok(10));
+      await harness.clock.tickAsync(1000);
+      const diagnostics = getHedgeDiagnostics(await pending.result());
+      assert.deepEqual(diagnostics?.arms.map((arm) => arm.region), ["East US", "North Europe"], JSON.stringify(diagnostics));
+      assert.equal(diagnostics?.terminalState, "hedgeWon");
+      assert.equal(harness.transport.received.slice(from).filter((received) => received.url.includes("westus")).length, 1, "West got only the other read");
+    });
+  });
+
   describe("consecutive-win demotion", () => {
     async function demoteEast(target: Setup): Promise<void> {
       for (let i = 0; i < demotionDefaults.consecutiveWins; i++) {

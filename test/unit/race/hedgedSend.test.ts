@@ -164,10 +164,15 @@ describe("hedgedSend", () => {
   });
 
   describe("sendHedged", () => {
+    /** A planner that plans `hedges` when the first is due, and leaves a list planned up front as it is. */
+    function plannerOf(hedges: readonly RegionEndpoint[] | HedgeSkipReason): HedgePlan["planner"] {
+      return { hedges: () => hedges, stillOpen: (_request, _operation, _addressed, _controls, planned) => planned };
+    }
+
     function plan(overrides: Partial<HedgePlan> = {}): HedgePlan {
       return {
         primaryRegion: eastUs,
-        planner: { hedges: () => [westUs, northEurope] },
+        planner: plannerOf([westUs, northEurope]),
         operation: "pointRead",
         controls: {},
         strategy: new DocumentRaceStrategy(100, 100, undefined),
@@ -239,7 +244,7 @@ describe("hedgedSend", () => {
     it("a plan that finds no hedge when one is due: the request ran unhedged, and its record says why", async () => {
       harness.transport.script(eastUs.endpoint, { status: 200, requestCharge: 3, delayMs: 300 });
       const learner = recordingLearner();
-      const pending = hedged(read(), plan({ planner: { hedges: () => "regionThrottled" } }), { logger: recordingLogger(), learner });
+      const pending = hedged(read(), plan({ planner: plannerOf("regionThrottled") }), { logger: recordingLogger(), learner });
       await harness.clock.tickAsync(300);
       const diagnostics = getHedgeDiagnostics(await pending.result());
       assert.equal(diagnostics?.terminalState, "skipped");
@@ -252,7 +257,7 @@ describe("hedgedSend", () => {
     it("a plan that finds no hedge, and a primary that fails: its error rethrown with the record", async () => {
       const failure = new Error("socket hang up");
       harness.transport.script(eastUs.endpoint, { error: failure, delayMs: 300 });
-      const pending = hedged(read(), plan({ planner: { hedges: () => "regionThrottled" } }));
+      const pending = hedged(read(), plan({ planner: plannerOf("regionThrottled") }));
       await harness.clock.tickAsync(300);
       const state = pending.state();
       assert.ok(state.done && "error" in state);
@@ -277,7 +282,7 @@ describe("hedgedSend", () => {
       const failure = new Error("connect ECONNRESET");
       harness.transport.script(eastUs.endpoint, { error: failure, delayMs: 150 });
       harness.transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
-      const pending = hedged(read(), plan({ planner: { hedges: () => [westUs] } }));
+      const pending = hedged(read(), plan({ planner: plannerOf([westUs]) }));
       await harness.clock.tickAsync(150);
       const state = pending.state();
       assert.ok(state.done && "error" in state);
@@ -293,7 +298,7 @@ describe("hedgedSend", () => {
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 1000 });
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: 1000 });
       const learner = recordingLearner();
-      const pending = hedged(pointRead(eastUs, controller.signal), plan({ planner: { hedges: () => [westUs] } }), { logger: recordingLogger(), learner });
+      const pending = hedged(pointRead(eastUs, controller.signal), plan({ planner: plannerOf([westUs]) }), { logger: recordingLogger(), learner });
       await harness.clock.tickAsync(150);
       controller.abort();
       await harness.clock.tickAsync(0);
@@ -315,7 +320,7 @@ describe("hedgedSend", () => {
         const request = read();
         request.headers.set("x-ms-session-token", "0:1#42");
         const from = harness.transport.received.length;
-        const pending = hedged(request, plan({ planner: { hedges: () => [westUs] }, hedgesWithoutSessionToken }));
+        const pending = hedged(request, plan({ planner: plannerOf([westUs]), hedgesWithoutSessionToken }));
         await harness.clock.tickAsync(300);
         const diagnostics = getHedgeDiagnostics(await pending.result());
         const [primary, hedge] = harness.transport.received.slice(from);
@@ -329,7 +334,7 @@ describe("hedgedSend", () => {
     it("a request without a session token has none to omit", async () => {
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 300 });
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: 300 });
-      const pending = hedged(read(), plan({ planner: { hedges: () => [westUs] }, hedgesWithoutSessionToken: true }));
+      const pending = hedged(read(), plan({ planner: plannerOf([westUs]), hedgesWithoutSessionToken: true }));
       await harness.clock.tickAsync(300);
       const diagnostics = getHedgeDiagnostics(await pending.result());
       assert.equal(diagnostics?.arms[1]?.sessionTokenOmitted, undefined);
@@ -340,7 +345,7 @@ describe("hedgedSend", () => {
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: 300 });
       const request = read();
       const signed: PipelineRequest[] = [];
-      const pending = hedged(request, plan({ planner: { hedges: () => [westUs] }, signer: (arm) => void signed.push(arm) }));
+      const pending = hedged(request, plan({ planner: plannerOf([westUs]), signer: (arm) => void signed.push(arm) }));
       await harness.clock.tickAsync(300);
       await pending.result();
       assert.equal(signed.length, 1);
@@ -349,7 +354,7 @@ describe("hedgedSend", () => {
     });
 
     describe("a loser left to drain", () => {
-      const drainPlan = (): HedgePlan => plan({ planner: { hedges: () => [westUs] }, drain: new LoserDrain(loserDrainDefaults), eager: true });
+      const drainPlan = (): HedgePlan => plan({ planner: plannerOf([westUs]), drain: new LoserDrain(loserDrainDefaults), eager: true });
 
       async function drained(sink: DiagnosticsSink): Promise<HedgeDiagnostics> {
         harness.transport.script(eastUs.endpoint, { status: 200, requestCharge: 4, delayMs: 500 });
@@ -426,7 +431,7 @@ describe("hedgedSend", () => {
 
       it("starts no span for a request whose plan found no hedge to send", async () => {
         harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 300 });
-        const pending = hedged(read(), plan({ planner: { hedges: () => "regionThrottled" } }));
+        const pending = hedged(read(), plan({ planner: plannerOf("regionThrottled") }));
         await harness.clock.tickAsync(300);
         await pending.result();
         assert.deepEqual(
@@ -464,7 +469,7 @@ describe("hedgedSend", () => {
             throw broken;
           },
         };
-        const pending = hedged(read(), plan({ planner: { hedges: () => [westUs] }, strategy }));
+        const pending = hedged(read(), plan({ planner: plannerOf([westUs]), strategy }));
         await harness.clock.tickAsync(150);
         const state = pending.state();
         assert.ok(state.done && "error" in state);
@@ -479,7 +484,7 @@ describe("hedgedSend", () => {
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 300 });
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: 50 });
       const learner = recordingLearner();
-      const pending = hedged(read(), plan({ planner: { hedges: () => [westUs] } }), { logger: recordingLogger(), learner });
+      const pending = hedged(read(), plan({ planner: plannerOf([westUs]) }), { logger: recordingLogger(), learner });
       await harness.clock.tickAsync(300);
       await pending.result();
       assert.deepEqual(learner.calls, ["noteResponse West US 200", "learn decided"]);
