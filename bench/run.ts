@@ -49,7 +49,7 @@ const sweepCaption = (what: string): string =>
   `is to it in that pass; its 95 % interval comes from resampling both modes' reads (2000 bootstrap rounds), so a ratio ` +
   `whose interval holds 1.0 is one the pass cannot tell from the hindsight-best. That best is the lowest of four p99s of ` +
   `the same reads, so it is biased low; the cross-validated best is free of that: the threshold with the lowest p99 on ` +
-  `one half of the reads (alternate reads) is measured on the other half, and the other way round.`;
+  `one half of the reads (alternate blocks of 50 reads) is measured on the other half, and the other way round.`;
 
 const isLearner = (mode: string): boolean => mode.startsWith("adaptive");
 

@@ -107,23 +107,34 @@ export function hindsightBest(sweep: readonly YardstickPoint[], maxExtra: number
 }
 
 /**
+ * Reads in a row that go to the same half of a cross-validation: a stall of
+ * the shared machine slows a run of reads that finish one after another,
+ * and with alternate reads each stall would land in both halves, carrying
+ * the luck that chose a point over to the half that measures it. Fifty
+ * reads (under two seconds at 30 reads/s) hold a stall; twenty blocks keep
+ * both halves spread over the whole run.
+ */
+export const crossValidationBlock = 50;
+
+/**
  * The hindsight-best fixed threshold without the luck of the draw: the
  * in-sample best (see {@link hindsightBest}) is the lowest of several p99s
  * of the same thousand reads, each resting on its slowest ten, so it is
  * biased low, and a learner exactly as good as the best threshold would
  * come out above it most of the time. Here the reads of each point are
- * split in two halves (alternate reads, in the order they finished); the
- * point with the lowest p99 on one half, among those that spent no more
- * than `maxExtra`, is measured on the other half, and the other way round.
- * Its sample is the two measured halves: the reads of a threshold chosen in
- * hindsight, none of which took part in choosing it (two-fold
- * cross-validation). `undefined` when no point spends so little or carries
- * its samples.
+ * split in two halves (alternate blocks of {@link crossValidationBlock}
+ * reads, in the order they finished); the point with the lowest p99 on one
+ * half, among those that spent no more than `maxExtra`, is measured on the
+ * other half, and the other way round. Its sample is the two measured
+ * halves: the reads of a threshold chosen in hindsight, none of which took
+ * part in choosing it (two-fold cross-validation). `undefined` when no
+ * point spends so little, or one that does carries too few samples to split.
  */
 export function crossValidatedBest(sweep: readonly YardstickPoint[], maxExtra: number): CrossValidatedPoint | undefined {
-  const eligible = sweep.filter((point) => point.samples !== undefined && point.samples.length >= 200 && point.extra <= maxExtra + 1e-9);
-  if (eligible.length === 0) return undefined;
-  const half = (samples: readonly number[], parity: number): number[] => samples.filter((_, i) => i % 2 === parity);
+  const eligible = sweep.filter((point) => point.extra <= maxExtra + 1e-9);
+  // Every point the in-sample best may choose, or none: a yardstick over fewer points would be another yardstick.
+  if (eligible.length === 0 || eligible.some((point) => point.samples === undefined || point.samples.length < 4 * crossValidationBlock)) return undefined;
+  const half = (samples: readonly number[], parity: number): number[] => samples.filter((_, i) => Math.floor(i / crossValidationBlock) % 2 === parity);
   const chosen: YardstickPoint[] = [];
   const measured: number[] = [];
   for (const parity of [0, 1]) {
@@ -167,7 +178,7 @@ export interface HindsightVerdict {
   /** Its 95 % bootstrap interval, when both points carry their samples (see {@link ratioInterval}). */
   readonly interval: readonly [number, number] | undefined;
   readonly oracleRatio: number | undefined;
-  /** The learner against the cross-validated hindsight-best (see {@link crossValidatedBest}), both p99s nearest-rank over every read. */
+  /** The learner's p99 over the cross-validated hindsight-best's (see {@link crossValidatedBest}), with its interval. */
   readonly crossValidated?: { readonly best: CrossValidatedPoint; readonly ratio: number; readonly interval: readonly [number, number] | undefined } | undefined;
 }
 
@@ -190,7 +201,7 @@ function crossValidatedVerdict(sweep: readonly YardstickPoint[], learner: Yardst
   if (learner.samples === undefined || learner.samples.length < 100) return undefined;
   const best = crossValidatedBest(sweep, learner.extra);
   if (best === undefined || !(best.p99 > 0)) return undefined;
-  return { best, ratio: nearestRankP99(learner.samples) / best.p99, interval: ratioInterval(learner.samples, best.samples) };
+  return { best, ratio: learner.p99 / best.p99, interval: ratioInterval(learner.samples, best.samples) };
 }
 
 /** One pass of the sweep: some of its fixed thresholds and the learner, measured at the same time on the same workload. */
