@@ -27,7 +27,7 @@ const seeds = Number(values.seeds ?? 10);
 const stallEveryMs = Number(values["stall-every"] ?? 8000);
 const stragglerShare = Number(values.share ?? 0.1);
 if (!Number.isInteger(seeds) || seeds < 1) throw new RangeError(`--seeds must be a whole number of at least 1; got ${values.seeds}`);
-if (!(stallEveryMs >= 0)) throw new RangeError(`--stall-every must be 0 (no stalls) or more milliseconds; got ${values["stall-every"]}`);
+if (!(stallEveryMs === 0 || stallEveryMs >= 1000)) throw new RangeError(`--stall-every must be 0 (no stalls) or at least 1000 ms; got ${values["stall-every"]}`);
 if (!(stragglerShare >= 0 && stragglerShare < 1)) throw new RangeError(`--share must be at least 0 and below 1; got ${values.share}`);
 
 const reads = 1000;

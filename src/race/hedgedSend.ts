@@ -79,6 +79,7 @@ function raceRecord(
   terminalState: HedgeDiagnostics["terminalState"],
   returned: HedgeArmDiagnostics | undefined,
   final: boolean,
+  skipReason?: HedgeSkipReason,
 ): HedgeDiagnostics {
   const record: RecordInProgress = header;
   record.arms = arms;
@@ -86,6 +87,7 @@ function raceRecord(
   record.totalRequestCharge = totalCharge(arms);
   record.final = final;
   if (hedgeRefused) record.skipReason = "budgetExhausted";
+  else if (skipReason !== undefined) record.skipReason = skipReason;
   record.hedgeWon = terminalState === "hedgeWon";
   record.terminalState = terminalState;
   if (returned !== undefined) {
@@ -253,6 +255,12 @@ class HedgedRequest implements RaceInput<PipelineResponse> {
     return hedges;
   }
 
+  /** Whether a hedge launched now may go to `region`: it is neither excluded nor throttled now. */
+  mayHedgeInto(region: RegionEndpoint): boolean {
+    const { plan } = this;
+    return typeof plan.planner.stillOpen(this.request, plan.operation, this.primaryRegion, plan.controls, [region]) !== "string";
+  }
+
   prepare(arm: PipelineRequest): void | Promise<void> {
     if (this.dropSessionToken) arm.headers.delete(CosmosHeaders.sessionToken);
     return this.plan.signer?.(arm);
@@ -298,7 +306,9 @@ function conclude(
   }
   if (outcome.kind === "aborted") {
     const error = new AbortError("The operation was aborted.");
-    finish(sink, request, trace, error, raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined, true), undefined, error);
+    // A request whose plan found no hedge when one was due, aborted afterwards, still says why it had none.
+    const aborted = raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined, true, outcome.arms.length <= 1 ? outcome.skipReason : undefined);
+    finish(sink, request, trace, error, aborted, undefined, error);
     throw error;
   }
   const terminalState = outcome.fallback ? "primaryOutcome" : outcome.returnedIndex > 0 ? "hedgeWon" : "primaryWon";

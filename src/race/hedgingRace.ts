@@ -371,9 +371,15 @@ export class HedgingRace<T = RaceOutcome> {
 
   /** Launches the next hedge, a copy of the request. @returns whether it went out (the strategy may refuse it). */
   private launch(reason: HedgeArmReason): boolean {
-    const { arms, targets } = this;
+    const { arms } = this;
+    let { targets } = this;
     if (arms === undefined || targets === undefined) return false;
     const index = arms.length;
+    // The regions planned may have been excluded or throttled since (a later hedge goes long after the plan, an asked-again one too).
+    const { input } = this;
+    if (input.mayHedgeInto !== undefined && targets.slice(index).some((each) => !input.mayHedgeInto!(each))) {
+      targets = this.targets = targets.filter((each, at) => at < index || input.mayHedgeInto!(each));
+    }
     const region = targets[index];
     // Once the strategy has refused a hedge for good, it is not asked again: a
     // budget freed later must not revive a race that was already cut short.

@@ -75,6 +75,12 @@ export interface RaceInput<T = RaceOutcome> {
    * back transient), so that a request that never hedges plans nothing.
    */
   readonly hedges: () => readonly RegionEndpoint[] | HedgeSkipReason;
+  /**
+   * Whether a hedge may still go to `region` as it is launched: a later
+   * hedge goes after the plan was made, and a region excluded or throttled
+   * since is passed over for the next one. Unset, every planned region may.
+   */
+  mayHedgeInto?(region: RegionEndpoint): boolean;
   readonly send: ArmSender;
   readonly strategy: RaceStrategy;
   /** Runs on each hedge (`index` >= 1) before it is sent, for example to sign it afresh. */

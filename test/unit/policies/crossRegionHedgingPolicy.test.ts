@@ -1431,7 +1431,7 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
     });
   });
 
-  describe("hedges planned up front, when the first is due", () => {
+  describe("hedges planned up front, as each is due", () => {
     /** A read whose primary East answers after a second, with `excludedLocations` of its own (which plans its hedges at its start). */
     function readExcluding(excluded: string[]): { pending: Pending; from: number } {
       const from = harness.transport.received.length;
@@ -1455,6 +1455,40 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       const diagnostics = getHedgeDiagnostics(await pending.result());
       assert.deepEqual(harness.transport.received.slice(from).map((received) => received.url.includes("westus")), [false]);
       assert.deepEqual([diagnostics?.skipReason, diagnostics?.terminalState], ["singleRegion", "skipped"], JSON.stringify(diagnostics));
+    });
+
+    it("a later hedge passes over a region excluded after the first went out, planned up front or not", async () => {
+      // Scripted once: were North Europe contacted in either round, the assertions below would see it.
+      harness.transport.script(northEurope.endpoint, ok(10));
+      for (const excluded of [[], ["UK South"]]) {
+        current = undefined;
+        harness.transport.script(westUs.endpoint, ok(1000));
+        const { pending, from } = readExcluding(excluded);
+        // The first hedge (West) goes at 50 ms; North Europe is excluded before the second is due at 100 ms.
+        await harness.clock.tickAsync(60);
+        target().regions.setExcludedRegions(["North Europe"]);
+        await harness.clock.tickAsync(1000);
+        const diagnostics = getHedgeDiagnostics(await pending.result());
+        assert.deepEqual(diagnostics?.arms.map((arm) => arm.region), ["East US", "West US"], `${JSON.stringify(excluded)}: ${JSON.stringify(diagnostics)}`);
+        assert.equal(harness.transport.received.slice(from).filter((received) => received.url.includes("northeurope")).length, 0);
+      }
+    });
+
+    it("an aborted read whose hedges were all excluded by the time one was due still says why it had none", async () => {
+      const controller = harness.leaks.controller();
+      harness.transport.script(eastUs.endpoint, ok(1000));
+      const request = pointRead(eastUs, controller.signal);
+      setRequestControls(request, { excludedRegions: ["UK South"] });
+      const pending = observe(target().pipeline.sendRequest(harness.transport, request));
+      await harness.clock.tickAsync(20);
+      target().regions.setExcludedRegions(["West US", "North Europe"]);
+      await harness.clock.tickAsync(100);
+      controller.abort();
+      await harness.clock.tickAsync(1);
+      const state = pending.state();
+      assert.ok(state.done && "error" in state);
+      const diagnostics = getHedgeDiagnostics(state.error);
+      assert.deepEqual([diagnostics?.terminalState, diagnostics?.skipReason], ["aborted", "singleRegion"], JSON.stringify(diagnostics));
     });
 
     it("leave out a region that answered 429 after the read started, and keep the rest in their order", async () => {

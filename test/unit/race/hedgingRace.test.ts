@@ -8,7 +8,7 @@ import type { HedgeDiagnostics, HedgeArmDiagnostics } from "../../../src/diagnos
 import { LoserDrain, loserDrainDefaults } from "../../../src/race/loserDrain.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import type { CrossRegionHedgingPolicyOptions } from "../../../src/policies/crossRegionHedgingPolicy.js";
-import { eastUs, northEurope, observe, pointRead, westUs } from "../../support/hedgingFixtures.js";
+import { eastUs, northEurope, observe, pointRead, ukSouth, westUs } from "../../support/hedgingFixtures.js";
 import { useRaceHarness } from "../../support/raceHarness.js";
 import { describeArm } from "../../../src/diagnostics/diagnosticsRecord.js";
 import { PassThrough } from "node:stream";
@@ -308,6 +308,26 @@ describe("race engine at its edges", () => {
       }),
     );
   }
+
+  it("passes over a planned region the input no longer hedges into when a later hedge is due, and launches the next", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 1000 });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 1000 });
+    harness.transport.script(ukSouth.endpoint, { status: 200, delayMs: 10 });
+    const closed = new Set<string>();
+    const outcome = raceFor(harness.leaks.controller(), strategy(), {
+      hedges: () => [westUs, northEurope, ukSouth],
+      mayHedgeInto: (region) => !closed.has(region.name),
+    });
+    await harness.clock.tickAsync(150);
+    closed.add("North Europe");
+    await harness.clock.tickAsync(100);
+    await harness.clock.tickAsync(20);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state && state.value.kind === "decided");
+    assert.deepEqual(state.value.arms.map((arm) => arm.region.name), ["East US", "West US", "UK South"]);
+    assert.equal(state.value.returnedIndex, 2);
+    assert.equal(harness.transport.received.filter((received) => received.url.startsWith(northEurope.endpoint)).length, 0);
+  });
 
   it("a caller that aborted before the race began: an aborted outcome without arms, nothing sent, no timer", async () => {
     const caller = harness.leaks.controller();
