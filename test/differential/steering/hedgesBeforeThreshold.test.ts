@@ -15,7 +15,7 @@ import { arrivalOf, settledRequests } from "../../support/wire.js";
 const regionNames = ["West US", "East US", "North Europe"];
 const items = [{ id: "1", pk: "a" }];
 
-describe("never worse than plain, steering: client exclusions changed between a read's start and its first hedge", function () {
+describe("never worse than plain, steering: client exclusions changed between a read's start and its hedges", function () {
   this.timeout(60_000);
   const fixture = useEmulator({ items, preferredLocations: regionNames, emulator: { regions: regionNames.map((name) => ({ name })), recordRequests: true } });
 
@@ -54,4 +54,26 @@ describe("never worse than plain, steering: client exclusions changed between a 
       assert.deepEqual(regions.filter((region) => after.includes(region)), [], label);
     });
   }
+  it("pointRead: North Europe excluded after the first hedge went out to East US, both it and West US stalling: as plain, the second hedge does not go there", async function () {
+    const { emulator } = fixture;
+    const plain = await fixture.client({ hedging: false, warmUp: { id: "1", pk: "a" } });
+    emulator.resetCounters();
+    emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 1_500, count: 1 });
+    const plainResponse = await plain.container.item("1", "a").read();
+    const plainRegions = (await settledRequests(emulator, "pointRead")).map((request) => request.region);
+
+    const hedged = await fixture.client({ hedging: { crossRegion: { threshold: 300, thresholdStep: 600, budget: false }, metadata: false }, warmUp: { id: "1", pk: "a" } });
+    emulator.resetCounters();
+    emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 1_500, count: 1 });
+    emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: 1_500, count: 1 });
+    const reading = hedged.container.item("1", "a").read();
+    await arrivalOf(emulator, (request) => request.kind === "pointRead" && request.region === "East US");
+    hedged.hedging!.regions.setExcludedRegions(["North Europe"]);
+    const response = await reading;
+    const regions = (await settledRequests(emulator, "pointRead")).map((request) => request.region);
+    const label = `plain ${plainResponse.statusCode} ${JSON.stringify(plainRegions)}, hedged ${response.statusCode} ${JSON.stringify(regions)}`;
+    assert.deepEqual(plainRegions, ["West US"], label);
+    assert.equal(response.statusCode, plainResponse.statusCode, label);
+    assert.deepEqual([...regions].sort(), ["East US", "West US"], label);
+  });
 });
