@@ -11,14 +11,13 @@
 // in seconds, repeats exactly, and takes as many seeds as a comparison of two learners needs. Its figures say how
 // a variant of the learner behaves on this workload, never what a client measures.
 import { parseArgs } from "node:util";
-import { AbortError } from "@azure/abort-controller";
-import { createEmptyPipeline, createHttpHeaders } from "@azure/core-rest-pipeline";
-import type { HttpClient, PipelineResponse } from "@azure/core-rest-pipeline";
+import { createEmptyPipeline } from "@azure/core-rest-pipeline";
 import sinon from "sinon";
 import { getHedgeDiagnostics } from "../src/diagnostics/diagnostics.js";
 import { crossRegionHedgingPolicy } from "../src/policies/crossRegionHedgingPolicy.js";
 import { seededRandom } from "../src/testing/seededRandom.js";
 import { RegionCache } from "../src/topology/regionCache.js";
+import { latencyTransport } from "../test/support/fakeTransport.js";
 import { eastUs, pointRead, westUs } from "../test/support/hedgingFixtures.js";
 import { markdownTable } from "./support/table.js";
 
@@ -52,38 +51,21 @@ async function runMode(clock: sinon.SinonFakeTimers, threshold: Threshold, seed:
   const latencyRandom = seededRandom(seed);
   const scheduleRandom = seededRandom(seed + 1_000_000);
   const exponential = (mean: number, random: () => number): number => -mean * Math.log(1 - random());
-  const origin = performance.now();
+  const startedAt = performance.now();
   const stalls: Array<{ from: number; to: number; extraMs: number }> = [];
   for (let at = 2000; stallEveryMs > 0 && at < 60_000; at += stallEveryMs * (0.5 + scheduleRandom())) {
     stalls.push({ from: at, to: at + 150 + 250 * scheduleRandom(), extraMs: 10 + 30 * scheduleRandom() });
   }
   let degraded = false;
   let sent = 0;
-  const transport: HttpClient = {
-    sendRequest: (request) =>
-      new Promise<PipelineResponse>((resolve, reject) => {
-        sent += 1;
-        const now = performance.now() - origin;
-        const stallMs = stalls.find((stall) => now >= stall.from && now < stall.to)?.extraMs ?? 0;
-        let latencyMs: number;
-        if (new URL(request.url).origin === eastOrigin) {
-          latencyMs = 1.5 + exponential(1, latencyRandom) + (latencyRandom() < 0.01 ? exponential(6, latencyRandom) : 0) + stallMs;
-          if (degraded && latencyRandom() < stragglerShare) latencyMs += 1000;
-        } else {
-          latencyMs = 31 + exponential(1, latencyRandom) + stallMs;
-        }
-        const signal = request.abortSignal;
-        const onAbort = (): void => {
-          clearTimeout(timer);
-          reject(new AbortError("The request was aborted."));
-        };
-        const timer = setTimeout(() => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve({ status: 200, headers: createHttpHeaders(), request });
-        }, latencyMs);
-        signal?.addEventListener("abort", onAbort, { once: true });
-      }),
-  };
+  const transport = latencyTransport((origin) => {
+    sent += 1;
+    const now = performance.now() - startedAt;
+    const stallMs = stalls.find((stall) => now >= stall.from && now < stall.to)?.extraMs ?? 0;
+    if (origin !== eastOrigin) return 31 + exponential(1, latencyRandom) + stallMs;
+    const healthyMs = 1.5 + exponential(1, latencyRandom) + (latencyRandom() < 0.01 ? exponential(6, latencyRandom) : 0) + stallMs;
+    return degraded && latencyRandom() < stragglerShare ? healthyMs + 1000 : healthyMs;
+  });
   const pipeline = createEmptyPipeline();
   pipeline.addPolicy(
     crossRegionHedgingPolicy({
@@ -99,7 +81,7 @@ async function runMode(clock: sinon.SinonFakeTimers, threshold: Threshold, seed:
   const offer = (measured: boolean, count: number, untilMs: number): void => {
     for (let i = 0; i < count && scheduledMs < untilMs; i++) {
       scheduledMs += exponential(1000 / ratePerSecond, scheduleRandom);
-      const at = origin + scheduledMs;
+      const at = startedAt + scheduledMs;
       setTimeout(
         () =>
           pending.push(
