@@ -56,19 +56,6 @@ export const latencyWindowDefaults = {
    * 3 KB.
    */
   relativeAccuracy: 0.02,
-  /**
-   * Milliseconds within which healthy answers above the window's healthy
-   * tail count as one stall of the client (a pause of its event loop or
-   * machine slows every read in flight at once): such an answer, `k` others
-   * having come in this span before it, is recorded with weight
-   * 1 / (1 + k)², so a stall of any length weighs about as much as two
-   * slow reads. Unweighted, a stall of a few hundred milliseconds lay in
-   * the survival as 4 to 7 % of slow healthy reads for the 5 to 10 s it is
-   * read over, and the benefit rule held its delay above them all that time
-   * (see `npm run bench:learner-model`); a slow healthy tail that lasts
-   * spreads its answers out and keeps its weight.
-   */
-  stallMs: 500,
 } as const;
 
 /** Options of a {@link LatencyWindows}. */
@@ -85,7 +72,7 @@ export interface LatencyWindowsOptions {
 
 /** Percentiles of a window, in milliseconds. */
 export interface LatencySummary {
-  /** How many latencies the window holds, the answers of one stall of the client counted as about two. */
+  /** How many latencies the window holds. */
   samples: number;
   /** The median. */
   p50: number;
@@ -133,8 +120,6 @@ interface MergedView {
   readonly recentCensored: number;
   /** Built on the first survival query of the view. */
   survival?: LatencySurvival;
-  /** The healthy tail a stall's answers are told by (see `Window.weightOf`), found once per view; infinite while the baseline is young. */
-  slowAbove?: number;
 }
 
 function newSketch(): DDSketch {
@@ -155,8 +140,6 @@ class Window {
   private recordedSinceView = 0;
   /** Latencies known to run past a bound and not ended yet (drained losers): censored until their answer is recorded. */
   private running = 0;
-  /** When the latest baseline answers above the healthy tail came, oldest first, within `stallMs` (see {@link Window.weightOf}). */
-  private slowAnswers: number[] = [];
 
   constructor(private readonly settings: Required<LatencyWindowsOptions>) {}
 
@@ -173,29 +156,8 @@ class Window {
         : observation === "tail"
           ? (bucket.tail ??= newSketch())
           : (bucket.censored ??= newSketch());
-    sketch.accept(latencyMs, observation === "baseline" ? this.weightOf(latencyMs) : 1);
+    sketch.accept(latencyMs);
     this.recordedSinceView += 1;
-  }
-
-  /**
-   * The weight of a baseline answer: 1, or less for one of several above
-   * the healthy tail (the last view's 99th percentile) in one stall (see
-   * `latencyWindowDefaults.stallMs`). Tail and censored latencies, the
-   * stragglers, are never weighed down.
-   */
-  private weightOf(latencyMs: number): number {
-    const view = this.view;
-    if (view === undefined) return 1;
-    // Once per view, not per answer: a quantile walks the sketch's bins.
-    view.slowAbove ??= view.baseline === undefined || view.baseline.count < youngWindow / 2 ? Number.POSITIVE_INFINITY : quantileOf(view.baseline, 0.99);
-    if (latencyMs <= view.slowAbove) return 1;
-    const now = performance.now();
-    const recent = this.slowAnswers;
-    while (recent.length > 0 && now - (recent[0] ?? now) >= latencyWindowDefaults.stallMs) recent.shift();
-    const weight = 1 / (1 + recent.length) ** 2;
-    // Past a few dozen, a stall's further answers weigh next to nothing either way.
-    if (recent.length < 64) recent.push(now);
-    return weight;
   }
 
   /** Counts a latency still running as censored, from now until {@link Window.stopRunning}; the view is merged again as for a new latency. */
@@ -261,8 +223,7 @@ function quantileOf(sketch: DDSketch, quantile: number): number {
 function summarize(sketch: DDSketch | undefined): LatencySummary | undefined {
   if (sketch === undefined || sketch.count === 0) return undefined;
   return {
-    // A stall's answers are weighed down (see `latencyWindowDefaults.stallMs`): the count is a weight, shown whole.
-    samples: Math.round(sketch.count),
+    samples: sketch.count,
     p50: quantileOf(sketch, 0.5),
     p95: quantileOf(sketch, 0.95),
     p99: quantileOf(sketch, 0.99),

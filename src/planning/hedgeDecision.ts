@@ -24,14 +24,6 @@ export const hedgeDecisionDefaults = {
    */
   inVainShare: 0.01,
   /**
-   * The hedges in vain the spend allows at least, as a count of the reads
-   * the survival holds: in a young window (the first seconds of a client or
-   * of a region's reads, a hundred latencies or fewer) one slow healthy read
-   * is already more than `inVainShare`, and the delay would jump above it;
-   * three reads' worth keeps it where the healthy tail is.
-   */
-  minInVainReads: 3,
-  /**
    * The share of the hedges sent at a delay that must win for that delay to
    * be chosen: at least half. Without it the spend alone would accept a
    * delay where the reads still running are mostly healthy ones just about
@@ -83,7 +75,7 @@ export interface HedgeDelay {
 }
 
 /** The constants {@link hedgeDelay} reads; {@link hedgeDecisionDefaults} by default. */
-export type HedgeDelayRule = Pick<typeof hedgeDecisionDefaults, "minBenefitShare" | "inVainShare" | "minInVainReads" | "minWinShare">;
+export type HedgeDelayRule = Pick<typeof hedgeDecisionDefaults, "minBenefitShare" | "inVainShare" | "minWinShare">;
 
 /**
  * The benefit rule: a budgeted single reissue, after Kaler, He and
@@ -105,8 +97,7 @@ export type HedgeDelayRule = Pick<typeof hedgeDecisionDefaults, "minBenefitShare
  *   a hedge sent at the floor would still beat. Below `minBenefitShare`
  *   (0.5 %) no hedge is worth sending: `undefined`.
  * - the spend, `s + inVainShare`: what it costs to hedge the rescuable
- *   reads and one point of others (at least `minInVainReads` reads of
- *   the survival's, in a young window).
+ *   reads and one point of others.
  * - the delay: the earliest `d`, from the floor up through the steps of
  *   the survival to the ceiling, with `P(T > d)` within the spend and at
  *   least `minWinShare` (half) of the hedges sent at `d` winning;
@@ -128,7 +119,7 @@ export function hedgeDelay(
   const winsAfter = hedgeLatencyMs + floor;
   const rescuable = survival.above(floor + winsAfter);
   if (rescuable < rule.minBenefitShare) return undefined;
-  const spend = rescuable + Math.max(rule.inVainShare, rule.minInVainReads / survival.samples);
+  const spend = rescuable + rule.inVainShare;
   const consider = (delayMs: number): HedgeDelay | undefined => {
     const reaching = survival.above(delayMs);
     if (reaching === 0 || reaching > spend) return undefined;

@@ -116,12 +116,11 @@ describe("LatencyWindows", () => {
     const windows = new LatencyWindows();
     recordMany(windows, "East US", Array.from({ length: 100 }, () => 2));
     assert.equal(windows.summary("East US", "pointRead")?.samples, 100);
-    // Healthy answers, within the tail: a stall's slow answers would be weighed down (see the stall test below).
-    recordMany(windows, "East US", Array.from({ length: 10 }, () => 2));
+    recordMany(windows, "East US", Array.from({ length: 10 }, () => 50));
     assert.equal(windows.summary("East US", "pointRead")?.samples, 100, "ten more on a hundred do not refresh the view");
-    windows.record("East US", "pointRead", 2, "baseline");
+    windows.record("East US", "pointRead", 50, "baseline");
     assert.equal(windows.summary("East US", "pointRead")?.samples, 111, "more than a tenth more does");
-    windows.record("East US", "pointRead", 2, "baseline");
+    windows.record("East US", "pointRead", 50, "baseline");
     assert.equal(windows.summary("East US", "pointRead")?.samples, 111);
     await clock.tickAsync(latencyWindowDefaults.refreshMs);
     assert.equal(windows.summary("East US", "pointRead")?.samples, 112, "a second later the view is merged again");
@@ -273,24 +272,5 @@ describe("LatencyWindows", () => {
     assert.throws(() => new LatencyWindows({ refreshMs: -1 }), /refreshMs .*got -1/);
     assert.throws(() => new LatencyWindows({ survivalBuckets: 1.5 }), /survivalBuckets .*got 1\.5/);
     assert.equal(new LatencyWindows({ buckets: 2, survivalBuckets: 2 }).survival("East US", "pointRead"), undefined, "as many survival buckets as buckets are allowed");
-  });
-  it("weighs a stall's slow healthy answers as about two reads, and the same answers spread out as what they are", async () => {
-    const slowShare = async (spacingMs: number, observation: "baseline" | "tail"): Promise<number> => {
-      const windows = new LatencyWindows();
-      recordMany(windows, "East US", Array.from({ length: 200 }, () => 2));
-      // A view to know the healthy tail by.
-      assert.ok(windows.survival("East US", "pointRead") !== undefined);
-      for (let i = 0; i < 10; i++) {
-        windows.record("East US", "pointRead", 30, observation);
-        await clock.tickAsync(spacingMs);
-      }
-      await clock.tickAsync(latencyWindowDefaults.refreshMs);
-      const survival = windows.survival("East US", "pointRead");
-      return (survival?.above(20) ?? 0) * (survival?.samples ?? 0);
-    };
-    // Ten answers within one stall: 1 + 1/4 + 1/9 + ... + 1/100.
-    near(await slowShare(10, "baseline"), 1.55, "a stall");
-    near(await slowShare(latencyWindowDefaults.stallMs, "baseline"), 10, "ten slow answers, each its own");
-    near(await slowShare(10, "tail"), 10, "tail answers (a straggler's) are never weighed down");
   });
 });
