@@ -150,7 +150,7 @@ export class HedgePlanner {
     if (candidates.length < 2) return "singleRegion";
     const { health } = this;
     if (health === undefined) return candidates.slice(1);
-    const unthrottled = health.anyThrottled() ? [addressed, ...candidates.slice(1).filter((region) => health.throttledForMs(region.name) === 0)] : candidates;
+    const unthrottled = [addressed, ...this.withoutThrottled(candidates.slice(1))];
     if (unthrottled.length < 2) return "regionThrottled";
     if (isWrite) return unthrottled.slice(1);
     const ranked: RankedTargets = health.rank(addressed, unthrottled, latencyClassOf(operation), controls.excludedRegions);
@@ -178,10 +178,15 @@ export class HedgePlanner {
     const applicable = raceTargets(this.regions, addressed, documentWriteKinds.has(operation) ? "write" : "read", request.url, controls.excludedRegions);
     const open = planned.filter((region) => applicable.some((each) => sameRegion(each, region)));
     if (open.length === 0) return "singleRegion";
-    const { health } = this;
-    if (health === undefined || !health.anyThrottled()) return open;
-    const unthrottled = open.filter((region) => health.throttledForMs(region.name) === 0);
+    const unthrottled = this.withoutThrottled(open);
     return unthrottled.length === 0 ? "regionThrottled" : unthrottled;
+  }
+
+  /** `regions` without those answering 429 now; the list itself when none may be. */
+  private withoutThrottled(regions: readonly RegionEndpoint[]): readonly RegionEndpoint[] {
+    const { health } = this;
+    if (health === undefined || !health.anyThrottled()) return regions;
+    return regions.filter((region) => health.throttledForMs(region.name) === 0);
   }
 
   /** The benefit rule's threshold for the primary and first hedge, or the baseline percentile while it has none. */

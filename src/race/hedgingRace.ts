@@ -146,7 +146,8 @@ export class HedgingRace<T = RaceOutcome> {
   private primaryEndedAt: number | undefined;
   /** Every arm, the primary first; unset until a hedge is due. */
   private arms: ArmState[] | undefined;
-  private targets: readonly RegionEndpoint[] | undefined;
+  /** The primary's region, then the hedges' in launch order: the race's own copy of the plan, which `launch` prunes. */
+  private targets: RegionEndpoint[] | undefined;
   private skipReason: HedgeSkipReason | undefined;
   private listening = false;
   private abortListener: (() => void) | undefined;
@@ -371,15 +372,12 @@ export class HedgingRace<T = RaceOutcome> {
 
   /** Launches the next hedge, a copy of the request. @returns whether it went out (the strategy may refuse it). */
   private launch(reason: HedgeArmReason): boolean {
-    const { arms } = this;
-    let { targets } = this;
+    const { arms, targets } = this;
     if (arms === undefined || targets === undefined) return false;
     const index = arms.length;
-    // The regions planned may have been excluded or throttled since (a later hedge goes long after the plan, an asked-again one too).
-    const { input } = this;
-    if (input.mayHedgeInto !== undefined && targets.slice(index).some((each) => !input.mayHedgeInto!(each))) {
-      targets = this.targets = targets.filter((each, at) => at < index || input.mayHedgeInto!(each));
-    }
+    // The next region planned may have been excluded or throttled since (a later hedge goes long after the plan, an
+    // asked-again one too): it is passed over for the one after, each asked once, as it comes up.
+    while (targets[index] !== undefined && this.input.mayHedgeInto?.(targets[index]) === false) targets.splice(index, 1);
     const region = targets[index];
     // Once the strategy has refused a hedge for good, it is not asked again: a
     // budget freed later must not revive a race that was already cut short.
