@@ -543,6 +543,23 @@ describe("race engine at its edges", () => {
     assert.equal(value.hedgeRefused, true, "the read ran with fewer hedges than planned");
   });
 
+  it("a caller's abort while a refused hedge waits to ask again: the race ends aborted, the ask is never made, no timer is left", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 1000 });
+    const caller = harness.leaks.controller();
+    let asked = 0;
+    const outcome = raceFor(caller, strategy({ admit: () => (asked++, false), admitAfter: () => 50 }));
+    await harness.clock.tickAsync(threshold + 10);
+    assert.equal(asked, 1);
+    caller.abort();
+    await harness.clock.tickAsync(0);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state && state.value.kind === "aborted");
+    assert.equal(harness.clock.countTimers(), 0, "neither the ask nor the primary's answer is pending");
+    await harness.clock.tickAsync(100);
+    assert.equal(asked, 1, "the ask was cancelled with the race");
+    assert.equal(harness.transport.received.length, 1);
+  });
+
   it("keeps no timer of its own once every arm is out, or once the budget has refused a hedge", async () => {
     harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 1000 });
     harness.transport.script(westUs.endpoint, { status: 200, delayMs: 1000 });
