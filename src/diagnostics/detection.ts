@@ -98,8 +98,10 @@ function includesRegion(names: readonly string[], region: string): boolean {
  * here; what callers get are snapshots.
  */
 export class OperationDetection implements HedgingDetection {
-  private readonly dispatches: Dispatch[] = [];
-  private readonly replies: Reply[] = [];
+  // Made at their first entry, one element long: an empty array's first push reserves room for seventeen, and
+  // nearly every operation has one request and one reply.
+  private dispatches: Dispatch[] | undefined;
+  private replies: Reply[] | undefined;
   private hedged = false;
   private charge = 0;
   private running = 0;
@@ -125,13 +127,19 @@ export class OperationDetection implements HedgingDetection {
     if (region === undefined) return;
     if (reason === "hedging") this.hedged = true;
     else this.sdkRequests += 1;
-    this.dispatches.push({ region, reason, sequence: nextSequence++ });
+    const dispatch: Dispatch = { region, reason, sequence: nextSequence++ };
+    if (this.dispatches === undefined) this.dispatches = [dispatch];
+    else this.dispatches.push(dispatch);
   }
 
   /** Notes the end of a request, with the reply's region and charge when the service replied. */
   requestEnded(region: string | undefined, replied: boolean, requestCharge: number | undefined): void {
     this.running -= 1;
-    if (replied && region !== undefined) this.replies.push({ region, sequence: nextSequence++ });
+    if (replied && region !== undefined) {
+      const reply: Reply = { region, sequence: nextSequence++ };
+      if (this.replies === undefined) this.replies = [reply];
+      else this.replies.push(reply);
+    }
     if (requestCharge !== undefined) this.charge += requestCharge;
     this.settleIfFinal();
   }
@@ -149,8 +157,9 @@ export class OperationDetection implements HedgingDetection {
 
   /** The region of the latest request the SDK itself sent (not a hedge), to classify its next one. */
   lastSdkRegion(): string | undefined {
-    for (let index = this.dispatches.length - 1; index >= 0; index--) {
-      const dispatch = this.dispatches[index] as Dispatch;
+    const { dispatches = emptyList } = this;
+    for (let index = dispatches.length - 1; index >= 0; index--) {
+      const dispatch = dispatches[index] as Dispatch;
       if (dispatch.reason !== "hedging") return dispatch.region;
     }
     return undefined;
@@ -158,7 +167,7 @@ export class OperationDetection implements HedgingDetection {
 
   /** Whether the SDK has sent a request of this operation yet. */
   get started(): boolean {
-    return this.dispatches.length > 0;
+    return this.dispatches !== undefined;
   }
 
   hedgingStarted(): boolean {
@@ -166,15 +175,15 @@ export class OperationDetection implements HedgingDetection {
   }
 
   requestedRegions(): readonly RequestedRegion[] {
-    return this.dispatches.length === 0 ? emptyList : Object.freeze(this.dispatches.map(({ region, reason }) => Object.freeze({ region, reason })));
+    return this.dispatches === undefined ? emptyList : Object.freeze(this.dispatches.map(({ region, reason }) => Object.freeze({ region, reason })));
   }
 
   respondedRegions(): readonly string[] {
-    return this.replies.length === 0 ? emptyList : Object.freeze(this.replies.map((reply) => reply.region));
+    return this.replies === undefined ? emptyList : Object.freeze(this.replies.map((reply) => reply.region));
   }
 
   requested(region: string): boolean {
-    return includesRegion(this.dispatches.map((dispatch) => dispatch.region), region);
+    return includesRegion((this.dispatches ?? emptyList).map((dispatch) => dispatch.region), region);
   }
 
   responded(region: string): boolean {
@@ -203,7 +212,7 @@ export class OperationDetection implements HedgingDetection {
 
   /** The raw entries with their sequence numbers, for {@link mergeDetections}. */
   entries(): { readonly dispatches: readonly Dispatch[]; readonly replies: readonly Reply[] } {
-    return { dispatches: this.dispatches, replies: this.replies };
+    return { dispatches: this.dispatches ?? emptyList, replies: this.replies ?? emptyList };
   }
 
   private settleIfFinal(): void {
