@@ -3,6 +3,11 @@ import type { SinonFakeTimers } from "sinon";
 import { LatencySurvival, LatencyWindows, latencyClassOf, latencyWindowDefaults } from "../../../src/learning/latencyWindows.js";
 import type { OperationKind } from "../../../src/cosmos/operationKind.js";
 import { useFakeClock } from "../../support/leakCheck.js";
+import { HedgeDecisions } from "../../../src/planning/hedgeDecision.js";
+import { resolveAdaptiveThreshold } from "../../../src/planning/adaptiveThreshold.js";
+import { seededRandom } from "../../../src/testing/seededRandom.js";
+import { arrivals, healthyMs, nearestRank, recordAsAnswered } from "../../support/readRates.js";
+import type { TimedLatency } from "../../support/readRates.js";
 
 /** Within the sketches' relative accuracy of `expected`. */
 function near(actual: number | undefined, expected: number, message?: string): void {
@@ -272,5 +277,124 @@ describe("LatencyWindows", () => {
     assert.throws(() => new LatencyWindows({ refreshMs: -1 }), /refreshMs .*got -1/);
     assert.throws(() => new LatencyWindows({ survivalBuckets: 1.5 }), /survivalBuckets .*got 1\.5/);
     assert.equal(new LatencyWindows({ buckets: 2, survivalBuckets: 2 }).survival("East US", "pointRead"), undefined, "as many survival buckets as buckets are allowed");
+  });
+});
+
+describe("LatencyWindows at production read rates", () => {
+  let clock: SinonFakeTimers;
+
+  beforeEach(() => {
+    clock = useFakeClock();
+  });
+
+  afterEach(() => {
+    clock.restore();
+  });
+
+  const east = "East US";
+
+  /** The reads answered in `[fromMs, toMs]`. */
+  function answeredIn(reads: readonly TimedLatency[], fromMs: number, toMs: number): TimedLatency[] {
+    return reads.filter((read) => read.sentAt + read.latencyMs >= fromMs && read.sentAt + read.latencyMs <= toMs);
+  }
+
+  /** The survival's 99th percentile: its first step with at most 1 % of the latencies above it. */
+  function survivalP99(windows: LatencyWindows): number | undefined {
+    const survival = windows.survival(east, "pointRead");
+    return survival?.steps.find((step) => survival.above(step) <= 0.01);
+  }
+
+  /** 32 s of reads at `rate`, then the window's p99 and the survival's, each beside the true p99 of the reads they hold. */
+  function p99s(rate: number, latencyOf: (random: () => number) => number): { summary: number; summaryTrue: number; survival: number; survivalTrue: number } {
+    const random = seededRandom(rate + 7);
+    const reads = arrivals(random, rate, 0, 32_000).map((sentAt) => ({ sentAt, latencyMs: latencyOf(random), observation: "baseline" as const }));
+    const windows = new LatencyWindows();
+    recordAsAnswered(clock, windows, east, answeredIn(reads, 0, 32_000));
+    clock.tick(32_000 - performance.now());
+    // The summary holds the six buckets up to now, the survival the newest two.
+    const bucketStart = 30_000;
+    return {
+      summary: windows.summary(east, "pointRead")?.p99 ?? Number.NaN,
+      summaryTrue: nearestRank(answeredIn(reads, bucketStart - 25_000, 32_000).map((read) => read.latencyMs), 0.99),
+      survival: survivalP99(windows) ?? Number.NaN,
+      survivalTrue: nearestRank(answeredIn(reads, bucketStart - 5_000, 32_000).map((read) => read.latencyMs), 0.99),
+    };
+  }
+
+  const settings = resolveAdaptiveThreshold("adaptive", 500);
+
+  for (const rate of [100, 300, 1000]) {
+    describe(`${rate} reads a second`, () => {
+      it("the window's p99 and the survival's are within 10 % of the true p99 of healthy reads", () => {
+        const { summary, summaryTrue, survival, survivalTrue } = p99s(rate, healthyMs);
+        assert.ok(Math.abs(summary / summaryTrue - 1) <= 0.1, `window p99 ${summary} against ${summaryTrue}`);
+        assert.ok(Math.abs(survival / survivalTrue - 1) <= 0.1, `survival p99 ${survival} against ${survivalTrue}`);
+      });
+
+      it("a genuine 3 % tail 20 ms later keeps the p99 in it (20 to 30 ms), within 10 % of the true one", () => {
+        const { summary, summaryTrue, survival, survivalTrue } = p99s(rate, (random) => healthyMs(random) + (random() < 0.03 ? 20 : 0));
+        for (const [p99, truth, name] of [
+          [summary, summaryTrue, "window"],
+          [survival, survivalTrue, "survival"],
+        ] as const) {
+          assert.ok(p99 >= 20 && p99 <= 30 && Math.abs(p99 / truth - 1) <= 0.1, `${name} p99 ${p99} against ${truth}`);
+        }
+      });
+
+      it("every read 30 ms slower for good shows within 5 s: the window's p99 at once, the survival as its buckets fill", () => {
+        const random = seededRandom(rate + 11);
+        const reads = arrivals(random, rate, 0, 26_000).map((sentAt) => ({ sentAt, latencyMs: healthyMs(random) + (sentAt >= 20_000 ? 30 : 0), observation: "baseline" as const }));
+        const windows = new LatencyWindows();
+        const seen = new Map<number, { p99: number; slowShare: number; trueShare: number }>();
+        recordAsAnswered(clock, windows, east, reads, {
+          everyMs: 1000,
+          at: (now) => {
+            if (now <= 20_000) return;
+            const held = answeredIn(reads, 15_000, now);
+            seen.set((now - 20_000) / 1000, {
+              p99: windows.summary(east, "pointRead")?.p99 ?? Number.NaN,
+              slowShare: windows.survival(east, "pointRead")?.above(20) ?? Number.NaN,
+              trueShare: held.filter((read) => read.latencyMs > 20).length / held.length,
+            });
+          },
+        });
+        for (const second of [2, 3, 4, 5]) assert.ok((seen.get(second)?.p99 ?? 0) >= 30, `window p99 ${second} s in: ${seen.get(second)?.p99}`);
+        // The view is up to a second old: the survival shows at least what was true a second before.
+        for (const second of [3, 4]) {
+          const { slowShare } = seen.get(second) ?? { slowShare: 0 };
+          const before = seen.get(second - 1)?.trueShare ?? 1;
+          assert.ok(slowShare >= before - 0.02, `${second} s in, the survival's share above 20 ms ${slowShare}, a second before ${before}`);
+        }
+      });
+
+      it("a slowdown of every read by 25 ms for 2 s, longer than any stall, is not discounted", () => {
+        const random = seededRandom(rate + 29);
+        const reads = arrivals(random, rate, 0, 23_000).map((sentAt) => ({ sentAt, latencyMs: healthyMs(random) + (sentAt >= 20_000 && sentAt < 22_000 ? 25 : 0), observation: "baseline" as const }));
+        const windows = new LatencyWindows();
+        recordAsAnswered(clock, windows, east, answeredIn(reads, 0, 23_000));
+        clock.tick(24_000 - performance.now());
+        const held = answeredIn(reads, 15_000, 23_000);
+        const truth = held.filter((read) => read.latencyMs > 20).length / held.length;
+        const survival = windows.survival(east, "pointRead");
+        assert.ok(Math.abs((survival?.above(20) ?? 0) - truth) <= 0.01, `the survival's share above 20 ms ${survival?.above(20)}, true ${truth}`);
+      });
+    });
+  }
+
+  it("counts a stall's answers against minSamples: 300 reads a second, every one held counts", () => {
+    const random = seededRandom(17);
+    const reads = arrivals(random, 300, 0, 28_000).map((sentAt): TimedLatency => ({ sentAt, latencyMs: healthyMs(random) + (sentAt >= 27_000 && sentAt < 27_300 ? 25 : 0), observation: "baseline" }));
+    const windows = new LatencyWindows({ survivalBuckets: latencyWindowDefaults.buckets });
+    recordAsAnswered(clock, windows, east, answeredIn(reads, 0, 28_000));
+    // Past the view's refresh, still within the window's first bucket.
+    clock.tick(29_999 - performance.now());
+    const held = answeredIn(reads, 0, 28_000).length;
+    const decisions = new HedgeDecisions(windows);
+    decisions.observe("West US", "pointRead", 31, false);
+    const estimated = (minSamples: number): boolean => decisions.estimate(east, "West US", "pointRead", { ...settings, minSamples }) !== undefined;
+    assert.ok(held > 8000);
+    assert.equal(estimated(held), true, `${held} reads are ${held} samples`);
+    assert.equal(estimated(held + 1), false);
+    assert.equal(windows.summary(east, "pointRead")?.samples, held);
   });
 });

@@ -17,6 +17,7 @@ import type { CrossRegionHedgingPolicyOptions } from "../../../src/policies/cros
 import { eastUs, observe, pointRead, westUs } from "../../support/hedgingFixtures.js";
 import { useFakeClock } from "../../support/leakCheck.js";
 import { useRaceHarness } from "../../support/raceHarness.js";
+import { arrivals, exponential, healthyMs, readThroughPolicy } from "../../support/readRates.js";
 
 const east = "East US";
 const west = "West US";
@@ -336,4 +337,50 @@ describe("stragglerEvidence", () => {
     assert.equal(waitForEvidence(Number.POSITIVE_INFINITY, 10), 10);
     for (const evidence of [0, 0.25, 0.75, 1]) assert.equal(stragglerEvidence(waitForEvidence(evidence, 8), 8), evidence);
   });
+});
+
+describe("the benefit rule through crossRegionHedgingPolicy at production read rates", () => {
+  let clock: SinonFakeTimers;
+
+  beforeEach(() => {
+    clock = useFakeClock();
+  });
+
+  afterEach(() => {
+    clock.restore();
+  });
+
+  for (const rate of [100, 300, 1000]) {
+    it(`${rate} reads a second: a gradual brown-out (every read 3 ms slower each second from 5 s) is hedged from 25 s at the latest, as before stalls were told apart`, async () => {
+      const random = seededRandom(rate + 19);
+      const reads = await readThroughPolicy(clock, arrivals(random, rate, 0, 26_000), (region, sentAtMs) =>
+        region === "West US" ? 31 + exponential(1, random) : healthyMs(random) + Math.max(0, (sentAtMs - 5_000) * 0.003),
+      );
+      const seconds = new Map<number, { reads: number; hedged: number }>();
+      for (const read of reads) {
+        const second = Math.floor(read.sentAt / 1000);
+        const counts = seconds.get(second) ?? { reads: 0, hedged: 0 };
+        counts.reads += 1;
+        if (read.diagnostics.hedgeFired) counts.hedged += 1;
+        seconds.set(second, counts);
+      }
+      const onset = [...seconds].sort(([a], [b]) => a - b).find(([, counts]) => counts.hedged >= counts.reads / 2)?.[0];
+      assert.ok(onset !== undefined && onset <= 25, `the first second with half its reads hedged: ${onset}`);
+    });
+
+    it(`${rate} reads a second: with 10 % stragglers at +1 s, at most 1.5 % of the healthy reads are hedged in vain`, async () => {
+      const random = seededRandom(rate + 23);
+      const stragglersSentAt = new Set<number>();
+      const reads = await readThroughPolicy(clock, arrivals(random, rate, 0, 20_000), (region, sentAtMs) => {
+        if (region === "West US") return 31 + exponential(1, random);
+        if (random() >= 0.1) return healthyMs(random);
+        stragglersSentAt.add(sentAtMs);
+        return healthyMs(random) + 1000;
+      });
+      // The first seconds fill the windows.
+      const healthy = reads.filter((read) => read.sentAt >= 5_000 && !stragglersSentAt.has(read.sentAt));
+      const inVain = healthy.filter((read) => read.diagnostics.hedgeFired).length / healthy.length;
+      assert.ok(inVain <= 0.015, `healthy reads hedged: ${(inVain * 100).toFixed(2)} %`);
+    });
+  }
 });
