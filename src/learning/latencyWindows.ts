@@ -1,6 +1,7 @@
 import { DDSketch } from "@datadog/sketches-js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { positiveMilliseconds, wholeNumber } from "../options.js";
+import { StallDetector } from "./stallDetector.js";
 
 /**
  * The operation classes whose latencies are kept apart: a point read and a
@@ -95,11 +96,16 @@ export type LatencyObservation = "baseline" | "tail" | "censored";
 /** Below this many latencies a window is young: every new one refreshes its view, a merge of a few hundred bins at most. */
 const youngWindow = 100;
 
+/** The baseline answers (without stalls) a window needs before it tells a stall's answers from its healthy tail. */
+const stallBaselineSamples = 20;
+
 interface Bucket {
   readonly epoch: number;
   baseline?: DDSketch;
   tail?: DDSketch;
   censored?: DDSketch;
+  /** The answers of this bucket (baseline or tail) found to be a stall of the client: also in `baseline` or `tail`, left out of the survival only. */
+  stalled?: DDSketch;
 }
 
 interface MergedView {
@@ -118,8 +124,20 @@ interface MergedView {
   readonly recentAnswers: DDSketch | undefined;
   /** How many censored latencies those buckets held, with the latencies still running. */
   readonly recentCensored: number;
+  /** The answers of stalls of the client, of every bucket and of the newest `survivalBuckets` (see `StallDetector`). */
+  readonly stalled: DDSketch | undefined;
+  readonly recentStalled: DDSketch | undefined;
   /** Built on the first survival query of the view. */
   survival?: LatencySurvival;
+  /**
+   * Above this an answer is slow to the stall detector: the 99th percentile
+   * of the baseline without its stalls (a stall's tail answers are taken
+   * out of it too, which can only lower it by their few bins), found once
+   * per view; infinite while that holds fewer than `stallBaselineSamples`.
+   * Without stalls' answers, so that stalls a few seconds apart do not
+   * lift the bound into the next one's answers.
+   */
+  slowAbove?: number;
 }
 
 function newSketch(): DDSketch {
@@ -140,10 +158,14 @@ class Window {
   private recordedSinceView = 0;
   /** Latencies known to run past a bound and not ended yet (drained losers): censored until their answer is recorded. */
   private running = 0;
+  private readonly stalls = new StallDetector((epochs, latencies) => this.discount(epochs, latencies));
+  /** A stall was found since the view was merged: the survival must leave it out at once, not a second later. */
+  private stallSinceView = false;
 
   constructor(private readonly settings: Required<LatencyWindowsOptions>) {}
 
   record(epoch: number, latencyMs: number, observation: LatencyObservation): void {
+    const slowAbove = observation === "censored" ? undefined : this.slowAbove();
     this.dropStale(epoch);
     let bucket = this.buckets[this.buckets.length - 1];
     if (bucket === undefined || bucket.epoch !== epoch) {
@@ -158,6 +180,30 @@ class Window {
           : (bucket.censored ??= newSketch());
     sketch.accept(latencyMs);
     this.recordedSinceView += 1;
+    if (slowAbove !== undefined) this.stalls.answer(performance.now(), epoch, latencyMs, slowAbove);
+  }
+
+  /**
+   * See `MergedView.slowAbove`: from the last view a query merged, which
+   * holds no answer recorded since (in a young window the first of a
+   * stall's answers would otherwise be its own bound); infinite before the
+   * first view, as a window nobody reads has no survival to keep clean.
+   */
+  private slowAbove(): number {
+    const view = this.view;
+    if (view === undefined) return Number.POSITIVE_INFINITY;
+    // A young window's p99 is its largest healthy answers: enough to tell a stall's, which are tens of milliseconds later.
+    view.slowAbove ??= quantileOfBins(binsOf(view.baseline, view.stalled), 0.99, stallBaselineSamples);
+    return view.slowAbove;
+  }
+
+  /** Records a stall's answers in the buckets they were recorded in (one that has left the window takes them with it). */
+  private discount(epochs: readonly number[], latencies: readonly number[]): void {
+    for (let i = 0; i < latencies.length; i++) {
+      const bucket = this.buckets.find((each) => each.epoch === epochs[i]);
+      if (bucket !== undefined) (bucket.stalled ??= newSketch()).accept(latencies[i] ?? 0);
+    }
+    this.stallSinceView = true;
   }
 
   /** Counts a latency still running as censored, from now until {@link Window.stopRunning}; the view is merged again as for a new latency. */
@@ -172,9 +218,11 @@ class Window {
   }
 
   merged(now: number, epoch: number): MergedView {
+    this.stalls.settle(now);
     const view = this.view;
     if (
       view !== undefined &&
+      !this.stallSinceView &&
       view.epoch === epoch &&
       now - view.at < this.settings.refreshMs &&
       (this.recordedSinceView === 0 || (view.held >= youngWindow && this.recordedSinceView * 10 <= view.held))
@@ -185,22 +233,39 @@ class Window {
     let baseline: DDSketch | undefined;
     let tail: DDSketch | undefined;
     let censored: DDSketch | undefined;
+    let stalled: DDSketch | undefined;
     let recentAnswers: DDSketch | undefined;
     let recentCensored = 0;
+    let recentStalled: DDSketch | undefined;
     const recentFrom = epoch - this.settings.survivalBuckets + 1;
     for (const bucket of this.buckets) {
       baseline = mergeInto(baseline, bucket.baseline);
       tail = mergeInto(tail, bucket.tail);
       censored = mergeInto(censored, bucket.censored);
+      stalled = mergeInto(stalled, bucket.stalled);
       if (bucket.epoch < recentFrom) continue;
       recentAnswers = mergeInto(mergeInto(recentAnswers, bucket.baseline), bucket.tail);
       recentCensored += bucket.censored?.count ?? 0;
+      recentStalled = mergeInto(recentStalled, bucket.stalled);
     }
     const answers = tail === undefined ? baseline : mergeInto(mergeInto(undefined, baseline), tail);
     const observed = censored === undefined ? answers : mergeInto(mergeInto(undefined, answers), censored);
     const { running } = this;
-    this.view = { at: now, epoch, held: observed?.count ?? 0, baseline, answers, censored: (censored?.count ?? 0) + running, observed, recentAnswers, recentCensored: recentCensored + running };
+    this.view = {
+      at: now,
+      epoch,
+      held: observed?.count ?? 0,
+      baseline,
+      answers,
+      censored: (censored?.count ?? 0) + running,
+      observed,
+      recentAnswers,
+      recentCensored: recentCensored + running,
+      stalled,
+      recentStalled,
+    };
     this.recordedSinceView = 0;
+    this.stallSinceView = false;
     return this.view;
   }
 
@@ -241,10 +306,12 @@ function summarize(sketch: DDSketch | undefined): LatencySummary | undefined {
  * they keep the estimate where it was.
  */
 export class LatencySurvival {
-  /** Answers and censored latencies together. */
+  /** Answers and censored latencies together, a stall's answers left out. */
   readonly samples: number;
   /** How many latencies are censored. */
   readonly censored: number;
+  /** How many answers of stalls of the client are left out: real reads all the same, counted against `minSamples`. */
+  readonly stalled: number;
   /** The distinct answer latencies, ascending: where the survival steps. */
   readonly steps: readonly number[];
   /** How many answers took at most `steps[i]`. */
@@ -253,8 +320,9 @@ export class LatencySurvival {
   /**
    * @param answers - `[latency, count]` pairs of the answers, ascending by latency.
    * @param censored - how many censored latencies there are.
+   * @param stalled - how many answers of stalls of the client were left out of `answers`.
    */
-  constructor(answers: ReadonlyArray<readonly [number, number]>, censored: number) {
+  constructor(answers: ReadonlyArray<readonly [number, number]>, censored: number, stalled = 0) {
     const steps: number[] = [];
     const atMost: number[] = [];
     let count = 0;
@@ -269,6 +337,7 @@ export class LatencySurvival {
     this.steps = steps;
     this.atMost = atMost;
     this.censored = censored;
+    this.stalled = stalled;
     this.samples = count + censored;
   }
 
@@ -298,20 +367,39 @@ export class LatencySurvival {
  * The bins of a sketch as ascending `[latency, count]` pairs, each latency
  * the bin's upper edge (no value in the bin exceeds it) kept within what the
  * sketch saw: a delay chosen at a step then lies past every latency below
- * it, not amid the bin its representative value stands for.
+ * it, not amid the bin its representative value stands for. `without`, a
+ * sketch of some of the same latencies (a stall's), is taken out bin by bin.
  */
-function binsOf(sketch: DDSketch | undefined): Array<[number, number]> {
+function binsOf(sketch: DDSketch | undefined, without?: DDSketch): Array<[number, number]> {
   if (sketch === undefined || sketch.count === 0) return [];
   const bins: Array<[number, number]> = [];
-  if (sketch.zeroCount > 0) bins.push([0, sketch.zeroCount]);
+  const zeroCount = sketch.zeroCount - (without?.zeroCount ?? 0);
+  if (zeroCount > 0) bins.push([0, zeroCount]);
   const { store, mapping } = sketch;
   // A logarithmic bin holds (gamma^(k-1), gamma^k]; its value is gamma^k * 2 / (1 + gamma).
   const toUpperEdge = (1 + mapping.gamma) / 2;
+  // Both sketches share one mapping (one relative accuracy), so a key is the same bin in each.
+  const taken = without === undefined || without.count === 0 ? undefined : without.store;
   for (let index = 0; index < store.bins.length; index++) {
-    const count = store.bins[index] ?? 0;
-    if (count > 0) bins.push([Math.min(Math.max(mapping.value(index + store.offset) * toUpperEdge, sketch.min), sketch.max), count]);
+    const key = index + store.offset;
+    const count = (store.bins[index] ?? 0) - (taken?.bins[key - taken.offset] ?? 0);
+    if (count > 0) bins.push([Math.min(Math.max(mapping.value(key) * toUpperEdge, sketch.min), sketch.max), count]);
   }
   return bins;
+}
+
+/** The nearest-rank `quantile` of ascending `[latency, count]` pairs; infinite below `minCount` latencies. */
+function quantileOfBins(bins: ReadonlyArray<readonly [number, number]>, quantile: number, minCount: number): number {
+  let total = 0;
+  for (const [, count] of bins) total += count;
+  if (total < minCount) return Number.POSITIVE_INFINITY;
+  const rank = Math.ceil(quantile * total);
+  let seen = 0;
+  for (const [latency, count] of bins) {
+    seen += count;
+    if (seen >= rank) return latency;
+  }
+  return Number.POSITIVE_INFINITY;
 }
 
 /**
@@ -330,6 +418,11 @@ function binsOf(sketch: DDSketch | undefined): Array<[number, number]> {
  * latency looks like, the percentiles of {@link LatencyWindows.summary} and
  * the {@link LatencyWindows.survival} the hedge decision reads, but never in
  * the baseline, where a slow region's own tail would drag its threshold up.
+ *
+ * The answers of a stall of the client (see `StallDetector`) stay in all of
+ * it but the survival: the baseline, the percentiles and the counts see
+ * every answer, while the benefit rule does not hold its delay above reads
+ * that a paused event loop made late for a moment.
  */
 export class LatencyWindows {
   private readonly windows = new Map<string, Map<LatencyClass, Window>>();
@@ -391,7 +484,9 @@ export class LatencyWindows {
     if (view === undefined || view.held === 0) return undefined;
     // A quiet region's newest buckets hold too few latencies for a tail: it is read over the whole window instead.
     const recent = (view.recentAnswers?.count ?? 0) + view.recentCensored >= youngWindow;
-    view.survival ??= recent ? new LatencySurvival(binsOf(view.recentAnswers), view.recentCensored) : new LatencySurvival(binsOf(view.answers), view.censored);
+    view.survival ??= recent
+      ? new LatencySurvival(binsOf(view.recentAnswers, view.recentStalled), view.recentCensored, view.recentStalled?.count ?? 0)
+      : new LatencySurvival(binsOf(view.answers, view.stalled), view.censored, view.stalled?.count ?? 0);
     return view.survival;
   }
 

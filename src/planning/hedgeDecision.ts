@@ -235,7 +235,7 @@ export class HedgeDecisions {
     const hedgeLatencyMs = this.hedgeLatencyMs(hedge, latencyClass);
     if (hedgeLatencyMs === undefined) return undefined;
     const survival = this.windows.survival(primary, latencyClass);
-    if (survival === undefined || survival.samples < settings.minSamples) return undefined;
+    if (survival === undefined || survival.samples + survival.stalled < settings.minSamples) return undefined;
     const key = `${latencyClass}\u0000${primary}\u0000${hedge}`;
     const cached = this.cached.get(key);
     if (cached !== undefined && cached.survival === survival && cached.hedgeLatencyMs === hedgeLatencyMs) return cached.estimate;

@@ -3,7 +3,7 @@ import type { SinonFakeTimers } from "sinon";
 import { LatencySurvival, LatencyWindows, latencyClassOf, latencyWindowDefaults } from "../../../src/learning/latencyWindows.js";
 import type { OperationKind } from "../../../src/cosmos/operationKind.js";
 import { useFakeClock } from "../../support/leakCheck.js";
-import { HedgeDecisions } from "../../../src/planning/hedgeDecision.js";
+import { HedgeDecisions, hedgeDelay } from "../../../src/planning/hedgeDecision.js";
 import { resolveAdaptiveThreshold } from "../../../src/planning/adaptiveThreshold.js";
 import { seededRandom } from "../../../src/testing/seededRandom.js";
 import { arrivals, healthyMs, nearestRank, recordAsAnswered } from "../../support/readRates.js";
@@ -321,6 +321,30 @@ describe("LatencyWindows at production read rates", () => {
     };
   }
 
+  /**
+   * The benefit rule's delay (hedge region 31 ms away) each half second from 19.5 to 25 s, over reads at `rate`
+   * of which a tenth are stragglers cut short by hedges; every read sent in `[20 s, 20 s + stallMs)` takes 25 ms more.
+   */
+  function delaysAround(rate: number, stallMs: number): Array<number | undefined> {
+    // Each run starts on a bucket's edge, so that both see their reads in the same buckets.
+    clock.tick((5_000 - (performance.now() % 5_000)) % 5_000);
+    const random = seededRandom(rate + 13);
+    const reads = arrivals(random, rate, 0, 26_000).map((sentAt): TimedLatency => {
+      const stall = sentAt >= 20_000 && sentAt < 20_000 + stallMs ? 25 : 0;
+      return random() < 0.1 ? { sentAt, latencyMs: 45 + stall, observation: "censored" } : { sentAt, latencyMs: healthyMs(random) + stall, observation: "baseline" };
+    });
+    const windows = new LatencyWindows();
+    const delays: Array<number | undefined> = [];
+    recordAsAnswered(clock, windows, east, reads, {
+      everyMs: 500,
+      at: (now) => {
+        const survival = windows.survival(east, "pointRead");
+        if (now >= 19_500 && now <= 25_000 && survival !== undefined) delays.push(hedgeDelay(survival, 31, settings)?.delayMs);
+      },
+    });
+    return delays;
+  }
+
   const settings = resolveAdaptiveThreshold("adaptive", 500);
 
   for (const rate of [100, 300, 1000]) {
@@ -378,6 +402,19 @@ describe("LatencyWindows at production read rates", () => {
         const survival = windows.survival(east, "pointRead");
         assert.ok(Math.abs((survival?.above(20) ?? 0) - truth) <= 0.01, `the survival's share above 20 ms ${survival?.above(20)}, true ${truth}`);
       });
+    });
+  }
+
+  for (const rate of [30, 100, 300, 1000]) {
+    it(`${rate} reads a second: a 300 ms stall of the client (every read +25 ms) leaves the benefit rule's delay where it was without it`, () => {
+      const without = delaysAround(rate, 0);
+      const stalled = delaysAround(rate, 300);
+      assert.equal(stalled.length, without.length);
+      // Before the stall ends (20.5 s and earlier) the survival may hold its answers; a second after it, it must not.
+      for (let i = 4; i < stalled.length; i++) {
+        const [delay, healthy] = [stalled[i] ?? Number.NaN, without[i] ?? Number.NaN];
+        assert.ok(delay <= healthy * 1.1, `${19.5 + i / 2} s: delay ${delay} ms with the stall, ${healthy} ms without`);
+      }
     });
   }
 

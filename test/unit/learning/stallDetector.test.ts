@@ -1,0 +1,119 @@
+import assert from "node:assert/strict";
+import { StallDetector, stallDefaults } from "../../../src/learning/stallDetector.js";
+
+/** A detector fed by hand: answers at given times, the healthy tail at 10 ms, every answer in bucket 0. */
+function detector(): { offer(at: number, latencyMs: number): void; settle(at: number): void; readonly stalls: number[][] } {
+  const stalls: number[][] = [];
+  const stalled = new StallDetector((epochs, latencies) => {
+    assert.ok(epochs.every((epoch) => epoch === 0));
+    stalls.push([...latencies]);
+  });
+  return {
+    offer: (at, latencyMs) => stalled.answer(at, 0, latencyMs, 10),
+    settle: (at) => stalled.settle(at),
+    stalls,
+  };
+}
+
+/** Healthy answers every `spacingMs` over `[fromMs, toMs)`. */
+function calm(offer: (at: number, latencyMs: number) => void, fromMs: number, toMs: number, spacingMs = 10): void {
+  for (let at = fromMs; at < toMs; at += spacingMs) offer(at, 2);
+}
+
+describe("StallDetector", () => {
+  it("reports a burst of slow answers after a calm stretch once three healthy answers in a row follow it", () => {
+    const { offer, stalls } = detector();
+    calm(offer, 0, 3000);
+    for (const [at, latency] of [
+      [3000, 30],
+      [3010, 31],
+      [3020, 2],
+      [3030, 32],
+      [3040, 33],
+    ] as const) {
+      offer(at, latency);
+    }
+    offer(3050, 2);
+    offer(3060, 2);
+    assert.deepEqual(stalls, [], "two healthy answers do not end it: a read sent after a stall can answer before its last reads");
+    offer(3070, 2);
+    assert.deepEqual(stalls, [[30, 31, 32, 33]], "the healthy answer inside it is not taken out");
+  });
+
+  it("ends a burst after gapMs without a slow answer when no more answers come", () => {
+    const { offer, settle, stalls } = detector();
+    calm(offer, 0, 3000);
+    for (const at of [3000, 3010, 3020]) offer(at, 40);
+    settle(3020 + stallDefaults.gapMs);
+    assert.deepEqual(stalls, []);
+    settle(3021 + stallDefaults.gapMs);
+    assert.deepEqual(stalls, [[40, 40, 40]]);
+  });
+
+  it("takes two slow answers for the healthy tail, not a stall", () => {
+    const { offer, stalls } = detector();
+    calm(offer, 0, 3000);
+    offer(3000, 40);
+    offer(3010, 40);
+    calm(offer, 3020, 4000);
+    assert.deepEqual(stalls, []);
+  });
+
+  it("takes a burst where fewer than half the answers are slow for a tail, not a stall", () => {
+    const { offer, stalls } = detector();
+    calm(offer, 0, 3000);
+    // Slow, healthy, healthy, slow, healthy, healthy, slow: 3 of 7.
+    for (let i = 0; i < 7; i++) offer(3000 + i * 10, i % 3 === 0 ? 40 : 2);
+    calm(offer, 3070, 4000);
+    assert.deepEqual(stalls, []);
+  });
+
+  it("takes a slowdown longer than maxStallMs for the region's, and the bursts after it too", () => {
+    const { offer, stalls } = detector();
+    calm(offer, 0, 3000);
+    for (let at = 3000; at <= 3000 + 3 * stallDefaults.maxStallMs; at += 10) offer(at, 40);
+    calm(offer, 4600, 4700);
+    assert.deepEqual(stalls, [], "every burst of it came after slow answers, and the first was too long");
+    // Once the context is calm again, a stall counts.
+    calm(offer, 4700, 7000);
+    for (const at of [7000, 7010, 7020]) offer(at, 40);
+    calm(offer, 7030, 7100);
+    assert.deepEqual(stalls, [[40, 40, 40]]);
+  });
+
+  it("takes bursts one after another, as a lasting slowdown shows at a low read rate, for stalls only while the stretch before them was calm", () => {
+    const { offer, stalls } = detector();
+    calm(offer, 0, 3000, 33);
+    // Three slow answers, three healthy ones, and again: half the answers slow for two seconds, three slow ones in each 200 ms.
+    for (let i = 0; i < 60; i++) offer(3000 + i * 33, Math.floor(i / 3) % 2 === 0 ? 40 : 2);
+    const discounted = stalls.reduce((sum, stall) => sum + stall.length, 0);
+    assert.ok(discounted > 0 && discounted <= 3 * Math.ceil(stallDefaults.maxStallMs / 200), `at most its first maxStallMs are taken out: ${discounted} of 30 slow answers`);
+  });
+
+  it("leaves a straggler's answer (later than the healthy tail by more than maxStallMs) out: it neither opens nor ends a burst", () => {
+    const { offer, stalls } = detector();
+    calm(offer, 0, 3000);
+    offer(3000, 1010);
+    offer(3001, 1010);
+    offer(3002, 1010);
+    calm(offer, 3010, 3100);
+    assert.deepEqual(stalls, []);
+    for (const at of [4000, 4010]) offer(at, 40);
+    for (let i = 0; i < 5; i++) offer(4011 + i, 1010);
+    offer(4020, 40);
+    calm(offer, 4030, 4100);
+    assert.deepEqual(stalls, [[40, 40, 40]]);
+  });
+
+  it("keeps the bound a burst opened with: its own answers never raise it", () => {
+    const stalls: number[][] = [];
+    const stalled = new StallDetector((_, latencies) => stalls.push([...latencies]));
+    for (let at = 0; at < 3000; at += 10) stalled.answer(at, 0, 2, 10);
+    stalled.answer(3000, 0, 30, 10);
+    // A young window's p99 would be the stall's own answers by now.
+    stalled.answer(3010, 0, 30, 30);
+    stalled.answer(3020, 0, 30, 30);
+    for (let at = 3030; at < 3100; at += 10) stalled.answer(at, 0, 2, 30);
+    assert.deepEqual(stalls, [[30, 30, 30]]);
+  });
+});
