@@ -14,7 +14,7 @@ const modes: ModeSpec[] = [
   { name: fixedMode(100).name, kind: "hedging", hedging: { crossRegion: { threshold: 100, budget } } },
   { name: "adaptive", kind: "hedging", hedging: { crossRegion: { threshold: "adaptive", budget } } },
 ];
-const rows = await runCountScenario(stragglers, modes, undefined, Number(process.argv[2] ?? 7));
+const rows = await runCountScenario(stragglers, modes, { seed: Number(process.argv[2] ?? 7) });
 for (const row of rows) {
   const unhedged = row.latencySamples.filter((latency) => latency > 500).length;
   console.log(

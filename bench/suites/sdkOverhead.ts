@@ -7,7 +7,6 @@ import type { Container, CosmosClientOptions } from "@azure/cosmos";
 // The built package, as users run it.
 import { crossRegionHedgingPolicy, excludedRegionsPolicy, metadataHedgingPolicy, RegionCache, withHedging } from "cosmos-hedging";
 import { startRemoteEmulator } from "../support/remoteEmulator.js";
-import type { RemoteEmulator } from "../support/remoteEmulator.js";
 import { InMemoryAccountAgent, inMemoryRegions } from "../support/inMemoryAccount.js";
 import { markdownTable } from "../support/table.js";
 
@@ -301,7 +300,7 @@ export interface SdkOverheadResults {
  */
 export async function runSdkOverheadSuite(settings = defaultSdkOverheadSettings): Promise<SdkOverheadResults> {
   const inMemory = await runModes({ kind: "inMemory" }, settings);
-  const emulator: RemoteEmulator = await startRemoteEmulator();
+  const emulator = await startRemoteEmulator();
   try {
     const account: SdkOverheadAccount = { kind: "emulator", endpoint: emulator.endpoint, key: emulator.key };
     const seeder = new CosmosClient(sdkOverheadBaseOptions(account));

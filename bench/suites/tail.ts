@@ -1,7 +1,7 @@
 import { CosmosClient } from "@azure/cosmos";
 import type { CosmosClientOptions } from "@azure/cosmos";
 import { startEmulator } from "../../test/emulator/index.js";
-import type { Emulator, EmulatorRegionSpec } from "../../test/emulator/index.js";
+import type { Emulator, EmulatorRegionSpec, FaultRule } from "../../test/emulator/index.js";
 import { seedContainer } from "../../test/support/cosmos.js";
 import { ChargeLedger } from "../support/chargeLedger.js";
 import { chargeOf, describeRead, disposeAll, modeClientOptions } from "../support/modes.js";
@@ -13,6 +13,8 @@ import type { OfferedLoad, OpenLoopResult } from "../support/openLoop.js";
 import { describeLoad, runOpenLoop } from "../support/openLoop.js";
 import type { ModeTimeline, Phase, ReadDetail, TimedRead } from "../support/timeline.js";
 import { runTimeline } from "../support/timeline.js";
+import type { EmulatorHost } from "../support/remoteEmulator.js";
+import type { OperationKind } from "../../src/cosmos/operationKind.js";
 import { secondP99s } from "../support/hindsight.js";
 
 const itemCount = 100;
@@ -20,13 +22,23 @@ const preferred = "East US";
 /** Each client is warmed at the offered rate (connections, caches, learned thresholds) before anything is timed. */
 const warmUpMs = 1000;
 
+/** A fault rule of one region of a case. */
+export interface RegionFault {
+  region: string;
+  rule: FaultRule;
+}
+
 /** A count-based case: the same reads, offered at the same rate, to each mode, each on its own emulator with the same seed. */
 export interface CountScenario {
   name: string;
   reads: number;
   regions: EmulatorRegionSpec[];
-  /** Degrades the account once the clients are warm. */
-  degrade?: (emulator: Emulator) => void;
+  /**
+   * What degrades the account once the clients are warm, installed in this
+   * order (the first rule that wins its draw applies). Data, not a function,
+   * so that an emulator in another process can install them too.
+   */
+  faults?: readonly RegionFault[];
 }
 
 /**
@@ -83,9 +95,7 @@ export const noisyHealthy: CountScenario = {
   name: "noisy but healthy: every read +2-20 ms",
   reads: 1000,
   regions: [{ name: preferred }, { name: "West US", latencyMs: 30 }],
-  degrade: (emulator) => {
-    emulator.region(preferred).addFault({ operations: ["pointRead"], delayMs: { min: 2, max: 20 } });
-  },
+  faults: [{ region: preferred, rule: { operations: ["pointRead"], delayMs: { min: 2, max: 20 } } }],
 };
 
 /** Issue 3's stragglers: 10 % of point reads in the preferred region take 1 s more; the next region is 30 ms away. */
@@ -93,9 +103,7 @@ export const stragglers: CountScenario = {
   name: "stragglers: 10% of reads +1 s",
   reads: 1000,
   regions: [{ name: preferred }, { name: "West US", latencyMs: 30 }],
-  degrade: (emulator) => {
-    emulator.region(preferred).addFault({ operations: ["pointRead"], delayMs: 1000, probability: 0.1 });
-  },
+  faults: [{ region: preferred, rule: { operations: ["pointRead"], delayMs: 1000, probability: 0.1 } }],
 };
 
 /** Issue 13's mixed tail: 2 % of reads +1 s and 8 % +150 ms in the preferred region. */
@@ -103,12 +111,11 @@ export const mixedTail: CountScenario = {
   name: "mixed tail: 2% +1 s, 8% +150 ms",
   reads: 1000,
   regions: [{ name: preferred }, { name: "West US", latencyMs: 30 }],
-  degrade: (emulator) => {
-    const region = emulator.region(preferred);
-    region.addFault({ operations: ["pointRead"], delayMs: 1000, probability: 0.02 });
+  faults: [
+    { region: preferred, rule: { operations: ["pointRead"], delayMs: 1000, probability: 0.02 } },
     // The first rule that wins its draw applies: 8 % of all reads is 8 / 98 of those the first rule spared.
-    region.addFault({ operations: ["pointRead"], delayMs: 150, probability: 0.08 / 0.98 });
-  },
+    { region: preferred, rule: { operations: ["pointRead"], delayMs: 150, probability: 0.08 / 0.98 } },
+  ],
 };
 
 /** Every region slow: hedging cannot help, and the budget must keep it from adding load. */
@@ -116,9 +123,7 @@ export const overload: CountScenario = {
   name: "overload: every region +100-160 ms",
   reads: 600,
   regions: [{ name: preferred }, { name: "West US", latencyMs: 30 }],
-  degrade: (emulator) => {
-    for (const region of emulator.regions) region.addFault({ operations: ["pointRead"], delayMs: { min: 100, max: 160 } });
-  },
+  faults: [preferred, "West US"].map((region) => ({ region, rule: { operations: ["pointRead"], delayMs: { min: 100, max: 160 } } })),
 };
 
 /** The count-based cases of `npm run bench`, in the order it runs them. */
@@ -129,37 +134,84 @@ function itemKey(index: number): [string, string] {
   return [`item-${id}`, `pk-${id % 10}`];
 }
 
-async function seeded(regions: EmulatorRegionSpec[], seed: number): Promise<{ emulator: Emulator; base: CosmosClientOptions }> {
+/**
+ * A case's emulator as the count-based cases drive it: in this process,
+ * where the oracle can ask it what it will do, or in a host process of its
+ * own (see `startEmulatorHost`), where its CPU and its event loop are not
+ * the client's, so that the client can be offered several times the load.
+ */
+interface CaseEmulator {
+  readonly regions: readonly { readonly name: string; readonly endpoint: string }[];
+  /** The emulator itself when it runs in this process. */
+  readonly local: Emulator | undefined;
+  install(faults: readonly RegionFault[]): Promise<void>;
+  count(kind: OperationKind): Promise<number>;
+  resetCounters(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function caseEmulator(regions: EmulatorRegionSpec[], seed: number, host: EmulatorHost | undefined): Promise<CaseEmulator & { endpoint: string; key: string }> {
+  if (host !== undefined) {
+    const remote = await host.start({ regions, seed });
+    return {
+      endpoint: remote.endpoint,
+      key: remote.key,
+      regions: remote.regions,
+      local: undefined,
+      install: async (faults) => {
+        for (const { region, rule } of faults) await remote.addFault(region, rule);
+      },
+      count: (kind) => remote.count(kind),
+      resetCounters: () => remote.resetCounters(),
+      close: () => remote.close(),
+    };
+  }
   const emulator = await startEmulator({ regions, seed, recordRequests: false });
-  const seeder = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
+  return {
+    endpoint: emulator.endpoint,
+    key: emulator.key,
+    regions: emulator.regions,
+    local: emulator,
+    install: async (faults) => {
+      for (const { region, rule } of faults) emulator.region(region).addFault(rule);
+    },
+    count: async (kind) => emulator.count(kind),
+    resetCounters: async () => emulator.resetCounters(),
+    close: () => emulator.close(),
+  };
+}
+
+/** Seeds an account's items and returns the options every mode's client is built over. */
+async function seededOptions(account: { endpoint: string; key: string }, regions: readonly EmulatorRegionSpec[]): Promise<CosmosClientOptions> {
+  const seeder = new CosmosClient({ endpoint: account.endpoint, key: account.key });
   const items = Array.from({ length: itemCount }, (_, i) => ({ id: `item-${i}`, pk: `pk-${i % 10}` }));
   await seedContainer(seeder, { database: "bench", container: "items", items });
   seeder.dispose();
-  const base: CosmosClientOptions = {
-    endpoint: emulator.endpoint,
-    key: emulator.key,
+  return {
+    endpoint: account.endpoint,
+    key: account.key,
     connectionPolicy: { preferredLocations: regions.map((region) => region.name), enableBackgroundEndpointRefreshing: false },
   };
-  return { emulator, base };
 }
 
-function regionFinder(emulator: Emulator): (endpoint: string) => string | undefined {
+function regionFinder(emulator: Pick<CaseEmulator, "regions">): (endpoint: string) => string | undefined {
   return (endpoint) => emulator.regions.find((region) => new URL(region.endpoint).host === new URL(endpoint).host)?.name;
 }
 
 /** One mode's client on its own emulator, warmed and ready. */
 interface PreparedMode {
   mode: ModeSpec;
-  emulator: Emulator;
+  emulator: CaseEmulator;
   client: CosmosClient;
   ledger: ChargeLedger | undefined;
   read: (index: number) => Promise<ReadDetail>;
 }
 
-async function prepareMode(scenario: CountScenario, mode: ModeSpec, seed: number): Promise<PreparedMode> {
-  const { emulator, base } = await seeded(scenario.regions, seed);
+async function prepareMode(scenario: CountScenario, mode: ModeSpec, seed: number, host: EmulatorHost | undefined): Promise<PreparedMode> {
+  const emulator = await caseEmulator(scenario.regions, seed, host);
+  const base = await seededOptions(emulator, scenario.regions);
   const ledger = mode.kind === "hedging" ? new ChargeLedger() : undefined;
-  const client = new CosmosClient(modeClientOptions(mode, base, emulator, ledger));
+  const client = new CosmosClient(modeClientOptions(mode, base, emulator.local, ledger));
   const container = client.database("bench").container("items");
   const regionOf = regionFinder(emulator);
   return { mode, emulator, client, ledger, read: async (index) => describeRead(await container.item(...itemKey(index)).read(), regionOf) };
@@ -169,7 +221,7 @@ async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: 
   const answered = result.reads.flatMap((read) => (read.detail === undefined ? [] : [read.detail]));
   const charge = await chargeOf(prepared.ledger, answered);
   // Counted after the drains, so that a loser still draining at the end is counted too.
-  const sent = prepared.emulator.count("pointRead");
+  const sent = await prepared.emulator.count("pointRead");
   return {
     scenario: scenario.name,
     mode: prepared.mode.name,
@@ -192,6 +244,16 @@ async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: 
   };
 }
 
+/** How {@link runCountScenario} runs a case. */
+export interface CountScenarioSettings {
+  /** Default {@link defaultTailLoad}. */
+  load?: OfferedLoad;
+  /** The emulators' fault seed. Default 7. */
+  seed?: number;
+  /** Runs the emulators in this host process instead of this one (the oracle mode then cannot run). */
+  host?: EmulatorHost;
+}
+
 /**
  * Runs every mode through the case at the same time, each on its own
  * emulator with the same fault seed (so that the same reads straggle for
@@ -201,20 +263,16 @@ async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: 
  * whichever mode happened to be running, so the ratios between modes hold.
  * The price: one mode's extra requests load the machine for all.
  */
-export async function runCountScenario(
-  scenario: CountScenario,
-  modes: readonly ModeSpec[],
-  load = defaultTailLoad,
-  seed = 7,
-): Promise<TailRow[]> {
+export async function runCountScenario(scenario: CountScenario, modes: readonly ModeSpec[], settings: CountScenarioSettings = {}): Promise<TailRow[]> {
+  const { load = defaultTailLoad, seed = 7, host } = settings;
   const prepared: PreparedMode[] = [];
   try {
-    for (const mode of modes) prepared.push(await prepareMode(scenario, mode, seed));
+    for (const mode of modes) prepared.push(await prepareMode(scenario, mode, seed, host));
     await Promise.all(prepared.map((each) => runOpenLoop({ ...load, durationMs: warmUpMs }, each.read)));
     for (const each of prepared) {
-      each.emulator.resetCounters();
+      await each.emulator.resetCounters();
       each.ledger?.clear();
-      scenario.degrade?.(each.emulator);
+      await each.emulator.install(scenario.faults ?? []);
     }
     const staggerMs = 1000 / load.ratePerSecond / prepared.length;
     const results = await Promise.all(
@@ -361,7 +419,8 @@ function secondP50s(timeline: ModeTimeline): Map<number, number> {
  */
 export async function runBrownOut(modes: readonly ModeSpec[], settings = defaultBrownOut): Promise<BrownOutRow[]> {
   const regions = [{ name: preferred }, { name: "West US", latencyMs: 30 }];
-  const { emulator, base } = await seeded(regions, 3);
+  const emulator = await startEmulator({ regions, seed: 3, recordRequests: false });
+  const base = await seededOptions(emulator, regions);
   const ledgers = modes.map((mode) => (mode.kind === "hedging" ? new ChargeLedger() : undefined));
   const clients = modes.map((mode, m) => new CosmosClient(modeClientOptions(mode, base, emulator, ledgers[m])));
   const regionOf = regionFinder(emulator);

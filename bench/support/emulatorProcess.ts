@@ -1,12 +1,64 @@
-// The multi-region emulator in a process of its own, so that a benchmark of
-// the client measures the client's CPU alone. It prints one JSON line with
-// the endpoint and key, and closes when its standard input ends (the parent
-// exited or closed it).
+// Emulators in a process of their own, so that a benchmark of the client
+// measures the client alone: its CPU, and its event loop's stalls without
+// the emulator's. Commands arrive as JSON lines on standard input
+// (`{ id, method, params }`) and each answer leaves as one line on standard
+// output (`{ id, result }` or `{ id, error }`); when standard input ends (the
+// parent exited or closed it), every emulator closes and the process exits.
+import { createInterface } from "node:readline";
 import { startEmulator } from "../../test/emulator/index.js";
+import type { Emulator, EmulatorOptions, FaultHandle, FaultRule } from "../../test/emulator/index.js";
+import type { OperationKind } from "../../src/cosmos/operationKind.js";
+import type { EmulatorCommand } from "./remoteEmulator.js";
 
-const emulator = await startEmulator({ recordRequests: false });
-process.stdout.write(`${JSON.stringify({ endpoint: emulator.endpoint, key: emulator.key })}\n`);
-process.stdin.resume();
-process.stdin.on("end", () => {
-  void emulator.close().then(() => process.exit(0));
+const emulators = new Map<number, Emulator>();
+const faults = new Map<number, FaultHandle>();
+let nextId = 1;
+
+function emulatorOf(id: number): Emulator {
+  const emulator = emulators.get(id);
+  if (emulator === undefined) throw new Error(`no emulator ${id}`);
+  return emulator;
+}
+
+async function perform(method: EmulatorCommand["method"], params: Record<string, unknown>): Promise<unknown> {
+  switch (method) {
+    case "start": {
+      const emulator = await startEmulator({ ...(params.options as EmulatorOptions), recordRequests: false });
+      const id = nextId++;
+      emulators.set(id, emulator);
+      return { id, endpoint: emulator.endpoint, key: emulator.key, regions: emulator.regions.map(({ name, endpoint }) => ({ name, endpoint })) };
+    }
+    case "addFault": {
+      const handle = emulatorOf(params.emulator as number).region(params.region as string).addFault(params.rule as FaultRule);
+      const id = nextId++;
+      faults.set(id, handle);
+      return id;
+    }
+    case "removeFault":
+      faults.get(params.fault as number)?.remove();
+      faults.delete(params.fault as number);
+      return null;
+    case "count":
+      return emulatorOf(params.emulator as number).count(params.kind as OperationKind | OperationKind[] | undefined);
+    case "resetCounters":
+      emulatorOf(params.emulator as number).resetCounters();
+      return null;
+    case "close":
+      await emulators.get(params.emulator as number)?.close();
+      emulators.delete(params.emulator as number);
+      return null;
+  }
+}
+
+const lines = createInterface({ input: process.stdin });
+lines.on("line", (line) => {
+  const { id, method, params } = JSON.parse(line) as EmulatorCommand & { id: number };
+  perform(method, params).then(
+    (result) => process.stdout.write(`${JSON.stringify({ id, result })}\n`),
+    (error: unknown) => process.stdout.write(`${JSON.stringify({ id, error: error instanceof Error ? error.message : String(error) })}\n`),
+  );
 });
+lines.on("close", () => {
+  void Promise.all([...emulators.values()].map((emulator) => emulator.close())).then(() => process.exit(0));
+});
+process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
