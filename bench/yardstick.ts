@@ -16,7 +16,7 @@ import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { adaptiveMode } from "./support/benchModes.js";
-import { hindsightVerdicts, nearestRankP99, sweepModes, sweepPasses, sweepStepMs, sweepThresholdsMs } from "./support/hindsight.js";
+import { hindsightVerdicts, nearestRankP99, onsetSeconds, sweepModes, sweepPasses, sweepStepMs, sweepThresholdsMs } from "./support/hindsight.js";
 import type { HindsightVerdict, YardstickPoint } from "./support/hindsight.js";
 import { startEmulatorHost } from "./support/remoteEmulator.js";
 import { ms, percent } from "./support/stats.js";
@@ -88,6 +88,16 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[Math.floor(middle)]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
+const shownOnset = (seconds: number | undefined): string => (seconds === undefined ? "never" : `${seconds} s`);
+
+/** Issue 24's onset (see `onsetSeconds`) in a pass that ran fixed 100 ms beside the learner, else a dash. */
+function onset(rows: readonly TailRow[]): string {
+  const own = rows.find((row) => row.mode === learner.name)!.secondP99s;
+  const reference = rows.find((row) => bare(row.mode) === "fixed 100 ms")?.secondP99s;
+  if (reference === undefined) return "-";
+  return `${shownOnset(onsetSeconds(own, reference, 100))} / ${shownOnset(onsetSeconds(own, reference))}`;
+}
+
 const geometricMean = (values: readonly number[]): number => Math.exp(values.reduce((sum, value) => sum + Math.log(value), 0) / values.length);
 
 const started = new Date();
@@ -119,14 +129,25 @@ try {
       return hindsightVerdicts(sweep, [point(learner.name, [learnerRow])])[0]!;
     });
     const passTable = markdownTable(
-      ["seed", "pass", ...verdictHeader, "start lag p99 ms (worst mode)", "errors"],
+      ["seed", "pass", ...verdictHeader, "onset vs fixed 100 ms, tolerant / strict", "start lag p99 ms (worst mode)", "errors"],
       passes.map(({ seed, pass, rows }, p) => [
         String(seed),
         String(pass),
         ...verdictCells(verdicts[p]!),
+        onset(rows),
         ms(Math.max(...rows.map((row) => row.startLagP99))),
         String(rows.reduce((sum, row) => sum + row.errors, 0)),
       ]),
+    );
+    const thresholdTable = markdownTable(
+      ["seed", "pass", "reads with a threshold", "benefit", "noBenefit", "adaptive", "adaptiveWarmup", "p10 ms", "p50 ms", "p90 ms", "p99 ms"],
+      passes.map(({ seed, pass, rows }) => {
+        const thresholds = rows.find((row) => row.mode === learner.name)!.thresholds;
+        const share = (source: string): string => percent(thresholds.filter((each) => each.source === source).length / Math.max(1, thresholds.length));
+        const sorted = Float64Array.from(thresholds.map((each) => each.ms)).sort();
+        const at = (q: number): string => ms(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN);
+        return [String(seed), String(pass), String(thresholds.length), share("benefit"), share("noBenefit"), share("adaptive"), share("adaptiveWarmup"), at(0.1), at(0.5), at(0.9), at(0.99)];
+      }),
     );
     const ratios = verdicts.flatMap((verdict) => (verdict.ratio === undefined ? [] : [verdict.ratio]));
     const above = verdicts.filter((verdict) => verdict.ratio !== undefined && verdict.ratio > 1).length;
@@ -160,7 +181,7 @@ try {
       ["", ...verdictHeader],
       pooledGroups.map(({ pass, verdict }) => [`pass ${pass}, every seed pooled`, ...verdictCells(verdict)]),
     );
-    parts.push(`## ${scenario.name}\n\n### Pass by pass\n\n${passTable}\n\n${spread}\n\n### Every seed pooled, pass by pass\n\n${pooledTable}\n\n${pooledVerdict}`);
+    parts.push(`## ${scenario.name}\n\n### Pass by pass\n\n${passTable}\n\n${spread}\n\nThe learner's thresholds, read by read (where each came from, and its percentiles):\n\n${thresholdTable}\n\n### Every seed pooled, pass by pass\n\n${pooledTable}\n\n${pooledVerdict}`);
     console.log(parts[parts.length - 1]);
   }
 } finally {

@@ -81,6 +81,8 @@ export interface TailRow {
   refusedHedges: number;
   /** The seconds since the case's fault began in which the budget refused a hedge, each once. */
   refusedSeconds: number[];
+  /** The threshold of every read that reported one, in the order the reads were scheduled. */
+  thresholds: { readonly ms: number; readonly source: string }[];
 }
 
 /** Healthy regions: what hedging costs when nothing is wrong. */
@@ -240,6 +242,7 @@ async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: 
     errors: result.errors,
     secondP99s: secondP99s(result.reads),
     refusedHedges: result.reads.filter((read) => read.detail?.refused === true).length,
+    thresholds: answered.flatMap((detail) => (detail.threshold === undefined ? [] : [detail.threshold])),
     refusedSeconds: [...new Set(result.reads.filter((read) => read.detail?.refused === true).map((read) => Math.floor(read.scheduledMs / 1000)))].sort((a, b) => a - b),
   };
 }

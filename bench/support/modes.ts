@@ -55,6 +55,7 @@ export function describeRead(response: ItemResponse<ItemDefinition>, regionOfEnd
       charge: diagnostics.totalRequestCharge,
       extraRequests: Math.max(0, diagnostics.arms.length - 1),
       refused: diagnostics.skipReason === "budgetExhausted",
+      ...(diagnostics.thresholdMs === undefined ? {} : { threshold: { ms: diagnostics.thresholdMs, source: diagnostics.thresholdSource ?? "options" } }),
     };
   }
   const contacted = response.diagnostics?.clientSideRequestStatistics.locationEndpointsContacted ?? [];

@@ -12,6 +12,8 @@ export interface ReadDetail {
   extraRequests: number;
   /** Whether the hedge budget refused a hedge of this read. */
   refused?: boolean;
+  /** The threshold the hedging policy chose for this read, in milliseconds, and where it came from. */
+  threshold?: { readonly ms: number; readonly source: string };
 }
 
 /** A read as a timeline records it. */
