@@ -1,4 +1,4 @@
-// npm run bench:yardstick [-- --cases stragglers,mixed --repeats 3 --reads 3000 --rate 100 --out FILE]
+// npm run bench:yardstick [-- --cases stragglers,mixed,brownout --repeats 3 --reads 3000 --rate 100 --out FILE]
 //
 // Issue 24's verdict, repeated until it means something. `npm run bench`
 // measures the learner against the hindsight-best fixed threshold in two
@@ -16,15 +16,68 @@ import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { adaptiveMode } from "./support/benchModes.js";
-import { hindsightVerdicts, nearestRankP99, onsetSeconds, sweepModes, sweepPasses, sweepStepMs, sweepThresholdsMs } from "./support/hindsight.js";
+import { hindsightVerdicts, nearestRankP99, onsetSeconds, sweepModes, sweepPasses, sweepStepMs, sweepThresholdsMs, worstSecondRatio } from "./support/hindsight.js";
 import type { HindsightVerdict, YardstickPoint } from "./support/hindsight.js";
 import { startEmulatorHost } from "./support/remoteEmulator.js";
 import { ms, percent } from "./support/stats.js";
 import { markdownTable } from "./support/table.js";
-import { healthy, mixedTail, noisyHealthy, runCountScenario, stragglers } from "./suites/tail.js";
-import type { CountScenario, TailRow } from "./suites/tail.js";
+import { defaultBrownOut, healthy, mixedTail, noisyHealthy, runBrownOut, runCountScenario, stragglers } from "./suites/tail.js";
+import type { BrownOutRow, CountScenario, TailRow } from "./suites/tail.js";
+import type { EmulatorHost } from "./support/remoteEmulator.js";
+import type { OfferedLoad } from "./support/openLoop.js";
+import type { ModeSpec } from "./support/modes.js";
 
-const cases: Readonly<Record<string, CountScenario>> = { healthy, noisy: noisyHealthy, stragglers, mixed: mixedTail };
+/** One mode's figures in one pass, as the yardstick reads them, whichever kind of case measured them. */
+interface PassRow {
+  mode: string;
+  /** The latencies the case's percentiles are over. */
+  samples: readonly number[];
+  p99: number;
+  extraRequests: number;
+  secondP99s: readonly (number | undefined)[];
+  thresholds: TailRow["thresholds"];
+  startLagP99: number;
+  errors: number;
+}
+
+function fromTail(row: TailRow): PassRow {
+  const { mode, latencySamples: samples, extraRequests, secondP99s, thresholds, startLagP99, errors } = row;
+  return { mode, samples, p99: row.latency.p99, extraRequests, secondP99s, thresholds, startLagP99, errors };
+}
+
+function fromBrownOut(row: BrownOutRow): PassRow {
+  const { mode, brownOutSamples: samples, extraRequests, secondP99s, thresholds, startLagP99, errors } = row;
+  return { mode, samples, p99: row.brownOutP99, extraRequests, secondP99s, thresholds, startLagP99, errors };
+}
+
+/** A case of the yardstick: its title, and one pass of it over a group of modes. */
+interface YardstickCase {
+  readonly name: string;
+  /** How the case differs from the header's description, printed under its title. */
+  readonly caption?: string;
+  run(group: readonly ModeSpec[], host: EmulatorHost, seed: number, load: OfferedLoad): Promise<PassRow[]>;
+}
+
+function countCase(scenario: CountScenario): YardstickCase {
+  return {
+    name: scenario.name,
+    run: async (group, host, seed, load) => (await runCountScenario({ ...scenario, reads }, group, { host, seed, load })).map(fromTail),
+  };
+}
+
+/**
+ * The brown-out of `npm run bench` (every read of the preferred region +300 ms for 20 s), every mode of a pass
+ * on one emulator; its percentiles over the reads from 5 s into the brown-out, as there. Its length is set in
+ * seconds, not reads: `--reads` does not apply.
+ */
+const brownOut: YardstickCase = {
+  name: `brown-out: every read of the preferred region +${defaultBrownOut.delayMs} ms for ${defaultBrownOut.brownOutSeconds} s`,
+  caption:
+    `${defaultBrownOut.healthySeconds} s healthy, ${defaultBrownOut.brownOutSeconds} s of brown-out, ${defaultBrownOut.recoverySeconds} s healthy; ` +
+    "every mode of a pass at once on one emulator (in the host process); p99 over the reads scheduled from 5 s into the brown-out to its end, " +
+    "extra requests over the whole pass, onset over the seconds of the brown-out. The seed draws the arrivals.",
+  run: async (group, host, _seed, load) => (await runBrownOut(group, { ...defaultBrownOut, load }, host)).map(fromBrownOut),
+};
 
 const { values } = parseArgs({
   options: {
@@ -45,6 +98,13 @@ function wholeNumber(option: string, text: string, least: number): number {
 const repeats = wholeNumber("repeats", values.repeats, 1);
 const reads = wholeNumber("reads", values.reads, 200);
 const rate = wholeNumber("rate", values.rate, 1);
+const cases: Readonly<Record<string, YardstickCase>> = {
+  healthy: countCase(healthy),
+  noisy: countCase(noisyHealthy),
+  stragglers: countCase(stragglers),
+  mixed: countCase(mixedTail),
+  brownout: brownOut,
+};
 const chosen = values.cases.split(",").map((name) => name.trim());
 for (const name of chosen) {
   if (cases[name] === undefined) throw new RangeError(`--cases takes ${Object.keys(cases).join(", ")}; got ${name}`);
@@ -53,8 +113,8 @@ for (const name of chosen) {
 const learner = adaptiveMode();
 const groups = sweepPasses(learner, sweepModes);
 
-function point(mode: string, rows: readonly TailRow[]): YardstickPoint {
-  const samples = rows.flatMap((row) => row.latencySamples);
+function point(mode: string, rows: readonly PassRow[]): YardstickPoint {
+  const samples = rows.flatMap((row) => row.samples);
   const sorted = Float64Array.from(samples).sort();
   return {
     mode,
@@ -91,11 +151,12 @@ function median(values: readonly number[]): number {
 const shownOnset = (seconds: number | undefined): string => (seconds === undefined ? "never" : `${seconds} s`);
 
 /** Issue 24's onset (see `onsetSeconds`) in a pass that ran fixed 100 ms beside the learner, else a dash. */
-function onset(rows: readonly TailRow[]): string {
+function onset(rows: readonly PassRow[]): string {
   const own = rows.find((row) => row.mode === learner.name)!.secondP99s;
   const reference = rows.find((row) => bare(row.mode) === "fixed 100 ms")?.secondP99s;
   if (reference === undefined) return "-";
-  return `${shownOnset(onsetSeconds(own, reference, 100))} / ${shownOnset(onsetSeconds(own, reference))}`;
+  const worst = worstSecondRatio(own, reference);
+  return `${shownOnset(onsetSeconds(own, reference, 100))} / ${shownOnset(onsetSeconds(own, reference))} (worst second from 2 s above 100 ms: ${worst === 0 ? "none" : `${worst.toFixed(2)}x`})`;
 }
 
 const geometricMean = (values: readonly number[]): number => Math.exp(values.reduce((sum, value) => sum + Math.log(value), 0) / values.length);
@@ -112,13 +173,13 @@ const parts: string[] = [
 const host = await startEmulatorHost();
 try {
   for (const name of chosen) {
-    const scenario = { ...cases[name]!, reads };
-    const passes: { seed: number; pass: number; rows: TailRow[] }[] = [];
+    const scenario = cases[name]!;
+    const passes: { seed: number; pass: number; rows: PassRow[] }[] = [];
     for (let repeat = 0; repeat < repeats; repeat++) {
       const seed = 7 + repeat;
       for (const [pass, group] of groups.entries()) {
         console.log(`${scenario.name}: seed ${seed}, pass ${pass + 1}...`);
-        const rows = await runCountScenario(scenario, group, { host, seed, load: { ratePerSecond: rate, arrivals: "poisson", seed, maxInFlight: 512 } });
+        const rows = await scenario.run(group, host, seed, { ratePerSecond: rate, arrivals: "poisson", seed, maxInFlight: 512 });
         passes.push({ seed, pass: pass + 1, rows });
       }
     }
@@ -153,7 +214,7 @@ try {
     const above = verdicts.filter((verdict) => verdict.ratio !== undefined && verdict.ratio > 1).length;
     const wholly = verdicts.filter((verdict) => verdict.interval !== undefined && verdict.interval[0] > 1).length;
     const spreads = Array.from({ length: repeats }, (_, repeat) => {
-      const own = passes.filter((each) => each.seed === 7 + repeat).map((each) => each.rows.find((row) => row.mode === learner.name)!.latency.p99);
+      const own = passes.filter((each) => each.seed === 7 + repeat).map((each) => each.rows.find((row) => row.mode === learner.name)!.p99);
       return Math.max(...own) / Math.min(...own);
     });
     const spread =
@@ -181,7 +242,7 @@ try {
       ["", ...verdictHeader],
       pooledGroups.map(({ pass, verdict }) => [`pass ${pass}, every seed pooled`, ...verdictCells(verdict)]),
     );
-    parts.push(`## ${scenario.name}\n\n### Pass by pass\n\n${passTable}\n\n${spread}\n\nThe learner's thresholds, read by read (where each came from, and its percentiles):\n\n${thresholdTable}\n\n### Every seed pooled, pass by pass\n\n${pooledTable}\n\n${pooledVerdict}`);
+    parts.push(`## ${scenario.name}\n\n${scenario.caption === undefined ? "" : `${scenario.caption}\n\n`}### Pass by pass\n\n${passTable}\n\n${spread}\n\nThe learner's thresholds, read by read (where each came from, and its percentiles):\n\n${thresholdTable}\n\n### Every seed pooled, pass by pass\n\n${pooledTable}\n\n${pooledVerdict}`);
     console.log(parts[parts.length - 1]);
   }
 } finally {

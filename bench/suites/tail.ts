@@ -146,6 +146,8 @@ interface CaseEmulator {
   readonly regions: readonly { readonly name: string; readonly endpoint: string }[];
   /** The emulator itself when it runs in this process. */
   readonly local: Emulator | undefined;
+  /** Installs one rule in one region, after its existing ones; resolves to its removal. */
+  addFault(fault: RegionFault): Promise<() => Promise<void>>;
   install(faults: readonly RegionFault[]): Promise<void>;
   count(kind: OperationKind): Promise<number>;
   resetCounters(): Promise<void>;
@@ -160,6 +162,7 @@ async function caseEmulator(regions: EmulatorRegionSpec[], seed: number, host: E
       key: remote.key,
       regions: remote.regions,
       local: undefined,
+      addFault: ({ region, rule }) => remote.addFault(region, rule),
       install: async (faults) => {
         for (const { region, rule } of faults) await remote.addFault(region, rule);
       },
@@ -174,6 +177,10 @@ async function caseEmulator(regions: EmulatorRegionSpec[], seed: number, host: E
     key: emulator.key,
     regions: emulator.regions,
     local: emulator,
+    addFault: async ({ region, rule }) => {
+      const handle = emulator.region(region).addFault(rule);
+      return async () => handle.remove();
+    },
     install: async (faults) => {
       for (const { region, rule } of faults) emulator.region(region).addFault(rule);
     },
@@ -397,6 +404,8 @@ export interface BrownOutRow {
   errors: number;
   /** The p99 of the reads scheduled in each second of the brown-out (index 0: its first second). */
   secondP99s: (number | undefined)[];
+  /** The threshold each answered read of the brown-out from +5 s was given, where the mode reports one. */
+  thresholds: NonNullable<ReadDetail["threshold"]>[];
 }
 
 function recorderOf(reads: readonly TimedRead[]): LatencyRecorder {
@@ -420,12 +429,12 @@ function secondP50s(timeline: ModeTimeline): Map<number, number> {
  * number of reads. The oracle mode must be among the modes: it is the
  * yardstick the others are measured against.
  */
-export async function runBrownOut(modes: readonly ModeSpec[], settings = defaultBrownOut): Promise<BrownOutRow[]> {
+export async function runBrownOut(modes: readonly ModeSpec[], settings = defaultBrownOut, host?: EmulatorHost): Promise<BrownOutRow[]> {
   const regions = [{ name: preferred }, { name: "West US", latencyMs: 30 }];
-  const emulator = await startEmulator({ regions, seed: 3, recordRequests: false });
+  const emulator = await caseEmulator(regions, 3, host);
   const base = await seededOptions(emulator, regions);
   const ledgers = modes.map((mode) => (mode.kind === "hedging" ? new ChargeLedger() : undefined));
-  const clients = modes.map((mode, m) => new CosmosClient(modeClientOptions(mode, base, emulator, ledgers[m])));
+  const clients = modes.map((mode, m) => new CosmosClient(modeClientOptions(mode, base, emulator.local, ledgers[m])));
   const regionOf = regionFinder(emulator);
   try {
     const timelineModes = modes.map((mode, m) => {
@@ -441,8 +450,9 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
         seconds: settings.brownOutSeconds,
         fault: true,
         begin: () => {
-          const rule = emulator.region(preferred).addFault({ operations: ["pointRead"], delayMs: settings.delayMs });
-          return () => rule.remove();
+          // Over a host process the rule arrives one message later, for every mode alike (they share the emulator).
+          const removal = emulator.addFault({ region: preferred, rule: { operations: ["pointRead"], delayMs: settings.delayMs } });
+          return () => void removal.then((remove) => remove());
         },
       },
       { label: "recovered", seconds: settings.recoverySeconds },
@@ -473,7 +483,8 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
           break;
         }
       }
-      const brownOut = recorderOf(timeline.reads.filter((read) => read.second >= start + 5 && read.second < end));
+      const brownOutWindow = timeline.reads.filter((read) => read.second >= start + 5 && read.second < end);
+      const brownOut = recorderOf(brownOutWindow);
       const reads = Math.max(1, timeline.reads.length);
       const charge = charges[m]!;
       return {
@@ -497,6 +508,7 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
           start * 1000,
           end * 1000,
         ),
+        thresholds: brownOutWindow.flatMap((read) => (read.failed || read.threshold === undefined ? [] : [read.threshold])),
       };
     });
   } finally {

@@ -330,6 +330,19 @@ export function onsetSeconds(learner: readonly (number | undefined)[], reference
 }
 
 /**
+ * The learner's worst per-second p99 against the reference's from `fromSecond` on, as a ratio, over the
+ * seconds whose learner p99 is above `atMostMs` (see {@link onsetSeconds}); 0 when there is none. How far
+ * from a tie an onset later than `fromSecond` is: where both modes are bound by the same budget, the
+ * seconds of one are above the other's about half the time by a few percent.
+ */
+export function worstSecondRatio(learner: readonly (number | undefined)[], reference: readonly (number | undefined)[], atMostMs = 100, fromSecond = 2): number {
+  return learner.slice(fromSecond).reduce<number>((high, value, i) => {
+    const theirs = reference[i + fromSecond];
+    return value === undefined || theirs === undefined || value <= atMostMs ? high : Math.max(high, value / theirs);
+  }, 0);
+}
+
+/**
  * The onset line of a case: for each learner, how long its per-second p99
  * took to stay at or below the reference's, counting a second within the
  * reference's threshold (`referenceThresholdMs`) as at or below it, and the
@@ -345,10 +358,7 @@ export function onsetLine(
   const parts = learners.map((learner) => {
     const onset = onsetSeconds(learner.secondP99s, reference.secondP99s, referenceThresholdMs);
     const strict = onsetSeconds(learner.secondP99s, reference.secondP99s);
-    const worstAfterTwo = learner.secondP99s.slice(2).reduce<number>((high, value, i) => {
-      const theirs = reference.secondP99s[i + 2];
-      return value === undefined || theirs === undefined || value <= referenceThresholdMs ? high : Math.max(high, value / theirs);
-    }, 0);
+    const worstAfterTwo = worstSecondRatio(learner.secondP99s, reference.secondP99s, referenceThresholdMs);
     return `${learner.mode}: ${shown(onset)} (strict: ${shown(strict)}; worst second from 2 s above ${referenceThresholdMs} ms: ${worstAfterTwo === 0 ? "none" : `${worstAfterTwo.toFixed(2)}x`})`;
   });
   return (
