@@ -1,7 +1,8 @@
-// npm run bench:learner-model [-- --seeds 10 --stall-every 8000 --share 0.1]: a model of the straggler case, not a
+// npm run bench:learner-model [-- --seeds 10 --stall-every 8000 --share 0.1 --slow-share 0]: a model of the straggler
+// case (with --share 0.02 --slow-share 0.08, of the mixed tail), not a
 // measurement. `crossRegionHedgingPolicy` itself runs on fake timers (sinon) over a transport whose latencies are
 // drawn from a seeded model: East answers in 1.5 ms plus an exponential of mean 1 ms (one read in a hundred takes an
-// exponential of mean 6 ms more), a share of its reads take 1 s more, West answers in 31 ms plus an exponential of
+// exponential of mean 6 ms more), a share of its reads take 1 s more (a second share 150 ms more), West answers in 31 ms plus an exponential of
 // mean 1 ms; now and then the client's machine stalls for 150-400 ms, during which every answer takes 10-40 ms more.
 // Each mode (the adaptive threshold, fixed thresholds with one hedge each) meets the same arrivals (30 reads/s,
 // Poisson, after 1 s of healthy warm-up) and the same stalls; 1000 reads a mode and seed.
@@ -21,13 +22,15 @@ import { latencyTransport } from "../test/support/fakeTransport.js";
 import { eastUs, pointRead, westUs } from "../test/support/hedgingFixtures.js";
 import { markdownTable } from "./support/table.js";
 
-const { values } = parseArgs({ options: { seeds: { type: "string" }, "stall-every": { type: "string" }, share: { type: "string" } } });
+const { values } = parseArgs({ options: { seeds: { type: "string" }, "stall-every": { type: "string" }, share: { type: "string" }, "slow-share": { type: "string" } } });
 const seeds = Number(values.seeds ?? 10);
 const stallEveryMs = Number(values["stall-every"] ?? 8000);
 const stragglerShare = Number(values.share ?? 0.1);
+const slowShare = Number(values["slow-share"] ?? 0);
 if (!Number.isInteger(seeds) || seeds < 1) throw new RangeError(`--seeds must be a whole number of at least 1; got ${values.seeds}`);
 if (!(stallEveryMs === 0 || stallEveryMs >= 1000)) throw new RangeError(`--stall-every must be 0 (no stalls) or at least 1000 ms; got ${values["stall-every"]}`);
 if (!(stragglerShare >= 0 && stragglerShare < 1)) throw new RangeError(`--share must be at least 0 and below 1; got ${values.share}`);
+if (!(slowShare >= 0 && stragglerShare + slowShare < 1)) throw new RangeError(`--slow-share must be at least 0, and below 1 with --share; got ${values["slow-share"]}`);
 
 const reads = 1000;
 const ratePerSecond = 30;
@@ -64,7 +67,9 @@ async function runMode(clock: sinon.SinonFakeTimers, threshold: Threshold, seed:
     const stallMs = stalls.find((stall) => now >= stall.from && now < stall.to)?.extraMs ?? 0;
     if (origin !== eastOrigin) return 31 + exponential(1, latencyRandom) + stallMs;
     const healthyMs = 1.5 + exponential(1, latencyRandom) + (latencyRandom() < 0.01 ? exponential(6, latencyRandom) : 0) + stallMs;
-    return degraded && latencyRandom() < stragglerShare ? healthyMs + 1000 : healthyMs;
+    if (!degraded) return healthyMs;
+    const draw = latencyRandom();
+    return draw < stragglerShare ? healthyMs + 1000 : draw < stragglerShare + slowShare ? healthyMs + 150 : healthyMs;
   });
   const pipeline = createEmptyPipeline();
   pipeline.addPolicy(
@@ -138,7 +143,7 @@ try {
 
 const mean = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
 console.log(
-  `Model of the straggler case (${stragglerShare * 100} % of East's reads +1 s, West 31 ms away, ${stallEveryMs === 0 ? "no stalls" : `a stall of the client every ${stallEveryMs} ms on average`}), ` +
+  `Model of the straggler case (${stragglerShare * 100} % of East's reads +1 s${slowShare > 0 ? `, ${slowShare * 100} % +150 ms` : ""}, West 31 ms away, ${stallEveryMs === 0 ? "no stalls" : `a stall of the client every ${stallEveryMs} ms on average`}), ` +
     `${reads} reads at ${ratePerSecond}/s per mode and seed, ${seeds} seeds; means over the seeds.\n`,
 );
 console.log(
