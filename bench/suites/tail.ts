@@ -369,6 +369,8 @@ export interface BrownOutSettings {
   delayMs: number;
   /** Every mode runs at once on one emulator, each offered this load. */
   load: OfferedLoad;
+  /** Every client, plain included, with the SDK's partition-level circuit breaker (`connectionPolicy.enablePartitionLevelCircuitBreaker`). */
+  circuitBreaker?: boolean;
 }
 
 export const defaultBrownOut: BrownOutSettings = {
@@ -432,7 +434,8 @@ function secondP50s(timeline: ModeTimeline): Map<number, number> {
 export async function runBrownOut(modes: readonly ModeSpec[], settings = defaultBrownOut, host?: EmulatorHost): Promise<BrownOutRow[]> {
   const regions = [{ name: preferred }, { name: "West US", latencyMs: 30 }];
   const emulator = await caseEmulator(regions, 3, host);
-  const base = await seededOptions(emulator, regions);
+  const seeded = await seededOptions(emulator, regions);
+  const base = settings.circuitBreaker ? { ...seeded, connectionPolicy: { ...seeded.connectionPolicy, enablePartitionLevelCircuitBreaker: true } } : seeded;
   const ledgers = modes.map((mode) => (mode.kind === "hedging" ? new ChargeLedger() : undefined));
   const clients = modes.map((mode, m) => new CosmosClient(modeClientOptions(mode, base, emulator.local, ledgers[m])));
   const regionOf = regionFinder(emulator);
@@ -523,7 +526,8 @@ export function brownOutTable(rows: readonly BrownOutRow[], settings = defaultBr
   const oracle = rows.find((row) => row.kind === "oracle");
   return (
     `${describeLoad(settings.load)}; ${settings.healthySeconds} s healthy, ${settings.brownOutSeconds} s with every read in the ` +
-    `preferred region +${settings.delayMs} ms, ${settings.recoverySeconds} s healthy; every mode at once on one emulator. ` +
+    `preferred region +${settings.delayMs} ms, ${settings.recoverySeconds} s healthy; every mode at once on one emulator` +
+    `${settings.circuitBreaker ? ", every client with the SDK's partition-level circuit breaker" : ""}. ` +
     `The brown-out percentiles are over the reads scheduled from 5 s after it began to its end.\n\n` +
     markdownTable(
       [
