@@ -372,6 +372,44 @@ describe("never worse than plain @azure/cosmos: issue 22, row by row", function 
     }
   });
 
+  it("enablePartitionLevelCircuitBreaker, the preferred region +2500 ms for 7 s (beyond the SDK's 2 s per-attempt timeout), 20 reads a second, the defaults: the breaker trips as plain's does, and later reads leave the preferred region as plain's do", async function () {
+    this.timeout(60_000);
+    const { emulator } = env("singleWrite");
+    const faultMs = 7_000;
+    // Plain's breaker trips after ten reads time out, about 2.5 s in; the defaults' hedges (at 500 ms, within the budget) win
+    // some reads before their timeout, which delays the hedged client's trip a little: 5 s leaves room for both.
+    const lateFromMs = 5_000;
+    const run = async (hedging: HedgingOptions | false): Promise<{ late: number; reads: number }> => {
+      const tag = newTag(`breaker-brown-out-${hedging === false ? "plain" : "hedged"}`);
+      const client = new CosmosClient(clientOptionsOf(emulator, tag, { requestTimeout: 10_000, circuitBreaker: true, hedging }));
+      try {
+        const container = client.database(databaseId).container(readsContainerId);
+        for (const item of seededItems) await container.item(item.id, item.pk).read();
+        const since = performance.now();
+        emulator.region(preferredRegion).addFault(scopedRule({ delayMs: 2_500 }, tag, ["pointRead"]));
+        const reads: Array<Promise<unknown>> = [];
+        for (let i = 0; performance.now() - since < faultMs; i++) {
+          const item = seededItems[i % seededItems.length]!;
+          reads.push(container.item(item.id, item.pk).read().then(({ resource }) => assert.equal(resource?.v, item.v)));
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        await Promise.all(reads);
+        const late = (await settledTagged(emulator, tag, since)).filter(
+          (request) => request.kind === "pointRead" && request.region === preferredRegion && request.at - since >= lateFromMs && request.at - since < faultMs,
+        );
+        return { late: late.length, reads: reads.length };
+      } finally {
+        client.dispose();
+      }
+    };
+    const [plain, hedged] = await Promise.all([run(false), run({})]);
+    const summary = `preferred-region point reads from ${lateFromMs} ms to ${faultMs} ms: plain ${plain.late} of ${plain.reads} reads, hedged ${hedged.late} of ${hedged.reads}`;
+    console.log(`      ${summary}`);
+    // The premise: plain's breaker tripped, so its later reads went elsewhere.
+    assert.ok(plain.late <= 3, summary);
+    assert.ok(hedged.late <= plain.late + 3, summary);
+  });
+
   it("an option given through a getter: the \"Hedging client created\" info line reports the threshold in force", async function () {
     const { emulator } = env("singleWrite");
     const tag = newTag("getter");
