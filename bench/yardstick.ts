@@ -1,4 +1,4 @@
-// npm run bench:yardstick [-- --cases stragglers,mixed,brownout --repeats 3 --reads 3000 --rate 100 --out FILE]
+// npm run bench:yardstick [-- --cases stragglers,mixed,brownout,healthy,noisy,wan --repeats 3 --reads 3000 --rate 100 --out FILE]
 //
 // Issue 24's verdict, repeated until it means something. `npm run bench`
 // measures the learner against the hindsight-best fixed threshold in two
@@ -22,6 +22,8 @@ import { startEmulatorHost } from "./support/remoteEmulator.js";
 import { ms, percent } from "./support/stats.js";
 import { markdownTable } from "./support/table.js";
 import { defaultBrownOut, healthy, mixedTail, noisyHealthy, runBrownOut, runCountScenario, stragglers } from "./suites/tail.js";
+import { defaultWanSettings, runWanSuite, wanPreferredOrder } from "./suites/wan.js";
+import type { WanRow } from "./suites/wan.js";
 import type { BrownOutRow, CountScenario, TailRow } from "./suites/tail.js";
 import type { EmulatorHost } from "./support/remoteEmulator.js";
 import type { OfferedLoad } from "./support/openLoop.js";
@@ -36,7 +38,8 @@ interface PassRow {
   extraRequests: number;
   secondP99s: readonly (number | undefined)[];
   thresholds: TailRow["thresholds"];
-  startLagP99: number;
+  /** `undefined` where reads are not offered at a rate (the WAN case's closed loop). */
+  startLagP99: number | undefined;
   errors: number;
 }
 
@@ -48,6 +51,11 @@ function fromTail(row: TailRow): PassRow {
 function fromBrownOut(row: BrownOutRow): PassRow {
   const { mode, brownOutSamples: samples, extraRequests, secondP99s, thresholds, startLagP99, errors } = row;
   return { mode, samples, p99: row.brownOutP99, extraRequests, secondP99s, thresholds, startLagP99, errors };
+}
+
+function fromWan(row: WanRow): PassRow {
+  const { mode, latencySamples: samples, thresholds, errors } = row;
+  return { mode, samples, p99: row.latency.p99, extraRequests: row.requestsPerRead - 1, secondP99s: [], thresholds, startLagP99: undefined, errors };
 }
 
 /** A case of the yardstick: its title, and one pass of it over a group of modes. */
@@ -79,6 +87,27 @@ const brownOut: YardstickCase = {
   run: async (group, host, _seed, load) => (await runBrownOut(group, { ...defaultBrownOut, load }, host)).map(fromBrownOut),
 };
 
+/**
+ * The WAN suite's case (`npm run bench:wan`): HTTPS with each round trip charged, East US 2 ms away with 10 % of its
+ * reads a second late, West US 30 ms, North Europe 90 ms. Its emulator runs in this process, and each mode of a
+ * pass runs alone on a fresh one after the other (a closed loop of ten, after the suite's warm-up), each with the
+ * seed's straggler draws; `--rate` does not apply, `--reads` sets the measured reads a mode.
+ */
+const wan: YardstickCase = {
+  name: `WAN: ${defaultWanSettings.stragglerShare * 100}% of East US reads +${defaultWanSettings.stragglerDelayMs / 1000} s, HTTPS with per-round-trip RTT`,
+  caption:
+    `East US ${defaultWanSettings.rttMs["East US"]} ms away, West US ${defaultWanSettings.rttMs["West US"]} ms, North Europe ${defaultWanSettings.rttMs["North Europe"]} ms; ` +
+    `the emulator in the client's process; the modes of a pass one after the other, each on a fresh emulator with the seed's straggler draws, ` +
+    `${defaultWanSettings.warmupReads} warm-up reads then the measured ones, ${defaultWanSettings.concurrency} in flight (closed loop: no start lag, no onset).`,
+  run: async (group, _host, seed) => {
+    const modes = group.map((mode) => {
+      if (mode.kind !== "hedging") throw new TypeError(`the WAN case runs hedging modes only; got ${mode.name}`);
+      return { name: mode.name, preferred: wanPreferredOrder, hedging: mode.hedging };
+    });
+    return (await runWanSuite({ ...defaultWanSettings, reads, seed }, modes)).map(fromWan);
+  },
+};
+
 const { values } = parseArgs({
   options: {
     cases: { type: "string", default: "stragglers,mixed" },
@@ -104,6 +133,7 @@ const cases: Readonly<Record<string, YardstickCase>> = {
   stragglers: countCase(stragglers),
   mixed: countCase(mixedTail),
   brownout: brownOut,
+  wan,
 };
 const chosen = values.cases.split(",").map((name) => name.trim());
 for (const name of chosen) {
@@ -154,7 +184,7 @@ const shownOnset = (seconds: number | undefined): string => (seconds === undefin
 function onset(rows: readonly PassRow[]): string {
   const own = rows.find((row) => row.mode === learner.name)!.secondP99s;
   const reference = rows.find((row) => bare(row.mode) === "fixed 100 ms")?.secondP99s;
-  if (reference === undefined) return "-";
+  if (reference === undefined || reference.length === 0) return "-";
   const worst = worstSecondRatio(own, reference);
   return `${shownOnset(onsetSeconds(own, reference, 100))} / ${shownOnset(onsetSeconds(own, reference))} (worst second from 2 s above 100 ms: ${worst === 0 ? "none" : `${worst.toFixed(2)}x`})`;
 }
@@ -196,7 +226,7 @@ try {
         String(pass),
         ...verdictCells(verdicts[p]!),
         onset(rows),
-        ms(Math.max(...rows.map((row) => row.startLagP99))),
+        rows.some((row) => row.startLagP99 === undefined) ? "-" : ms(Math.max(...rows.map((row) => row.startLagP99 ?? 0))),
         String(rows.reduce((sum, row) => sum + row.errors, 0)),
       ]),
     );

@@ -66,7 +66,9 @@ export interface WanMode {
   readonly scheduling?: "fifo" | "lifo";
 }
 
-const preferredOrder = [eastUs, westUs, northEurope];
+/** The regions in the order every mode but the oracle prefers them: East US, where the stragglers are, first. */
+export const wanPreferredOrder: readonly string[] = [eastUs, westUs, northEurope];
+const preferredOrder = wanPreferredOrder;
 
 /** The modes of the table: before (losers aborted) and after (losers drained), side by side. */
 export const wanModes: readonly WanMode[] = [
@@ -138,6 +140,8 @@ export interface WanRow {
   readonly budgetExhausted?: number;
   /** The machine's one-minute load average at the end of the mode: the latencies mean little on a busy machine. */
   readonly loadAverage: number;
+  /** The threshold of each measured read the hedging client recorded, and where it came from (empty for plain modes). */
+  readonly thresholds: { readonly ms: number; readonly source: string }[];
 }
 
 function itemKey(index: number): [string, string] {
@@ -308,6 +312,9 @@ async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
         ? { losers: subtract(after.losers, before.losers), budgetExhausted: after.budgetExhausted - before.budgetExhausted, peakDrains }
         : {}),
       loadAverage: loadavg()[0] ?? 0,
+      thresholds: records.flatMap((record) =>
+        record.thresholdMs === undefined || record.thresholdSource === undefined ? [] : [{ ms: record.thresholdMs, source: record.thresholdSource }],
+      ),
     };
   } finally {
     await rig.close(client);
