@@ -68,22 +68,21 @@ export interface WanMode {
 
 /** The regions in the order every mode but the oracle prefers them: East US, where the stragglers are, first. */
 export const wanPreferredOrder: readonly string[] = [eastUs, westUs, northEurope];
-const preferredOrder = wanPreferredOrder;
 
 /** The modes of the issue's table: before (losers aborted) and after (losers drained), side by side. */
 export const wanModes: readonly WanMode[] = [
-  { name: "plain @azure/cosmos", preferred: preferredOrder },
-  { name: "fixed 100 / 50 ms, losers aborted (before)", preferred: preferredOrder, hedging: { crossRegion: { threshold: 100, thresholdStep: 50, drainLosers: false } } },
-  { name: "fixed 100 / 50 ms, losers drained", preferred: preferredOrder, hedging: { crossRegion: { threshold: 100, thresholdStep: 50 } } },
-  { name: "adaptive, losers aborted (before)", preferred: preferredOrder, hedging: { crossRegion: { threshold: "adaptive", drainLosers: false } } },
-  { name: "adaptive, losers drained", preferred: preferredOrder, hedging: { crossRegion: { threshold: "adaptive" } } },
+  { name: "plain @azure/cosmos", preferred: wanPreferredOrder },
+  { name: "fixed 100 / 50 ms, losers aborted (before)", preferred: wanPreferredOrder, hedging: { crossRegion: { threshold: 100, thresholdStep: 50, drainLosers: false } } },
+  { name: "fixed 100 / 50 ms, losers drained", preferred: wanPreferredOrder, hedging: { crossRegion: { threshold: 100, thresholdStep: 50 } } },
+  { name: "adaptive, losers aborted (before)", preferred: wanPreferredOrder, hedging: { crossRegion: { threshold: "adaptive", drainLosers: false } } },
+  { name: "adaptive, losers drained", preferred: wanPreferredOrder, hedging: { crossRegion: { threshold: "adaptive" } } },
   // A server that closes a connection idle for 5 s (Node's default): sockets the pool grew for drains may expire and be opened again.
-  { name: "fixed 100 / 50 ms, losers drained, server keep-alive 5 s", preferred: preferredOrder, hedging: { crossRegion: { threshold: 100, thresholdStep: 50 } }, keepAliveTimeoutMs: 5000 },
-  { name: "adaptive, losers drained, server keep-alive 5 s", preferred: preferredOrder, hedging: { crossRegion: { threshold: "adaptive" } }, keepAliveTimeoutMs: 5000 },
+  { name: "fixed 100 / 50 ms, losers drained, server keep-alive 5 s", preferred: wanPreferredOrder, hedging: { crossRegion: { threshold: 100, thresholdStep: 50 } }, keepAliveTimeoutMs: 5000 },
+  { name: "adaptive, losers drained, server keep-alive 5 s", preferred: wanPreferredOrder, hedging: { crossRegion: { threshold: "adaptive" } }, keepAliveTimeoutMs: 5000 },
   // "fifo" keeps every pooled socket in turn, so none idles long enough to expire; "lifo" lets the ones a pool no longer needs expire.
   {
     name: "adaptive, losers drained, server keep-alive 5 s, agent fifo",
-    preferred: preferredOrder,
+    preferred: wanPreferredOrder,
     hedging: { crossRegion: { threshold: "adaptive" } },
     keepAliveTimeoutMs: 5000,
     scheduling: "fifo",
@@ -94,7 +93,7 @@ export const wanModes: readonly WanMode[] = [
 /** The sweep of fixed thresholds (one hedge each, losers drained) that finds the hindsight-best one for the adaptive modes. */
 export const wanSweepModes: readonly WanMode[] = sweepThresholdsMs.map((thresholdMs) => ({
   name: `sweep: fixed ${thresholdMs} ms, one hedge`,
-  preferred: preferredOrder,
+  preferred: wanPreferredOrder,
   hedging: sweepHedging(thresholdMs),
 }));
 
@@ -140,7 +139,7 @@ export interface WanRow {
   readonly budgetExhausted?: number;
   /** The machine's one-minute load average at the end of the mode: the latencies mean little on a busy machine. */
   readonly loadAverage: number;
-  /** The threshold of each measured read the hedging client recorded, and where it came from (empty for plain modes). */
+  /** The threshold of each measured read that answered, and where it came from, as the count cases read it (empty for plain modes). */
   readonly thresholds: { readonly ms: number; readonly source: string }[];
 }
 
@@ -272,12 +271,14 @@ async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
     let westHedgeWins = 0;
     let westHedgeWinsOnNewConnection = 0;
     let peakDrains = 0;
+    const thresholds: WanRow["thresholds"] = [];
     await closedLoop(settings.reads, settings.concurrency, async (index) => {
       const began = performance.now();
       try {
         const response = await container.item(...itemKey(settings.warmupReads + index)).read();
         latencies.record(performance.now() - began);
         const diagnostics = getHedgeDiagnostics(response.headers);
+        if (diagnostics?.thresholdMs !== undefined) thresholds.push({ ms: diagnostics.thresholdMs, source: diagnostics.thresholdSource ?? "options" });
         if (diagnostics?.hedgeWon === true && diagnostics.winningRegion === westUs) {
           westHedgeWins += 1;
           if (response.headers[connectionRequestHeader] === "1") westHedgeWinsOnNewConnection += 1;
@@ -312,9 +313,7 @@ async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
         ? { losers: subtract(after.losers, before.losers), budgetExhausted: after.budgetExhausted - before.budgetExhausted, peakDrains }
         : {}),
       loadAverage: loadavg()[0] ?? 0,
-      thresholds: records.flatMap((record) =>
-        record.thresholdMs === undefined || record.thresholdSource === undefined ? [] : [{ ms: record.thresholdMs, source: record.thresholdSource }],
-      ),
+      thresholds,
     };
   } finally {
     await rig.close(client);
