@@ -2,7 +2,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "coverage/", "temp/", "node_modules/", "bench/results/", "demo-output/"] },
+  { ignores: ["dist/", "coverage/", "temp/", "node_modules/", "bench/results/", "demo-output/", ".scratch/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -8,8 +8,8 @@ import { CosmosClient } from "@azure/cosmos";
 import type { Container } from "@azure/cosmos";
 import { median, readRound, sdkOverheadBaseOptions, sdkOverheadModes } from "./suites/sdkOverhead.js";
 
-const pairs = 30;
-const readsPerRound = 1000;
+const pairs = Number(process.env.PAIRS ?? 30);
+const readsPerRound = Number(process.env.READS ?? 1000);
 const concurrency = 8;
 
 const modeIndex = Number(process.argv[2] ?? 2);
