@@ -134,7 +134,7 @@ function askAgain(race: { askAgain(): void }): void {
  * timer or listener of them remains.
  */
 export class HedgingRace<T = RaceOutcome> {
-  private readonly startedAt = performance.now();
+  private readonly startedAt: number;
   private readonly callerSignal: AbortSignalLike | undefined;
   private resolveWith!: (value: T) => void;
   private reject!: (error: unknown) => void;
@@ -160,7 +160,16 @@ export class HedgingRace<T = RaceOutcome> {
   private held: number | undefined;
   private draining = 0;
 
-  constructor(private readonly input: RaceInput<T>) {
+  /**
+   * @param startedAt - when the primary went out (`performance.now()`): now
+   *   for {@link HedgingRace.run}; the time a {@link PendingRead} sent it
+   *   for {@link HedgingRace.adopt}.
+   */
+  constructor(
+    private readonly input: RaceInput<T>,
+    startedAt = performance.now(),
+  ) {
+    this.startedAt = startedAt;
     this.callerSignal = input.request.abortSignal;
   }
 
@@ -184,6 +193,28 @@ export class HedgingRace<T = RaceOutcome> {
       this.sendPrimary();
       if (this.skipReason === undefined) this.timer = setTimeout(thresholdPassed, this.input.strategy.delayBefore(1), this);
     });
+  }
+
+  /**
+   * Takes over a primary already in flight (a read sent lazily, see
+   * `PendingRead`): its settlement comes through
+   * {@link HedgingRace.primaryEnded}, which its sender calls, and the first
+   * hedge is due now (`thresholdPassed`) or when that settlement says so.
+   * Only a race without `eager` can adopt a primary: the caller's request
+   * went out with the caller's own signal.
+   * @returns how the race ended, or what `conclude` made of it.
+   */
+  adopt(thresholdPassed: boolean): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.resolveWith = resolve;
+      this.reject = reject;
+      if (thresholdPassed) this.thresholdPassed();
+    });
+  }
+
+  /** The adopted primary's settlement (see {@link HedgingRace.adopt}), its response already noted by its sender. */
+  primaryEnded(result: ArmResult): void {
+    this.primarySettled(result);
   }
 
   /**
