@@ -14,11 +14,12 @@ import { regionSteering } from "../policies/excludedRegionsPolicy.js";
 import { hedgingLayer } from "./hedgingLayer.js";
 import { hedgingPipeline } from "./hedgingPipeline.js";
 import { noteHandedAttempt, operationHeaderName } from "../diagnostics/dispatchRecording.js";
+import type { SdkAttempt } from "../cosmos/attemptHandoff.js";
 import { takeHandedOver } from "../cosmos/attemptHandoff.js";
 import { loadOpenTelemetryMetrics } from "../diagnostics/otelMetrics.js";
 import { markForCoreTransport } from "../race/armAbort.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
-import { adoptSdkOptions, requestControlsOf, setRequestControls } from "../request/requestControls.js";
+import { adoptSdkOptions, hasScopedControls, requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { logger } from "../log.js";
 import { hedgingClientSummary } from "./hedgingSummary.js";
 
@@ -247,7 +248,7 @@ function isHedgingHttpClient(client: unknown): boolean {
  * expected to carry the SDK's options through the request plugin, and one
  * that does not is sent unhedged.
  */
-export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPluginInstalled: boolean): HedgingHttpClient {
+export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPluginInstalled: boolean, coreTransport?: HttpClient): HedgingHttpClient {
   const options = snapshotOptions(optionsObject("createHedgingHttpClient options", given, hedgingHttpClientOptionKeys));
   optionalFunction("onDiagnostics", options.onDiagnostics);
   if (options.httpClient !== undefined && typeof options.httpClient?.sendRequest !== "function") {
@@ -273,14 +274,15 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
   const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared });
   const pipeline = createEmptyPipeline();
   // One layer: steering, both hedging policies, the detection record and the arms' spans (see hedgingLayer).
-  pipeline.addPolicy(hedgingLayer(regions, regionSteering(regions), [metadata, crossRegion], sdkPluginInstalled));
-  const transport = options.httpClient ?? createDefaultHttpClient();
+  const layer = hedgingLayer(regions, regionSteering(regions), [metadata, crossRegion], sdkPluginInstalled);
+  pipeline.addPolicy(layer);
+  const transport = options.httpClient ?? coreTransport ?? createDefaultHttpClient();
+  const sendToTransport: SendRequest = (request) => transport.sendRequest(request);
   const routeOf = pipelineRoutes(pipeline, transport, options.httpClient === undefined);
   logger.info(hedgingClientSummary(options));
   let warnedWithoutSdkOptions = false;
   /** The request's controls with the SDK's options: handed over by the request plugin, or read from its headers. */
-  const sdkOptionsOf = (request: PipelineRequest): RequestHedgingControls => {
-    const handed = takeHandedOver(client);
+  const sdkOptionsOf = (request: PipelineRequest, handed: SdkAttempt | undefined): RequestHedgingControls => {
     if (handed === undefined) return requestControlsOf(request);
     // Any such header came from the caller's own headers, not from the plugin: it names nothing and must not leave.
     request.headers.delete(operationHeaderName);
@@ -291,7 +293,14 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
     pipeline: hedgingPipeline(pipeline),
     regions,
     sendRequest: (request) => {
-      if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request, sdkOptionsOf(request)) === "missing" && !warnedWithoutSdkOptions) {
+      const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
+      // Nearly every request of a withHedging client: the SDK's own, plain, to a pipeline of nothing but the layer over
+      // core's transport. It goes out as it is, and costs nothing more until a hedge is due.
+      if (handed?.plain === true && !hasScopedControls() && routeOf().armsReachCoreTransport) {
+        const sent = layer.sendPlain(request, handed.operation, sendToTransport, handed.kind);
+        if (sent !== undefined) return sent;
+      }
+      if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request, sdkOptionsOf(request, handed)) === "missing" && !warnedWithoutSdkOptions) {
         warnedWithoutSdkOptions = true;
         logger.warning(
           "A request reached the hedging client without the request plugin withHedging installs on the CosmosClient (were its plugins replaced, or did a plugin after them send the request again?); it is not hedged, so that no hedge can go to a region the SDK was told to exclude.",

@@ -3,7 +3,7 @@ import { describe, optionsObject, positiveMilliseconds, readOnce, regionNameList
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
 import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
-import { sdkRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
+import { namesPackageHeader, sdkRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
 import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
 import { logger } from "../log.js";
 
@@ -153,6 +153,9 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   }, true);
   if (hedging.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedging.preferredRegions);
   // Last, so that nothing of the user's runs between the request plugin and the hedging client (see sdkRequestPlugin).
-  const { plugins = [] } = cosmosClientOptions as { plugins?: readonly unknown[] };
-  return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, ownContextPlugin(), operationPlugin(), sdkRequestPlugin(hedgingClient)] };
+  const { plugins = [], defaultHeaders } = cosmosClientOptions as { plugins?: readonly unknown[]; defaultHeaders?: unknown };
+  // A plugin of the user's, or a header of this package's in every request, may put something on a request for the
+  // hedging client to read: such a client reads every request's headers.
+  const mayBePlain = plugins.length === 0 && !namesPackageHeader(defaultHeaders);
+  return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, ownContextPlugin(), operationPlugin(), sdkRequestPlugin(hedgingClient, mayBePlain)] };
 }

@@ -1,4 +1,5 @@
 import type { OperationDetection } from "../diagnostics/detection.js";
+import type { OperationKind } from "./operationKind.js";
 
 /**
  * What the `@azure/cosmos` request plugin knows of an attempt that the
@@ -14,6 +15,21 @@ export interface SdkAttempt {
   readonly sdkRetry: boolean;
   /** The record of the operation the attempt belongs to, if one runs. */
   readonly operation: OperationDetection | undefined;
+  /**
+   * Whether the attempt is plain: no `excludedLocations`, not one of the
+   * SDK's retries, and no header of this package's among its request's
+   * (none in `initialHeaders` or the client's `defaultHeaders`, no plugin
+   * of the user's that could add one). The hedging client may then send it
+   * lazily, reading nothing from its headers.
+   */
+  readonly plain: boolean;
+  /**
+   * The attempt's kind, when the SDK's request context says it plainly: a
+   * point read (`resourceType` "docs", `operationType` "read", `GET`), whose
+   * path classification would find the same. Otherwise the request is
+   * classified by its path and headers.
+   */
+  readonly kind?: OperationKind | undefined;
   /** Set when the hedging client took it. */
   taken?: boolean;
 }

@@ -34,9 +34,11 @@ export function runAs<C, T>(operation: OperationDetection, headers: Record<strin
   nameOperation(headers, operation);
   const end = (outcome: unknown): void => {
     unnameOperation(headers);
-    // Written by the request plugin on attempts it could not hand over.
-    if (headers[operationHeaderName] !== undefined) delete headers[operationHeaderName];
-    forgetOperation(operation);
+    // Written by the request plugin on attempts it could not hand over, which registered the operation.
+    if (operation.headerId !== undefined) {
+      if (headers[operationHeaderName] !== undefined) delete headers[operationHeaderName];
+      forgetOperation(operation);
+    }
     attachDetection(outcome, operation);
     if (withLastRecord) {
       const outcomeHeaders = headersOf(outcome);

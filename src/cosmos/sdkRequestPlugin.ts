@@ -10,7 +10,10 @@ import { handOver } from "./attemptHandoff.js";
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 interface CosmosRequestContext {
   headers?: Record<string, unknown>;
-  options?: { excludedLocations?: unknown };
+  resourceType?: unknown;
+  operationType?: unknown;
+  method?: unknown;
+  options?: { excludedLocations?: unknown; initialHeaders?: unknown };
   retryCount?: unknown;
   httpClient?: unknown;
   /** The SDK's own pipeline (AAD auth), through which it calls the `httpClient` later, not in the same run. */
@@ -48,6 +51,20 @@ function sdkExclusionsOf(context: CosmosRequestContext): readonly string[] | str
 }
 
 const noExclusions: readonly string[] = Object.freeze([]);
+
+/** Whether a header name is one of this package's: every one starts so, in any case. */
+export function isPackageHeaderName(name: string): boolean {
+  return name.length >= packageHeaderPrefix.length && name.slice(0, packageHeaderPrefix.length).toLowerCase() === packageHeaderPrefix;
+}
+
+const packageHeaderPrefix = "x-cosmos-hedging";
+
+/** Whether a headers object (the per-request `initialHeaders`, the client's `defaultHeaders`) names a header of this package's. */
+export function namesPackageHeader(headers: unknown): boolean {
+  if (typeof headers !== "object" || headers === null) return false;
+  for (const name of Object.keys(headers)) if (isPackageHeaderName(name)) return true;
+  return false;
+}
 
 /** Whether the attempt is one of the SDK's retries, which chose its region on purpose. */
 function isSdkRetry(retryCount: unknown): boolean {
@@ -96,8 +113,11 @@ function writeAttempt(headers: Record<string, unknown>, sdkExcluded: readonly st
  * warned about), it goes in headers that the client reads and removes.
  * It also warns once when the SDK holds another `httpClient` than the
  * hedging one: an SDK before 4.1.0 ignores the option, and nothing is hedged.
+ * With `mayBePlain` (no header of this package's in the client's
+ * `defaultHeaders`, no plugin of the user's), it marks the attempts that
+ * carry nothing for the client to read (see `SdkAttempt.plain`).
  */
-export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
+export function sdkRequestPlugin(hedgingClient: object, mayBePlain = false): CosmosRequestPlugin {
   let warned = false;
   let handOverWorks = true;
   return {
@@ -123,7 +143,9 @@ export function sdkRequestPlugin(hedgingClient: object): CosmosRequestPlugin {
       const sdkExcluded = sdkExclusionsOf(context);
       const sdkRetry = isSdkRetry(context.retryCount);
       if (handOverWorks && context.pipeline == null) {
-        const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation };
+        const plain = mayBePlain && sdkExcluded === noExclusions && !sdkRetry && !namesPackageHeader(context.options?.initialHeaders);
+        const kind = plain && context.resourceType === "docs" && context.operationType === "read" && context.method === "GET" ? "pointRead" : undefined;
+        const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation, plain, kind };
         const result = handOver(attempt, send, context);
         if (attempt.taken !== true) {
           handOverWorks = false;

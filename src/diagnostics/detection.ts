@@ -1,5 +1,5 @@
 import { normalizeRegionName } from "../topology/regionNames.js";
-import type { HedgeDiagnostics } from "./diagnostics.js";
+import type { PublishedRecord } from "./diagnostics.js";
 import { ObjectSlot } from "../request/objectSlot.js";
 
 /**
@@ -98,10 +98,15 @@ function includesRegion(names: readonly string[], region: string): boolean {
  * here; what callers get are snapshots.
  */
 export class OperationDetection implements HedgingDetection {
-  // Made at their first entry, one element long: an empty array's first push reserves room for seventeen, and
-  // nearly every operation has one request and one reply.
-  private dispatches: Dispatch[] | undefined;
-  private replies: Reply[] | undefined;
+  // Nearly every operation has one request and one reply: those are kept in fields, and only a second of either makes a
+  // list (one element long at first: an empty array's first push reserves room for seventeen).
+  private firstDispatchRegion: string | undefined;
+  private firstDispatchReason: RequestedRegionReason = "initial";
+  private firstDispatchSequence = 0;
+  private laterDispatches: Dispatch[] | undefined;
+  private firstReplyRegion: string | undefined;
+  private firstReplySequence = 0;
+  private laterReplies: Reply[] | undefined;
   private hedged = false;
   private charge = 0;
   private running = 0;
@@ -109,7 +114,9 @@ export class OperationDetection implements HedgingDetection {
   private resolveSettled: ((record: HedgingDetection) => void) | undefined;
   private settledPromise: Promise<HedgingDetection> | undefined;
   /** The record of the hedging policy for the operation's last request, when one considered it. */
-  lastRecord: HedgeDiagnostics | undefined;
+  lastRecord: PublishedRecord | undefined;
+  /** The id its attempts carry in a header, while it is registered for attempts that cannot be handed over (see `registerOperation`). */
+  headerId: string | undefined = undefined;
   /** The status of the service's reply to the SDK's last attempt; `undefined` while it got none (a timeout, a reset). */
   lastStatus: number | undefined = undefined;
 
@@ -127,18 +134,25 @@ export class OperationDetection implements HedgingDetection {
     if (region === undefined) return;
     if (reason === "hedging") this.hedged = true;
     else this.sdkRequests += 1;
-    const dispatch: Dispatch = { region, reason, sequence: nextSequence++ };
-    if (this.dispatches === undefined) this.dispatches = [dispatch];
-    else this.dispatches.push(dispatch);
+    const sequence = nextSequence++;
+    if (this.firstDispatchRegion === undefined) {
+      this.firstDispatchRegion = region;
+      this.firstDispatchReason = reason;
+      this.firstDispatchSequence = sequence;
+    } else if (this.laterDispatches === undefined) this.laterDispatches = [{ region, reason, sequence }];
+    else this.laterDispatches.push({ region, reason, sequence });
   }
 
   /** Notes the end of a request, with the reply's region and charge when the service replied. */
   requestEnded(region: string | undefined, replied: boolean, requestCharge: number | undefined): void {
     this.running -= 1;
     if (replied && region !== undefined) {
-      const reply: Reply = { region, sequence: nextSequence++ };
-      if (this.replies === undefined) this.replies = [reply];
-      else this.replies.push(reply);
+      const sequence = nextSequence++;
+      if (this.firstReplyRegion === undefined) {
+        this.firstReplyRegion = region;
+        this.firstReplySequence = sequence;
+      } else if (this.laterReplies === undefined) this.laterReplies = [{ region, sequence }];
+      else this.laterReplies.push({ region, sequence });
     }
     if (requestCharge !== undefined) this.charge += requestCharge;
     this.settleIfFinal();
@@ -157,17 +171,17 @@ export class OperationDetection implements HedgingDetection {
 
   /** The region of the latest request the SDK itself sent (not a hedge), to classify its next one. */
   lastSdkRegion(): string | undefined {
-    const { dispatches = emptyList } = this;
-    for (let index = dispatches.length - 1; index >= 0; index--) {
-      const dispatch = dispatches[index] as Dispatch;
+    const { laterDispatches = emptyList } = this;
+    for (let index = laterDispatches.length - 1; index >= 0; index--) {
+      const dispatch = laterDispatches[index] as Dispatch;
       if (dispatch.reason !== "hedging") return dispatch.region;
     }
-    return undefined;
+    return this.firstDispatchReason === "hedging" ? undefined : this.firstDispatchRegion;
   }
 
   /** Whether the SDK has sent a request of this operation yet. */
   get started(): boolean {
-    return this.dispatches !== undefined;
+    return this.firstDispatchRegion !== undefined;
   }
 
   hedgingStarted(): boolean {
@@ -175,15 +189,17 @@ export class OperationDetection implements HedgingDetection {
   }
 
   requestedRegions(): readonly RequestedRegion[] {
-    return this.dispatches === undefined ? emptyList : Object.freeze(this.dispatches.map(({ region, reason }) => Object.freeze({ region, reason })));
+    const dispatches = this.dispatches();
+    return dispatches.length === 0 ? emptyList : Object.freeze(dispatches.map(({ region, reason }) => Object.freeze({ region, reason })));
   }
 
   respondedRegions(): readonly string[] {
-    return this.replies === undefined ? emptyList : Object.freeze(this.replies.map((reply) => reply.region));
+    const replies = this.replies();
+    return replies.length === 0 ? emptyList : Object.freeze(replies.map((reply) => reply.region));
   }
 
   requested(region: string): boolean {
-    return includesRegion((this.dispatches ?? emptyList).map((dispatch) => dispatch.region), region);
+    return includesRegion(this.dispatches().map((dispatch) => dispatch.region), region);
   }
 
   responded(region: string): boolean {
@@ -212,7 +228,23 @@ export class OperationDetection implements HedgingDetection {
 
   /** The raw entries with their sequence numbers, for {@link mergeDetections}. */
   entries(): { readonly dispatches: readonly Dispatch[]; readonly replies: readonly Reply[] } {
-    return { dispatches: this.dispatches ?? emptyList, replies: this.replies ?? emptyList };
+    return { dispatches: this.dispatches(), replies: this.replies() };
+  }
+
+  /** Every dispatch so far, in order, as a list. */
+  private dispatches(): readonly Dispatch[] {
+    const region = this.firstDispatchRegion;
+    if (region === undefined) return emptyList;
+    const first: Dispatch = { region, reason: this.firstDispatchReason, sequence: this.firstDispatchSequence };
+    return this.laterDispatches === undefined ? [first] : [first, ...this.laterDispatches];
+  }
+
+  /** Every reply so far, in order, as a list. */
+  private replies(): readonly Reply[] {
+    const region = this.firstReplyRegion;
+    if (region === undefined) return emptyList;
+    const first: Reply = { region, sequence: this.firstReplySequence };
+    return this.laterReplies === undefined ? [first] : [first, ...this.laterReplies];
   }
 
   private settleIfFinal(): void {
@@ -258,12 +290,16 @@ export function mergeDetections(operations: readonly OperationDetection[]): Hedg
 /** The records of operations, on what the SDK hands back: its response (and that response's `headers`), or its error. */
 const attached = new ObjectSlot<OperationDetection>("cosmos-hedging operation");
 
-/** Attaches an operation's record to the response or error the SDK returns for it, and to its `headers` object. */
+/**
+ * Attaches an operation's record to the response or error the SDK returns
+ * for it: to its `headers` object, which `@azure/cosmos` hands on to what
+ * the caller gets (an `ItemResponse`, a feed page, an error), or, without
+ * one (a transport error), to it. {@link detectionOf} looks in both places.
+ */
 export function attachDetection(target: unknown, detection: OperationDetection): void {
   if (typeof target !== "object" || target === null) return;
-  attached.set(target, detection);
   const headers = (target as { headers?: unknown }).headers;
-  if (typeof headers === "object" && headers !== null) attached.set(headers, detection);
+  attached.set(typeof headers === "object" && headers !== null ? headers : target, detection);
 }
 
 /** The operation record attached to `source` or to its `headers`, if any. */

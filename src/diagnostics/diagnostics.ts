@@ -194,15 +194,43 @@ export interface HedgeDiagnostics {
   skipReason?: HedgeSkipReason;
 }
 
+/**
+ * A record kept as the facts it is built from until someone reads it: a
+ * read that never hedged is published with one of these, so that it pays
+ * for no record nobody asks for. Reading it builds the record once; every
+ * later read gets the same object, as a record built eagerly would be.
+ */
+export abstract class DeferredRecord {
+  private built: HedgeDiagnostics | undefined;
+
+  /** The record, built on first use. */
+  get record(): HedgeDiagnostics {
+    return (this.built ??= this.build());
+  }
+
+  /** The value of the diagnostics header for it: the record's JSON, compact where it can be (see {@link headerValue}). */
+  abstract headerValue(): string;
+
+  protected abstract build(): HedgeDiagnostics;
+}
+
+/** A published record, built already or {@link DeferredRecord deferred}. */
+export type PublishedRecord = HedgeDiagnostics | DeferredRecord;
+
+/** The record a published one stands for, built now if it was deferred. */
+export function recordOf(published: PublishedRecord): HedgeDiagnostics {
+  return published instanceof DeferredRecord ? published.record : published;
+}
+
 /** The records of responses: every request has one, so a property of the response. */
-const attachedToResponses = new ObjectSlot<HedgeDiagnostics>("cosmos-hedging diagnostics");
+const attachedToResponses = new ObjectSlot<PublishedRecord>("cosmos-hedging diagnostics");
 /**
  * Attaches the live record of a request to the plain `headers` object that
  * `@azure/cosmos` makes of its response (or puts on its error), so that
  * {@link getHedgeDiagnostics} returns the record itself, completed in place
  * when a drained arm ends, rather than the header's snapshot.
  */
-export function attachHedgeDiagnosticsToHeaders(headers: object, diagnostics: HedgeDiagnostics): void {
+export function attachHedgeDiagnosticsToHeaders(headers: object, diagnostics: PublishedRecord): void {
   attachedToResponses.set(headers, diagnostics);
 }
 
@@ -244,7 +272,18 @@ const maxRecentHeads = 16;
 /** The index in {@link recentHeads} of the head a new one replaces once it is full (the oldest). */
 let nextEvicted = 0;
 
-function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): CachedHead {
+/** The fields of a record that its cached head depends on. */
+type CachedHeadField =
+  | "policy"
+  | "operation"
+  | "thresholdMs"
+  | "thresholdStepMs"
+  | "thresholdSource"
+  | "skipReason"
+  | "thresholdRegion"
+  | "primaryRegion";
+
+function cachedHead(skipped: boolean, diagnostics: Pick<HedgeDiagnostics, CachedHeadField>): CachedHead {
   for (const head of recentHeads) {
     if (
       head.skipped === skipped && head.operation === diagnostics.operation && head.primaryRegion === diagnostics.primaryRegion &&
@@ -275,13 +314,13 @@ function cachedHead(skipped: boolean, diagnostics: HedgeDiagnostics): CachedHead
 }
 
 /** The JSON of a skipped record without its charge and closing brace. */
-function skippedHeadJson(diagnostics: HedgeDiagnostics): string {
+function skippedHeadJson(diagnostics: Partial<HedgeDiagnostics>): string {
   const { totalRequestCharge: _charge, final: _final, ...rest } = diagnostics;
   return JSON.stringify(rest).slice(0, -1);
 }
 
-/** The JSON of a race record's fields before its arms, with the comma after them: `{"policy":...,`. */
-function raceHeadJson(diagnostics: HedgeDiagnostics): string {
+/** The JSON of a race record's fields before its arms (all of a head's, which has none), with the comma after them: `{"policy":...,`. */
+function raceHeadJson(diagnostics: Partial<HedgeDiagnostics>): string {
   const fields: Record<string, unknown> = {};
   for (const name of Object.keys(diagnostics)) {
     if (name === "arms") break;
@@ -299,6 +338,56 @@ function lonePrimaryHeader(head: string, region: string, status: number | undefi
     (status === undefined ? "" : ',"status":' + jsonNumber(status)) + (charge === undefined ? "" : ',"requestCharge":' + jsonNumber(charge)) +
     '}],"hedgeFired":false,"totalRequestCharge":' + jsonNumber(total) + ',"final":true,"hedgeWon":false,"terminalState":"primaryWon","winningRegion":' + name + "}"
   );
+}
+
+/**
+ * The compact headers of the races that one head's reads win alone (see
+ * {@link compactLonePrimary}), from the head the policy planned and each
+ * primary's status and charge, without a record: what a
+ * {@link DeferredRecord} writes. Kept with the head, so that no read looks
+ * its head up among the recent ones.
+ */
+export class LoneHeaders {
+  private json: string | undefined;
+  /** The latest header made, with the status and charge it was made for: most reads repeat them. */
+  private status: number | undefined;
+  private charge: number | undefined;
+  private header: string | undefined;
+
+  constructor(readonly head: Readonly<Pick<HedgeDiagnostics, CachedHeadField>>) {}
+
+  /** The header of a race the primary won alone in the head's primary region with `status` and `charge`. */
+  value(status: number, charge: number | undefined): string {
+    if (this.header !== undefined && status === this.status && Object.is(charge, this.charge)) return this.header;
+    this.json ??= cachedHead(false, this.head).json;
+    this.status = status;
+    this.charge = charge;
+    this.header = lonePrimaryHeader(this.json, this.head.primaryRegion ?? "", status, charge, charge ?? 0);
+    return this.header;
+  }
+}
+
+/**
+ * The compact headers of the skipped records of one template (see
+ * {@link headerValue}): the template's head, cached once, and each record's
+ * charge. What a deferred skipped record writes.
+ */
+export class SkippedHeaders {
+  private json: string | undefined;
+  private charge: number | undefined;
+  private header: string | undefined;
+
+  /** @param template - a skipped record of the kind, its charge left out of the head. */
+  constructor(readonly template: Readonly<HedgeDiagnostics>) {}
+
+  /** The header of a skipped record of the template's kind with `charge`. */
+  value(charge: number): string {
+    if (this.header !== undefined && Object.is(charge, this.charge)) return this.header;
+    this.json ??= cachedHead(true, this.template).json;
+    this.charge = charge;
+    this.header = this.json + ',"totalRequestCharge":' + jsonNumber(charge) + ',"final":true}';
+    return this.header;
+  }
 }
 
 /**
@@ -360,17 +449,17 @@ function headerValue(diagnostics: HedgeDiagnostics): string {
  * `x-cosmos-hedging-diagnostics` header, which `@azure/cosmos` copies into
  * `response.headers`) or to a thrown error (and to the response it carries).
  */
-export function attachHedgeDiagnostics(target: PipelineResponse | object, diagnostics: HedgeDiagnostics): void {
+export function attachHedgeDiagnostics(target: PipelineResponse | object, diagnostics: PublishedRecord): void {
   let response: PipelineResponse | undefined;
   if (isPipelineResponse(target)) {
     response = target;
   } else {
-    attachedToErrors.set(target, diagnostics);
+    attachedToErrors.set(target, recordOf(diagnostics));
     response = responseOfError(target);
     if (response === undefined) return;
   }
   attachedToResponses.set(response, diagnostics);
-  response.headers.set(hedgeDiagnosticsHeaderName, headerValue(diagnostics));
+  response.headers.set(hedgeDiagnosticsHeaderName, diagnostics instanceof DeferredRecord ? diagnostics.headerValue() : headerValue(diagnostics));
 }
 
 function isPipelineResponse(value: object): value is PipelineResponse {
@@ -429,12 +518,12 @@ function fromHeaders(headers: unknown): HedgeDiagnostics | undefined {
 export function getHedgeDiagnostics(source: unknown): HedgeDiagnostics | undefined {
   if (typeof source !== "object" || source === null) return undefined;
   const direct = attachedToErrors.get(source) ?? attachedToResponses.get(source);
-  if (direct !== undefined) return direct;
+  if (direct !== undefined) return recordOf(direct);
   if (isHttpHeaders(source)) return fromHeaders(source);
   const nested = (source as { headers?: unknown }).headers;
   if (nested !== undefined) {
     const live = typeof nested === "object" && nested !== null ? attachedToResponses.get(nested) : undefined;
-    if (live !== undefined) return live;
+    if (live !== undefined) return recordOf(live);
     const found = fromHeaders(nested);
     if (found !== undefined) return found;
   }

@@ -41,6 +41,8 @@ interface Collection {
 }
 
 const scope = new AsyncLocalStorage<Collection>();
+/** Whether any block of {@link collectHedgeDiagnostics} has run in this process: until one has, no context is in one. */
+let collectedEver = false;
 const collectedByError = new WeakMap<object, HedgeDiagnostics[]>();
 
 /**
@@ -51,13 +53,20 @@ const collectedByError = new WeakMap<object, HedgeDiagnostics[]>();
  */
 export function recordForCollectors(diagnostics: HedgeDiagnostics): void {
   recordHedgingMetrics(diagnostics);
+  if (!collectedEver) return;
   for (let collection = scope.getStore(); collection !== undefined; collection = collection.outer) {
     if (collection.open) collection.records.push(diagnostics);
   }
 }
 
+/** Whether the current asynchronous context runs in a block of {@link collectHedgeDiagnostics}, which wants every record. */
+export function collecting(): boolean {
+  return collectedEver && scope.getStore() !== undefined;
+}
+
 /** Adds a starting `@azure/cosmos` operation to every block it runs in, as {@link recordForCollectors} does a record. */
 export function recordOperationForCollectors(operation: OperationDetection): void {
+  if (!collectedEver) return;
   for (let collection = scope.getStore(); collection !== undefined; collection = collection.outer) {
     if (collection.open) collection.operations.push(operation);
   }
@@ -100,6 +109,7 @@ export async function collectHedgeDiagnostics<T>(fn: () => T | PromiseLike<T>): 
   const collection: Collection = { records: [], operations: [], outer: scope.getStore(), open: true };
   let result: Awaited<T>;
   try {
+    collectedEver = true;
     result = await scope.run(collection, fn);
   } catch (error) {
     const diagnostics = close(collection);

@@ -41,6 +41,25 @@ export function diagnosticsHeader(
 }
 
 /**
+ * A fresh copy of a header, for a request whose plan is shared (see the
+ * plain plans of `crossRegionHedgingPolicy`): its fields set in the order a
+ * header gets them, from the same literal, so that every record has one
+ * shape (a spread copy, completed into a record, was eight times slower to
+ * build).
+ */
+export function copyHeader(header: DiagnosticsHeader): DiagnosticsHeader {
+  const copy: DiagnosticsHeader = { policy: header.policy, operation: header.operation };
+  if (header.primaryRegion !== undefined) copy.primaryRegion = header.primaryRegion;
+  if (header.routing !== undefined) copy.routing = header.routing;
+  if (header.thresholdMs !== undefined) copy.thresholdMs = header.thresholdMs;
+  if (header.thresholdStepMs !== undefined) copy.thresholdStepMs = header.thresholdStepMs;
+  if (header.thresholdSource !== undefined) copy.thresholdSource = header.thresholdSource;
+  if (header.thresholdRegion !== undefined) copy.thresholdRegion = header.thresholdRegion;
+  if (header.ranking !== undefined) copy.ranking = header.ranking;
+  return copy;
+}
+
+/**
  * What learns from the raw outcome of each request (region health): never
  * from the public record, which is redacted and rounded for people.
  */

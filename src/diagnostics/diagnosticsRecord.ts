@@ -1,9 +1,15 @@
+import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
 import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
 import { armOutcome, decidedDurationMs, drainedDurationMs } from "../learning/armFacts.js";
-import type { HedgeArmDiagnostics, HedgeArmError } from "./diagnostics.js";
+import type { HedgeArmDiagnostics, HedgeArmError, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
+import type { LoneHeaders, SkippedHeaders } from "./diagnostics.js";
+import { DeferredRecord } from "./diagnostics.js";
 import type { RaceArm } from "../race/race.js";
+import type { RegionEndpoint } from "../topology/regionCache.js";
+import type { DiagnosticsHeader } from "./diagnosticsHeader.js";
+import { copyHeader } from "./diagnosticsHeader.js";
 import { redactCredentials } from "./redact.js";
 
 /**
@@ -72,4 +78,121 @@ export function describeDrainedArm(arm: RaceArm, raceStart: number): HedgeArmDia
   if (durationMs !== undefined) record.durationMs = durationMs;
   if (drain?.result !== undefined) addResult(record, drain.result);
   return record;
+}
+
+/** A header being completed into its request's record. */
+type RecordInProgress = DiagnosticsHeader & Partial<HedgeDiagnostics>;
+
+/**
+ * Completes a header into the record of a request that was not hedged. The
+ * header is made for one request and ends with it, so it becomes the record
+ * itself rather than being copied into one.
+ */
+export function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, totalRequestCharge: number): HedgeDiagnostics {
+  const record: RecordInProgress = header;
+  record.arms = [];
+  record.hedgeFired = false;
+  record.hedgeWon = false;
+  if (header.primaryRegion !== undefined) record.winningRegion = header.primaryRegion;
+  record.terminalState = "skipped";
+  record.skipReason = skipReason;
+  // Last, as the diagnostics header writes it after a cached head.
+  record.totalRequestCharge = totalRequestCharge;
+  record.final = true;
+  return record as HedgeDiagnostics;
+}
+
+/** Completes a header into the record of a race, in place as {@link skippedRecord} does. */
+export function raceRecord(
+  header: DiagnosticsHeader,
+  arms: HedgeArmDiagnostics[],
+  hedgeRefused: boolean,
+  terminalState: HedgeDiagnostics["terminalState"],
+  returned: HedgeArmDiagnostics | undefined,
+  final: boolean,
+  skipReason?: HedgeSkipReason,
+): HedgeDiagnostics {
+  const record: RecordInProgress = header;
+  record.arms = arms;
+  record.hedgeFired = arms.length > 1;
+  record.totalRequestCharge = totalCharge(arms);
+  record.final = final;
+  if (hedgeRefused) record.skipReason = "budgetExhausted";
+  else if (skipReason !== undefined) record.skipReason = skipReason;
+  record.hedgeWon = terminalState === "hedgeWon";
+  record.terminalState = terminalState;
+  if (returned !== undefined) {
+    record.winningRegion = returned.region;
+    if (returned.activityId !== undefined) record.winningActivityId = returned.activityId;
+  }
+  return record as HedgeDiagnostics;
+}
+
+function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
+  return arms.reduce((sum, arm) => sum + (arm.requestCharge ?? 0), 0);
+}
+
+/**
+ * The record of a race its primary won alone before any hedge was due (the
+ * common case with hedging on), kept as the facts it is built from: the
+ * head the policy planned, the primary's times, and its response's status,
+ * headers and charge (not its body). The
+ * record is built the first time anyone reads it, identical to the one the
+ * race would have built, and the same object every time after.
+ */
+export class LonePrimaryRecord extends DeferredRecord {
+  constructor(
+    private readonly headers: LoneHeaders,
+    private readonly region: RegionEndpoint,
+    private readonly startedAt: number,
+    private readonly endedAt: number,
+    private readonly status: number,
+    private readonly responseHeaders: HttpHeaders,
+    private readonly charge: number | undefined,
+  ) {
+    super();
+  }
+
+  protected build(): HedgeDiagnostics {
+    const arm: RaceArm = {
+      index: 0,
+      region: this.region,
+      reason: "primary",
+      startedAt: this.startedAt,
+      endedAt: this.endedAt,
+      // The status and headers are all a record reads of a response; the rest of it (its body) is not kept.
+      result: { response: { status: this.status, headers: this.responseHeaders } as PipelineResponse },
+    };
+    const described = describeArm(arm, this.startedAt, 0);
+    return raceRecord(copyHeader(this.headers.head as DiagnosticsHeader), [described], false, "primaryWon", described, true);
+  }
+
+  headerValue(): string {
+    // A sub-status on an answer that ended the race is rare enough to be written in full.
+    if (this.responseHeaders.has(CosmosHeaders.subStatus) && subStatusOf({ headers: this.responseHeaders } as PipelineResponse) !== 0) return JSON.stringify(this.record);
+    return this.headers.value(this.status, this.charge);
+  }
+}
+
+/**
+ * The record of a request sent unhedged, kept as its charge and a template
+ * shared by every such request of its kind and region (see
+ * {@link SkippedHeaders}) until someone reads it.
+ */
+export class DeferredSkippedRecord extends DeferredRecord {
+  constructor(
+    private readonly headers: SkippedHeaders,
+    private readonly charge: number,
+  ) {
+    super();
+  }
+
+  protected build(): HedgeDiagnostics {
+    const { template } = this.headers;
+    return skippedRecord(copyHeader(template), template.skipReason ?? "disabled", this.charge);
+  }
+
+  headerValue(): string {
+    return this.headers.value(this.charge);
+  }
 }

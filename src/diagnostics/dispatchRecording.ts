@@ -2,7 +2,7 @@ import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core
 import type { RegionCache } from "../topology/regionCache.js";
 import { normalizeRegionName } from "../topology/regionNames.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
-import type { HedgeDiagnostics } from "./diagnostics.js";
+import type { PublishedRecord } from "./diagnostics.js";
 import type { OperationDetection, RequestedRegionReason } from "./detection.js";
 import { ObjectSlot } from "../request/objectSlot.js";
 import { carriedStateOf, requestStateOf, stateIfAny } from "../request/requestState.js";
@@ -17,7 +17,6 @@ export const operationHeaderName = "x-cosmos-hedging-operation";
 
 /** The operations whose attempts carry their id in {@link operationHeaderName}, by that id. */
 const running = new Map<string, OperationDetection>();
-const ids = new WeakMap<OperationDetection, string>();
 let nextId = 0;
 
 /**
@@ -28,10 +27,10 @@ let nextId = 0;
  * @returns the id its attempts carry in {@link operationHeaderName}.
  */
 export function registerOperation(operation: OperationDetection): string {
-  let id = ids.get(operation);
+  let id = operation.headerId;
   if (id === undefined) {
     id = pluginHeaderValue(String(nextId++));
-    ids.set(operation, id);
+    operation.headerId = id;
     running.set(id, operation);
   }
   return id;
@@ -41,12 +40,12 @@ export function registerOperation(operation: OperationDetection): string {
 export function unregisterOperation(id: string): void {
   const operation = running.get(id);
   running.delete(id);
-  if (operation !== undefined) ids.delete(operation);
+  if (operation !== undefined) operation.headerId = undefined;
 }
 
 /** Forgets an operation that has ended, if it was registered. */
 export function forgetOperation(operation: OperationDetection): void {
-  const id = ids.get(operation);
+  const id = operation.headerId;
   if (id !== undefined) unregisterOperation(id);
 }
 
@@ -109,7 +108,7 @@ export function linkAttempt(request: PipelineRequest): Attempt | undefined {
  * latest (see `OperationDetection.lastRecord`): the live record of the
  * attempt the SDK's call ends with.
  */
-export function noteAttemptRecord(request: PipelineRequest, diagnostics: HedgeDiagnostics): void {
+export function noteAttemptRecord(request: PipelineRequest, diagnostics: PublishedRecord): void {
   const operation = stateIfAny(request)?.operation;
   if (operation !== undefined) operation.lastRecord = diagnostics;
 }
@@ -120,6 +119,23 @@ function sdkReason(operation: OperationDetection, region: string | undefined): R
   const previous = operation.lastSdkRegion();
   if (region !== undefined && previous !== undefined && normalizeRegionName(region) !== normalizeRegionName(previous)) return "regionFailover";
   return operation.lastReplied ? "operationRetry" : "transportRetry";
+}
+
+/** Notes the SDK's own request of an attempt going out to `region`, with the reason its previous attempt gives it. */
+export function noteSdkRequestSent(operation: OperationDetection, region: string | undefined): void {
+  operation.requestSent(region, sdkReason(operation, region));
+}
+
+/**
+ * Notes the end of the SDK's own request of an attempt: the reply, when the
+ * service gave one (any status), decides the reason of its next attempt.
+ * @returns the reply's request charge, when it has one.
+ */
+export function noteSdkRequestEnded(operation: OperationDetection, region: string | undefined, response: PipelineResponse | undefined): number | undefined {
+  const charge = response === undefined ? undefined : requestChargeOf(response);
+  operation.requestEnded(region, response !== undefined, charge);
+  operation.lastStatus = response?.status;
+  return charge;
 }
 
 /**

@@ -100,6 +100,12 @@ export class HedgingMetricsRecorder {
     if (region !== undefined) this.counters(region).requests += 1;
   }
 
+  /** Counts one raced request its primary won alone, before any hedge was due: what {@link HedgingMetricsRecorder.record} counts of it. */
+  recordAlone(region: string): void {
+    this.requests += 1;
+    this.counters(region).requests += 1;
+  }
+
   /** Counts one raced request; `primaryRegion` stands for its primary when no arm was launched (the caller had aborted already). */
   record(outcome: RaceOutcome, primaryRegion: string | undefined): void {
     this.requests += 1;

@@ -164,7 +164,7 @@ class Window {
 
   constructor(private readonly settings: Required<LatencyWindowsOptions>) {}
 
-  record(epoch: number, latencyMs: number, observation: LatencyObservation): void {
+  record(epoch: number, latencyMs: number, observation: LatencyObservation, at: number): void {
     const slowAbove = observation === "censored" ? undefined : this.slowAbove();
     this.dropStale(epoch);
     let bucket = this.buckets[this.buckets.length - 1];
@@ -180,7 +180,7 @@ class Window {
           : (bucket.censored ??= newSketch());
     sketch.accept(latencyMs);
     this.recordedSinceView += 1;
-    if (slowAbove !== undefined) this.stalls.answer(performance.now(), epoch, latencyMs, slowAbove);
+    if (slowAbove !== undefined) this.stalls.answer(at, epoch, latencyMs, slowAbove);
   }
 
   /**
@@ -440,10 +440,13 @@ export class LatencyWindows {
     };
   }
 
-  /** Records one latency of a region. Negative or non-finite latencies are ignored. */
-  record(region: string, latencyClass: LatencyClass, latencyMs: number, observation: LatencyObservation): void {
+  /**
+   * Records one latency of a region, as of `at` (`performance.now()`, by
+   * default now). Negative or non-finite latencies are ignored.
+   */
+  record(region: string, latencyClass: LatencyClass, latencyMs: number, observation: LatencyObservation, at = performance.now()): void {
     if (!Number.isFinite(latencyMs) || latencyMs < 0) return;
-    this.windowOf(region, latencyClass).record(this.epochOf(performance.now()), latencyMs, observation);
+    this.windowOf(region, latencyClass).record(this.epochOf(at), latencyMs, observation, at);
   }
 
   /**

@@ -9,6 +9,7 @@ import { CosmosHeaders } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { AdaptiveThresholdSettings } from "../planning/adaptiveThreshold.js";
 import { adaptiveThresholdDefaults } from "../planning/adaptiveThreshold.js";
+import type { ArmResult } from "../cosmos/statusTables.js";
 import { isSuccessResult } from "../cosmos/statusTables.js";
 import { decidedDurationMs, drainedDurationMs, timedOut } from "./armFacts.js";
 import { HedgeDecisions } from "../planning/hedgeDecision.js";
@@ -22,6 +23,53 @@ import type { HealthyTails } from "../race/raceStrategies.js";
 
 /** The percentile of a region's healthy latencies that a read must outlast to count as a likely straggler. */
 const healthyTailQuantile = 0.99;
+
+/**
+ * The successes of reads won alone that a {@link RegionHealth} has not
+ * learned yet, as numbers in preallocated arrays: adding one writes a slot,
+ * allocating nothing.
+ */
+class AloneAnswers {
+  private static readonly capacity = 64;
+  private readonly regions: string[] = [];
+  private readonly classes: LatencyClass[] = [];
+  private readonly durations = new Float64Array(AloneAnswers.capacity);
+  private readonly thresholds = new Float64Array(AloneAnswers.capacity);
+  private readonly times = new Float64Array(AloneAnswers.capacity);
+  private count = 0;
+
+  /** @returns whether it is full, and must be drained before the next one. */
+  add(region: string, latencyClass: LatencyClass, durationMs: number, thresholdMs: number | undefined, at: number): boolean {
+    const index = this.count++;
+    this.regions[index] = region;
+    this.classes[index] = latencyClass;
+    this.durations[index] = durationMs;
+    this.thresholds[index] = thresholdMs ?? Number.NaN;
+    this.times[index] = at;
+    return this.count === AloneAnswers.capacity;
+  }
+
+  /** Hands each one over in the order they came, and forgets them. */
+  drain(learn: (region: string, latencyClass: LatencyClass, durationMs: number, thresholdMs: number | undefined, at: number) => void): void {
+    const count = this.count;
+    if (count === 0) return;
+    // Emptied first: learning from one may read the health, which drains again.
+    this.count = 0;
+    for (let index = 0; index < count; index++) {
+      const threshold = this.thresholds[index]!;
+      learn(this.regions[index]!, this.classes[index]!, this.durations[index]!, Number.isNaN(threshold) ? undefined : threshold, this.times[index]!);
+    }
+  }
+}
+
+/** How an arm's settlement reads to learning: an answer, a timeout, an error answer; `none` for an arm cut off or drained. */
+type Settlement = "success" | "timeout" | "error" | "none";
+
+function settlementOf(result: ArmResult | undefined): Settlement {
+  if (isSuccessResult(result)) return "success";
+  if (timedOut(result)) return "timeout";
+  return result === undefined ? "none" : "error";
+}
 
 /** What a {@link RegionHealth} is set up with. */
 export interface RegionHealthSettings {
@@ -48,10 +96,10 @@ export interface RegionHealthSettings {
  * a read, and reports it all through {@link RegionHealth.snapshot}.
  */
 export class RegionHealth implements RaceLearner, HealthyTails {
-  /** Per region and latency class, the recent latencies. */
-  readonly windows = new LatencyWindows();
-  /** The benefit rule, when the threshold is adaptive. */
-  readonly decisions: HedgeDecisions | undefined;
+  private readonly latencies = new LatencyWindows();
+  private readonly benefitRule: HedgeDecisions | undefined;
+  /** Reads won alone not learned yet (see {@link RegionHealth.learnAlone}). */
+  private readonly alone = new AloneAnswers();
   private readonly recorder = new HedgingMetricsRecorder();
   private readonly demotions: DemotionTracker | undefined;
   private readonly thompson: ThompsonRanking | undefined;
@@ -68,7 +116,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
   ) {
     this.adaptive = settings.adaptive;
     this.throttling = settings.throttling;
-    this.decisions = settings.adaptive !== undefined ? new HedgeDecisions(this.windows) : undefined;
+    this.benefitRule = settings.adaptive !== undefined ? new HedgeDecisions(this.latencies) : undefined;
     this.demotions = settings.routing === "demotion" ? new DemotionTracker(regions) : undefined;
     this.thompson = settings.routing === "thompson" ? new ThompsonRanking() : undefined;
   }
@@ -112,6 +160,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     latencyClass: LatencyClass | undefined,
     excludedRegions: readonly string[] | undefined,
   ): RankedTargets {
+    this.settle();
     if (this.demotions !== undefined) return this.demotions.route(addressed, candidates);
     if (this.thompson === undefined || latencyClass === undefined) return { targets: candidates };
     const usualFirst = this.regions.applicableRegions("read", excludedRegions)[0];
@@ -124,7 +173,8 @@ export class RegionHealth implements RaceLearner, HealthyTails {
 
   /** The 99th percentile of a region's healthy (baseline) latencies in a class; `undefined` until its window holds `minSamples` of them. */
   healthyTailMs(region: string, latencyClass: LatencyClass): number | undefined {
-    return this.windows.baseline(region, latencyClass, healthyTailQuantile, this.adaptive?.minSamples ?? adaptiveThresholdDefaults.minSamples);
+    this.settle();
+    return this.latencies.baseline(region, latencyClass, healthyTailQuantile, this.adaptive?.minSamples ?? adaptiveThresholdDefaults.minSamples);
   }
 
   learnSkipped(region: string | undefined): void {
@@ -146,20 +196,15 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     // A refused hedge leaves the arms still running unraced: their answers are no healthy baseline,
     // and letting them in would raise the threshold of the very region that needs hedging.
     const answerKind: "baseline" | "tail" = outcome.hedgeRefused ? "tail" : "baseline";
-    const { windows, decisions, thompson } = this;
+    this.settle();
+    const { latencies: windows, benefitRule: decisions, thompson } = this;
+    // Arms that settled are learned by learnSettled; what is left are the arms cut off or drained at the decision.
     for (const arm of outcome.arms) {
       const duration = decidedDurationMs(arm);
       if (duration === undefined) continue;
       const region = arm.region.name;
-      if (isSuccessResult(arm.result)) {
-        windows.record(region, latencyClass, duration, answerKind);
-        decisions?.observe(region, latencyClass, duration, false);
-        thompson?.observe(region, latencyClass, duration);
-      } else if (timedOut(arm.result)) {
-        windows.record(region, latencyClass, duration, "censored");
-        decisions?.observe(region, latencyClass, duration, true);
-        thompson?.observeCensored(region, latencyClass, duration);
-      } else if (arm.aborted === true || arm.drain !== undefined) {
+      if (this.learnSettled(region, latencyClass, duration, settlementOf(arm.result), answerKind)) continue;
+      if (arm.aborted === true || arm.drain !== undefined) {
         // A loser cut short before the winner's own time says little of its region; one that ran longer is known slower.
         const informative = callerAborted
           ? thresholdMs !== undefined && duration >= thresholdMs
@@ -174,12 +219,87 @@ export class RegionHealth implements RaceLearner, HealthyTails {
         // Any bound may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a drained arm tells more when its drain ends.
         if (arm.aborted === true) decisions?.observe(region, latencyClass, duration, true);
         if (informative || !callerAborted) thompson?.observeCensored(region, latencyClass, duration);
-      } else if (arm.result !== undefined) {
-        // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
-        thompson?.observeFailure(region, latencyClass);
       }
     }
     this.learnStreaks(outcome, primaryArm, winner, latencyClass, thresholdMs);
+  }
+
+  /** Per region and latency class, the recent latencies, with every read won alone learned. */
+  get windows(): LatencyWindows {
+    this.settle();
+    return this.latencies;
+  }
+
+  /** The benefit rule, when the threshold is adaptive, with every read won alone learned. */
+  get decisions(): HedgeDecisions | undefined {
+    this.settle();
+    return this.benefitRule;
+  }
+
+  /**
+   * Learns from a race its primary won alone before any hedge was due, from
+   * its facts: what {@link RegionHealth.learn} learns from such a race,
+   * without an outcome built for it. Nearly every read ends so, and its
+   * success is kept as a few numbers until the next time anything reads
+   * what it teaches (a race's learning, a ranking, a percentile, the
+   * metrics) or a few dozen have gathered: learning from a read then
+   * touches one small object instead of the windows, counters and streaks
+   * every time. Each is learned as of its own time, in the order they came.
+   * @param success - whether the primary's answer, final as it was, is a success (see `isSuccessResult`).
+   * @param at - when it answered (`performance.now()`).
+   */
+  learnAlone(region: string, operation: OperationKind, durationMs: number, success: boolean, thresholdMs: number | undefined, at: number): void {
+    const latencyClass = latencyClassOf(operation);
+    if (success && latencyClass !== undefined) {
+      if (this.alone.add(region, latencyClass, durationMs, thresholdMs, at)) this.settle();
+      return;
+    }
+    this.settle();
+    this.learnAloneNow(region, latencyClass, durationMs, success, thresholdMs, at);
+  }
+
+  /** Learns every read won alone not learned yet: whatever reads what they teach calls this first. */
+  settle(): void {
+    this.alone.drain(this.learnAnswer);
+  }
+
+  private readonly learnAnswer = (region: string, latencyClass: LatencyClass, durationMs: number, thresholdMs: number | undefined, at: number): void =>
+    this.learnAloneNow(region, latencyClass, durationMs, true, thresholdMs, at);
+
+  private learnAloneNow(region: string, latencyClass: LatencyClass | undefined, durationMs: number, success: boolean, thresholdMs: number | undefined, at: number): void {
+    this.recorder.recordAlone(region);
+    if (latencyClass === undefined) return;
+    // A final answer that ends a race alone is never a timeout (a 408 is transient).
+    this.learnSettled(region, latencyClass, durationMs, success ? "success" : "error", "baseline", at);
+    const { demotions } = this;
+    if (!success || demotions === undefined || demotions.idle) return;
+    demotions.observe({ primary: region, primaryWonInMs: durationMs }, () => this.restoreWithinMs(latencyClass, thresholdMs));
+  }
+
+  /**
+   * What an arm that settled (rather than being cut off or drained)
+   * teaches: an answer's latency, a timeout's bound, or, for an error, only
+   * that the region is failing.
+   * @returns whether the arm settled.
+   */
+  private learnSettled(region: string, latencyClass: LatencyClass, duration: number, settlement: Settlement, answerKind: "baseline" | "tail", at = performance.now()): boolean {
+    const { latencies: windows, benefitRule: decisions, thompson } = this;
+    if (settlement === "success") {
+      windows.record(region, latencyClass, duration, answerKind, at);
+      decisions?.observe(region, latencyClass, duration, false);
+      thompson?.observe(region, latencyClass, duration);
+      return true;
+    }
+    if (settlement === "timeout") {
+      windows.record(region, latencyClass, duration, "censored", at);
+      decisions?.observe(region, latencyClass, duration, true);
+      thompson?.observeCensored(region, latencyClass, duration);
+      return true;
+    }
+    if (settlement === "none") return false;
+    // An error answer, however fast, is no latency: it only keeps the region from being ranked first.
+    thompson?.observeFailure(region, latencyClass);
+    return true;
   }
 
   /**
@@ -192,19 +312,21 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     this.recorder.recordDrainEnd(arm);
     const latencyClass = latencyClassOf(operation);
     const duration = drainedDurationMs(arm);
-    if (latencyClass !== undefined && this.runningDrains.delete(arm)) this.windows.stopRunning(arm.region.name, latencyClass);
+    this.settle();
+    if (latencyClass !== undefined && this.runningDrains.delete(arm)) this.latencies.stopRunning(arm.region.name, latencyClass);
     if (latencyClass === undefined || duration === undefined) return;
     // The region's percentiles show what its losers really took: an answer as a tail latency (never the healthy
     // baseline, which would raise the threshold of the region that is slow), a drain cut short as the bound it reached.
-    this.windows.record(arm.region.name, latencyClass, duration, isSuccessResult(arm.drain?.result) ? "tail" : "censored");
-    if (this.decisions === undefined) return;
-    if (isSuccessResult(arm.drain?.result)) this.decisions.observe(arm.region.name, latencyClass, duration, false);
-    else if (arm.drain?.end !== "settled") this.decisions.observe(arm.region.name, latencyClass, duration, true);
+    this.latencies.record(arm.region.name, latencyClass, duration, isSuccessResult(arm.drain?.result) ? "tail" : "censored");
+    if (this.benefitRule === undefined) return;
+    if (isSuccessResult(arm.drain?.result)) this.benefitRule.observe(arm.region.name, latencyClass, duration, false);
+    else if (arm.drain?.end !== "settled") this.benefitRule.observe(arm.region.name, latencyClass, duration, true);
   }
 
   /** The metrics snapshot: the counters, the latency windows, the demotions and throttling of the regions, the budget and the drains. */
   snapshot(budget: LoadBudget | undefined, drain: LoserDrain | undefined): HedgingMetrics {
-    return this.recorder.snapshot(this.windows, this.regions, budget, (region) => this.throttledForMs(region), drain);
+    this.settle();
+    return this.recorder.snapshot(this.latencies, this.regions, budget, (region) => this.throttledForMs(region), drain);
   }
 
   /** Demotion streaks: a hedge win extends the primary's, a fast primary win ends it and may restore the primary. */
@@ -236,7 +358,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     };
     let best: number | undefined;
     for (const region of this.regions.applicableRegions("read")) {
-      const baseline = this.windows.baseline(region.name, latencyClass, settings.quantile, settings.minSamples);
+      const baseline = this.latencies.baseline(region.name, latencyClass, settings.quantile, settings.minSamples);
       if (baseline !== undefined && (best === undefined || baseline < best)) best = baseline;
     }
     if (best !== undefined) return Math.max(settings.floor, best);

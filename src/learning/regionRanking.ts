@@ -112,9 +112,14 @@ export class DemotionTracker {
    * demoted primary whose answer took at most `restoreWithinMs()`: the
    * healthy latency it must match, asked for only then.
    */
+  /** Whether a primary win has nothing to reset or restore: no streak runs and no region is demoted. */
+  get idle(): boolean {
+    return this.streaks.size === 0 && this.regions.demotedRegions.length === 0;
+  }
+
   observe(verdict: RaceVerdict, restoreWithinMs: () => number = () => 0): void {
     // The common case, a primary win with nothing to reset or restore, needs no name normalized.
-    if (verdict.hedgeWinner === undefined && this.streaks.size === 0 && this.regions.demotedRegions.length === 0) return;
+    if (verdict.hedgeWinner === undefined && this.idle) return;
     const key = normalizeRegionName(verdict.primary);
     if (verdict.hedgeWinner !== undefined) {
       const streak = (this.streaks.get(key) ?? 0) + 1;

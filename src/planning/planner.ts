@@ -144,6 +144,8 @@ export class HedgePlanner {
     controls: RequestHedgingControls,
     header: DiagnosticsHeader,
   ): readonly RegionEndpoint[] | HedgeSkipReason {
+    // The read order follows the demotions, which the reads won alone and not yet learned may change.
+    this.health?.settle();
     const isWrite = documentWriteKinds.has(operation);
     let candidates = raceTargets(this.regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions);
     if (candidates.length > this.strategy.maxArms) candidates = candidates.slice(0, this.strategy.maxArms);
@@ -175,6 +177,7 @@ export class HedgePlanner {
     controls: RequestHedgingControls,
     planned: readonly RegionEndpoint[],
   ): readonly RegionEndpoint[] | HedgeSkipReason {
+    this.health?.settle();
     const applicable = raceTargets(this.regions, addressed, documentWriteKinds.has(operation) ? "write" : "read", request.url, controls.excludedRegions);
     const open = planned.filter((region) => applicable.some((each) => sameRegion(each, region)));
     if (open.length === 0) return "singleRegion";

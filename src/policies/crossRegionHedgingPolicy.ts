@@ -11,7 +11,20 @@ import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../pla
 import { isAdaptiveThreshold, resolveAdaptiveThreshold } from "../planning/adaptiveThreshold.js";
 import type { HedgeDiagnostics } from "../diagnostics/diagnostics.js";
 import type { DiagnosticsSink } from "../race/hedgedSend.js";
-import { sendHedged, sendSkipped } from "../race/hedgedSend.js";
+import { adoptHedged, publishDeferred, publishFor, sendHedged, sendSkipped } from "../race/hedgedSend.js";
+import type { PendingReadHost } from "../race/pendingRead.js";
+import { PendingRead } from "../race/pendingRead.js";
+import type { RegionEndpoint } from "../topology/regionCache.js";
+import type { OperationDetection } from "../diagnostics/detection.js";
+import { noteSdkRequestEnded, noteSdkRequestSent } from "../diagnostics/dispatchRecording.js";
+import { DeferredSkippedRecord, LonePrimaryRecord, skippedRecord } from "../diagnostics/diagnosticsRecord.js";
+import { LoneHeaders, SkippedHeaders } from "../diagnostics/diagnostics.js";
+import { copyHeader } from "../diagnostics/diagnosticsHeader.js";
+import { isFinalStatus, requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
+import { plainSdkControls } from "../request/requestControls.js";
+import type { RacePlan, SkipPlan } from "../planning/planner.js";
+import type { AccountTopology } from "../topology/regionCache.js";
+import { isResendableBody } from "../race/cloneRequest.js";
 import type { HedgeLoadBudgetOptions } from "../budget/loadBudget.js";
 import { LoadBudget, resolveLoadBudget } from "../budget/loadBudget.js";
 import type { LoserDrain, LoserDrainOptions } from "../race/loserDrain.js";
@@ -25,8 +38,8 @@ import type { RequestHedgingControls } from "../request/requestModel.js";
 import type { CrossRegionTimingSettings } from "../planning/timing.js";
 import { CrossRegionTiming, crossRegionTimings } from "../planning/timing.js";
 import { policyLogger } from "../log.js";
-import { boundsSockets, primaryMayDrain } from "../race/drainSockets.js";
-import type { RequestHandler } from "./requestHandler.js";
+import { agentPoolsSockets, boundsSockets, primaryMayDrain } from "../race/drainSockets.js";
+import type { LayerRoute, RequestHandler } from "./requestHandler.js";
 import { policyOver } from "./requestHandler.js";
 
 /** The name of the {@link crossRegionHedgingPolicy}. */
@@ -290,6 +303,51 @@ function racePrimary(tails: RegionHealth, region: string | undefined, operation:
   return region === undefined || latencyClass === undefined ? undefined : { tails, region, latencyClass };
 }
 
+/** A document read sent lazily, with what this policy needs to know of it to finish it or to race it. */
+/** Where a document read's plain plan is kept in its region's list (see `plainPlanOf`). */
+function readKindIndex(kind: OperationKind): number {
+  switch (kind) {
+    case "pointRead":
+      return 0;
+    case "query":
+      return 1;
+    case "queryPlan":
+      return 2;
+    case "readFeed":
+      return 3;
+    default:
+      return 4;
+  }
+}
+
+/** A plain read's plan, shared by every plain read of its kind and region (see `plainPlanOf`). */
+interface PlainPlan {
+  readonly plan: SkipPlan | RacePlan;
+  /** The headers of its reads won alone, for a plan whose reads may wait as pending reads. */
+  readonly lone: LoneHeaders | undefined;
+  /** The headers of its reads sent unhedged, for a plan that skips them. */
+  readonly skipped: SkippedHeaders | undefined;
+}
+
+class DocumentRead extends PendingRead {
+  /** The request charge of the primary's answer, once it came. */
+  charge: number | undefined;
+
+  constructor(
+    request: PipelineRequest,
+    region: RegionEndpoint,
+    readonly plan: RacePlan,
+    readonly lone: LoneHeaders,
+    readonly operation: OperationKind,
+    readonly detection: OperationDetection | undefined,
+    readonly route: LayerRoute,
+    host: PendingReadHost,
+    startedAt: number,
+  ) {
+    super(request, region, plan.header.thresholdMs ?? 0, host, startedAt);
+  }
+}
+
 /**
  * Hedges Cosmos DB document reads across regions: when the region the SDK
  * chose has not answered within the threshold, the same request goes to the
@@ -335,11 +393,16 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
    * A race's strategy: the shared one while the budget covers its reserve (nearly always); one of the race's own,
    * which knows its primary's healthy tail, when the budget asks for straggler evidence, and for a batch.
    */
-  const strategyOf = (header: { readonly thresholdMs?: number | undefined; readonly primaryRegion?: string | undefined }, thresholdStepMs: number, operation: OperationKind): DocumentRaceStrategy => {
+  const strategyOf = (
+    header: { readonly thresholdMs?: number | undefined; readonly primaryRegion?: string | undefined },
+    thresholdStepMs: number,
+    operation: OperationKind,
+    primaryStartedAt = performance.now(),
+  ): DocumentRaceStrategy => {
     const thresholdMs = header.thresholdMs ?? 0;
     const batch = operation === "batch";
     if (!batch && (budget === undefined || budget.evidenceNeeded() === 0)) return strategyFor(thresholdMs, thresholdStepMs);
-    return new DocumentRaceStrategy(thresholdMs, thresholdStepMs, budget, budget && racePrimary(health, header.primaryRegion, operation), performance.now(), batch);
+    return new DocumentRaceStrategy(thresholdMs, thresholdStepMs, budget, budget && racePrimary(health, header.primaryRegion, operation), primaryStartedAt, batch);
   };
 
   function sendDocumentRequest(
@@ -352,7 +415,136 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
     // A later page of a feed is a read like any other: its continuation token (or change feed etag) is valid in
     // every region of the account, which is why the SDK itself retries a page in the next region with the same token.
     const addressed = regions.regionOf(request.url);
-    const plan = planner.plan(request, operation, addressed, controls);
+    return sendPlanned(request, next, operation, controls, planner.plan(request, operation, addressed, controls));
+  }
+
+  /** A pending read's host: what a read sent lazily asks of this policy (see {@link PendingRead}). */
+  const host: PendingReadHost = {
+    noteSettled(pending, response) {
+      const read = pending as DocumentRead;
+      if (read.detection !== undefined) read.charge = noteSdkRequestEnded(read.detection, read.region.name, response);
+      else if (response !== undefined) read.charge = requestChargeOf(response);
+      if (response !== undefined) health.noteResponse(read.region.name, response);
+    },
+    endsAlone(read, response) {
+      // What the strategy's verdict on the primary would be, and what the race does first with any primary that settles.
+      return (response.status < 400 || isFinalStatus(response.status, subStatusOf(response))) && read.request.abortSignal?.aborted !== true;
+    },
+    concludeAlone(pending, response) {
+      const read = pending as DocumentRead;
+      const { header } = read.plan;
+      const endedAt = read.endedAt ?? performance.now();
+      const success = response.status < 400;
+      health.learnAlone(read.region.name, read.operation, Math.round(endedAt - read.startedAt), success, header.thresholdMs, endedAt);
+      publishDeferred(sink, response, new LonePrimaryRecord(read.lone, read.region, read.startedAt, endedAt, response.status, response.headers, read.charge), read.detection);
+      return response;
+    },
+    promote(pending, thresholdPassed) {
+      const read = pending as DocumentRead;
+      const { request, plan, operation } = read;
+      const next = read.route.prepare(request, operation, read.detection, true);
+      // The plan is the template of every plain read of its kind and region; the race completes a copy of its header.
+      const header = copyHeader(plan.header);
+      return adoptHedged(request, next, header, {
+        primaryRegion: read.region,
+        planner,
+        operation,
+        controls: plainSdkControls,
+        strategy: strategyOf(header, plan.thresholdStepMs ?? 0, operation, read.startedAt),
+        signer,
+        drain,
+        hedgesWithoutSessionToken: settings.hedgesWithoutSessionToken,
+      }, sink, read.startedAt, thresholdPassed);
+    },
+  };
+
+  /**
+   * A plain read of a `withHedging` client, sent lazily (see
+   * {@link RequestHandler.sendLazily}): a read whose race would be a fixed
+   * threshold's with nothing to plan up front, whose losers may drain (its
+   * primary needs no signal of the race's), and whose first hedge the budget
+   * would admit on time goes out as a {@link PendingRead}. Any other is sent
+   * the full way. Writes are not taken: a hedgeable one needs its primary's
+   * signal up front, and the rest are recorded as skipped the full way.
+   */
+  function sendLazily(request: PipelineRequest, operation: OperationKind, addressed: RegionEndpoint, detection: OperationDetection | undefined, route: LayerRoute): Promise<PipelineResponse> | undefined {
+    // An adaptive threshold is learned per request, with its hedges planned up front.
+    if (settings.adaptive !== undefined || !documentReadKinds.has(operation) || drain === undefined || !agentPoolsSockets(request) || !isResendableBody(request)) {
+      return undefined;
+    }
+    const now = performance.now();
+    const reserveCovered = budget === undefined || budget.depositCoveringReserve(now);
+    const { plan, lone, skipped } = plainPlanOf(request, operation, addressed);
+    if (skipped !== undefined) return sendSkippedLazily(request, addressed, skipped, detection, route);
+    // A budget short of its reserve times the first hedge by the read's healthy tail, which a race's strategy knows.
+    if (lone === undefined || plan.kind === "skip" || !reserveCovered) {
+      return sendPlanned(request, route.prepare(request, operation, detection, false), operation, plainSdkControls, { ...plan, header: copyHeader(plan.header) });
+    }
+    if (detection !== undefined) noteSdkRequestSent(detection, addressed.name);
+    return new DocumentRead(request, addressed, plan, lone, operation, detection, route, host, now).start(route.send);
+  }
+
+  /**
+   * A plain read the plan sends unhedged (hedging off, the account's switch,
+   * one region): sent as it is, and recorded as {@link sendSkipped} records
+   * it, with a record deferred until read.
+   */
+  function sendSkippedLazily(request: PipelineRequest, region: RegionEndpoint, skipped: SkippedHeaders, detection: OperationDetection | undefined, route: LayerRoute): Promise<PipelineResponse> {
+    if (detection !== undefined) noteSdkRequestSent(detection, region.name);
+    let sent: Promise<PipelineResponse>;
+    try {
+      sent = route.send(request);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    return sent.then(
+      (response) => {
+        const charge = detection !== undefined ? noteSdkRequestEnded(detection, region.name, response) : requestChargeOf(response);
+        health.noteResponse(region.name, response);
+        health.learnSkipped(region.name);
+        publishDeferred(sink, response, new DeferredSkippedRecord(skipped, charge ?? 0), detection);
+        return response;
+      },
+      (error: unknown) => {
+        if (detection !== undefined) noteSdkRequestEnded(detection, region.name, undefined);
+        health.learnSkipped(region.name);
+        publishFor(sink, error, new DeferredSkippedRecord(skipped, 0).record, detection);
+        throw error;
+      },
+    );
+  }
+
+  /** The topology the plans of {@link plainPlans} were made under. */
+  let plainPlansTopology: AccountTopology | undefined;
+  /**
+   * The plans of plain reads (see {@link LayerRoute}), by the region addressed
+   * and the kind of read: with a fixed threshold, nothing else of a plain
+   * read's changes its plan until the topology does. Each is a template:
+   * whoever completes its header into a record works on a copy.
+   */
+  const plainPlans = new Map<RegionEndpoint, Array<PlainPlan | undefined>>();
+  const plainPlanOf = (request: PipelineRequest, operation: OperationKind, addressed: RegionEndpoint): PlainPlan => {
+    const { topology } = regions;
+    if (topology !== plainPlansTopology) {
+      plainPlans.clear();
+      plainPlansTopology = topology;
+    }
+    let byKind = plainPlans.get(addressed);
+    if (byKind === undefined) plainPlans.set(addressed, (byKind = []));
+    const index = readKindIndex(operation);
+    let plain = byKind[index];
+    if (plain === undefined) {
+      const plan = planner.plan(request, operation, addressed, plainSdkControls);
+      // Only a race of a fixed threshold with nothing planned up front can wait as a pending read.
+      const lone = plan.kind === "race" && plan.hedges === undefined ? new LoneHeaders(Object.freeze(copyHeader(plan.header))) : undefined;
+      const skipped = plan.kind === "skip" ? new SkippedHeaders(Object.freeze(skippedRecord(copyHeader(plan.header), plan.reason, 0))) : undefined;
+      byKind[index] = plain = { plan, lone, skipped };
+    }
+    return plain;
+  };
+
+  /** Sends a planned request: unhedged with its record when the plan skips it, otherwise as a race. */
+  function sendPlanned(request: PipelineRequest, next: SendRequest, operation: OperationKind, controls: RequestHedgingControls, plan: SkipPlan | RacePlan): Promise<PipelineResponse> {
     if (plan.kind === "skip") return sendSkipped(request, next, plan, sink);
     const isWrite = documentWriteKinds.has(operation);
     // A drained loser holds its socket: where the agent bounds them, the requests waiting for one would pay for it.
@@ -380,6 +572,7 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
     regions,
     kinds: documentKinds,
     send: sendDocumentRequest,
+    sendLazily,
     metrics: () => health.snapshot(budget, drain),
   };
 }

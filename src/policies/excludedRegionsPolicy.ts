@@ -231,10 +231,6 @@ export function regionSteering(regions: RegionCache): RequestStep {
 
   /** Per operation, so that two accounts, feeds or concurrent calls never share a walk; gone with the operation. */
   const walks = new WeakMap<OperationDetection, Walk>();
-  const walkOf = (request: PipelineRequest): Walk | undefined => {
-    const operation = stateIfAny(request)?.operation;
-    return operation === undefined ? undefined : walks.get(operation);
-  };
   /** Whether any request of this client was re-pointed: until then no request needs its operation's walk looked up. */
   let steeredAny = false;
 
@@ -282,18 +278,23 @@ export function regionSteering(regions: RegionCache): RequestStep {
     return steered;
   }
 
+  /** Whether nothing of the client's re-points a request of `operation` that carries no exclusions or pin of its own. */
+  const leavesPlain = (operation: OperationDetection | undefined): boolean =>
+    regions.excludedRegions.length === 0 &&
+    !regions.preferredRegionsChangedAtRuntime &&
+    // A request of an operation re-pointed earlier, while exclusions were in force, still walks on from there.
+    !(steeredAny && operation !== undefined && walks.get(operation)?.reason !== undefined);
+
   return {
     kinds: steeredKinds,
+    leavesPlain,
     apply(request, operation, controls) {
       // Nearly every request: nothing pins, excludes or reorders it, so `route` would leave it where the SDK sent it;
       // not asking spares it a region lookup.
       if (
         controls.region === undefined &&
         (controls.excludedRegions === undefined || controls.excludedRegions.length === 0) &&
-        regions.excludedRegions.length === 0 &&
-        !regions.preferredRegionsChangedAtRuntime &&
-        // A request of an operation re-pointed earlier, while exclusions were in force, still walks on from there.
-        !(steeredAny && walkOf(request)?.reason !== undefined)
+        leavesPlain(stateIfAny(request)?.operation)
       ) {
         return controls;
       }

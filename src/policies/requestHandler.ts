@@ -4,7 +4,8 @@ import type { RequestHedgingControls } from "../request/requestModel.js";
 import { requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { logger } from "../log.js";
 import { operationOf, outgoingOf } from "../request/requestState.js";
-import type { RegionCache } from "../topology/regionCache.js";
+import type { RegionCache, RegionEndpoint } from "../topology/regionCache.js";
+import type { OperationDetection } from "../diagnostics/detection.js";
 import { sendObservingAccount } from "../topology/accountObservation.js";
 
 /**
@@ -17,6 +18,12 @@ export interface RequestStep {
   /** The operations it applies to. */
   readonly kinds: ReadonlySet<OperationKind>;
   apply(request: PipelineRequest, operation: OperationKind, controls: RequestHedgingControls): RequestHedgingControls;
+  /**
+   * Whether it would leave a plain request of `operation` (see
+   * {@link LayerRoute}) as it is, controls and all: a step that says so is
+   * not asked to apply to it. A step without it is always asked.
+   */
+  leavesPlain?(operation: OperationDetection | undefined): boolean;
 }
 
 /** What a policy of this package does with the requests it sends itself: races them, or sends them and records why not. */
@@ -24,6 +31,34 @@ export interface RequestHandler {
   /** The operations it sends; any other passes on. */
   readonly kinds: ReadonlySet<OperationKind>;
   send(request: PipelineRequest, next: SendRequest, operation: OperationKind, controls: RequestHedgingControls): Promise<PipelineResponse>;
+  /**
+   * Sends a plain attempt of the SDK's (see {@link LayerRoute}) lazily: as
+   * a pending read where it may be one, otherwise the way `send` would,
+   * after `route.prepare`. `undefined` when it takes nothing lazily: the
+   * layer then sends the request the full way, nothing of it having been
+   * done or counted here.
+   */
+  sendLazily?(request: PipelineRequest, operation: OperationKind, addressed: RegionEndpoint, detection: OperationDetection | undefined, route: LayerRoute): Promise<PipelineResponse> | undefined;
+}
+
+/**
+ * How a `withHedging` client's layer sends an attempt the SDK handed over
+ * plain (no exclusions, not a retry, no control headers; nothing of the
+ * caller's in the pipeline): the request goes out as it is, and nothing is
+ * kept on it until a policy needs to go the full way.
+ */
+export interface LayerRoute {
+  /** The transport: where the caller's request goes as the primary, untouched. */
+  readonly send: SendRequest;
+  /**
+   * Makes the request what the full way expects (its controls, its kind,
+   * its transport and its operation kept with it, as the layer keeps them)
+   * and returns where its requests go from there: through the operation's
+   * detection record and the arms' tracing. With `primarySent`, the
+   * request itself has gone out already, noted by the caller, and only
+   * hedges will be.
+   */
+  prepare(request: PipelineRequest, operation: OperationKind, detection: OperationDetection | undefined, primarySent: boolean): SendRequest;
 }
 
 /**

@@ -44,8 +44,17 @@ export function boundsSockets(request: PipelineRequest): boolean {
  * does not bound its sockets. Anywhere else the primary is sent eagerly.
  */
 export function primaryMayDrain(request: PipelineRequest): boolean {
+  return reachesCoreTransport(request) && agentPoolsSockets(request);
+}
+
+/**
+ * Whether a request's agent keeps a pool of sockets a drain can manage
+ * (see {@link drainedConnectionOf}) without bounding them: what
+ * {@link primaryMayDrain} asks of a request it knows goes to core's transport.
+ */
+export function agentPoolsSockets(request: PipelineRequest): boolean {
   const agent = request.agent as { sockets?: unknown } | undefined;
-  return reachesCoreTransport(request) && typeof agent?.sockets === "object" && agent.sockets !== null && !boundsSockets(request);
+  return typeof agent?.sockets === "object" && agent.sockets !== null && !boundsSockets(request);
 }
 
 function isBound(value: unknown): boolean {

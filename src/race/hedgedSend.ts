@@ -3,14 +3,16 @@ import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core
 import type { AzureLogger } from "@azure/logger";
 import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
-import { CosmosHeaders } from "../cosmos/headers.js";
+import { CosmosHeaders, hedgeDiagnosticsHeaderName } from "../cosmos/headers.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeArmDiagnostics, HedgeArmReason, HedgeDiagnostics, HedgeSkipReason } from "../diagnostics/diagnostics.js";
+import type { DeferredRecord } from "../diagnostics/diagnostics.js";
 import { attachHedgeDiagnostics } from "../diagnostics/diagnostics.js";
-import { recordForCollectors } from "../diagnostics/diagnosticsCollector.js";
+import type { OperationDetection } from "../diagnostics/detection.js";
+import { collecting, recordForCollectors } from "../diagnostics/diagnosticsCollector.js";
 import { finalWhen } from "../diagnostics/final.js";
-import { describeArm, describeDrainedArm } from "../diagnostics/diagnosticsRecord.js";
+import { describeArm, describeDrainedArm, raceRecord, skippedRecord } from "../diagnostics/diagnosticsRecord.js";
 import { noteAttemptRecord } from "../diagnostics/dispatchRecording.js";
 import type { LoserDrain } from "./loserDrain.js";
 import type { HedgePlanner, SkipPlan } from "../planning/planner.js";
@@ -19,6 +21,7 @@ import type { DiagnosticsHeader, RaceLearner } from "../diagnostics/diagnosticsH
 import type { RaceArm, RaceInput, RaceOutcome, RaceStrategy } from "./race.js";
 import { logRace } from "../diagnostics/operatorLog.js";
 import { HedgingRace } from "./hedgingRace.js";
+import type { PendingRace } from "./pendingRead.js";
 import type { RaceTrace } from "../diagnostics/tracing.js";
 import { startRaceTrace } from "../diagnostics/tracing.js";
 
@@ -32,6 +35,39 @@ export interface DiagnosticsSink {
 function publish(sink: DiagnosticsSink, request: PipelineRequest, target: unknown, diagnostics: HedgeDiagnostics): void {
   if (typeof target === "object" && target !== null) attachHedgeDiagnostics(target, diagnostics);
   noteAttemptRecord(request, diagnostics);
+  deliver(sink, diagnostics);
+}
+
+/**
+ * Publishes the deferred record of a read that ended before any hedge was
+ * due (see `PendingRead`): as its operation's latest, which goes with what
+ * the SDK returns, and in the response's header (with the response too when
+ * there is no operation); built now only for those who take every record (a
+ * callback, a collecting block). The OpenTelemetry instruments count no
+ * such read.
+ */
+export function publishDeferred(sink: DiagnosticsSink, response: PipelineResponse, deferred: DeferredRecord, operation: OperationDetection | undefined): void {
+  if (operation === undefined) attachHedgeDiagnostics(response, deferred);
+  else {
+    response.headers.set(hedgeDiagnosticsHeaderName, deferred.headerValue());
+    operation.lastRecord = deferred;
+  }
+  if (sink.onDiagnostics !== undefined || collecting()) deliver(sink, deferred.record);
+}
+
+/**
+ * Publishes a built record on the response or error of a request sent
+ * lazily, as {@link publish} does, its operation given rather than found on
+ * the request (which keeps nothing).
+ */
+export function publishFor(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics, operation: OperationDetection | undefined): void {
+  if (typeof target === "object" && target !== null) attachHedgeDiagnostics(target, diagnostics);
+  if (operation !== undefined) operation.lastRecord = diagnostics;
+  deliver(sink, diagnostics);
+}
+
+/** Hands a record to the collecting blocks, the metrics and the policy's callback. */
+function deliver(sink: DiagnosticsSink, diagnostics: HedgeDiagnostics): void {
   recordForCollectors(diagnostics);
   if (sink.onDiagnostics === undefined) return;
   // A metrics callback must never break the request it describes, whether it throws or returns a promise that rejects.
@@ -47,54 +83,6 @@ function publish(sink: DiagnosticsSink, request: PipelineRequest, target: unknow
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
-}
-
-/** A header being completed into its request's record. */
-type RecordInProgress = DiagnosticsHeader & Partial<HedgeDiagnostics>;
-
-/**
- * Completes a header into the record of a request that was not hedged. The
- * header is made for one request and ends with it, so it becomes the record
- * itself rather than being copied into one.
- */
-function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, totalRequestCharge: number): HedgeDiagnostics {
-  const record: RecordInProgress = header;
-  record.arms = [];
-  record.hedgeFired = false;
-  record.hedgeWon = false;
-  if (header.primaryRegion !== undefined) record.winningRegion = header.primaryRegion;
-  record.terminalState = "skipped";
-  record.skipReason = skipReason;
-  // Last, as the diagnostics header writes it after a cached head.
-  record.totalRequestCharge = totalRequestCharge;
-  record.final = true;
-  return record as HedgeDiagnostics;
-}
-
-/** Completes a header into the record of a race, in place as {@link skippedRecord} does. */
-function raceRecord(
-  header: DiagnosticsHeader,
-  arms: HedgeArmDiagnostics[],
-  hedgeRefused: boolean,
-  terminalState: HedgeDiagnostics["terminalState"],
-  returned: HedgeArmDiagnostics | undefined,
-  final: boolean,
-  skipReason?: HedgeSkipReason,
-): HedgeDiagnostics {
-  const record: RecordInProgress = header;
-  record.arms = arms;
-  record.hedgeFired = arms.length > 1;
-  record.totalRequestCharge = totalCharge(arms);
-  record.final = final;
-  if (hedgeRefused) record.skipReason = "budgetExhausted";
-  else if (skipReason !== undefined) record.skipReason = skipReason;
-  record.hedgeWon = terminalState === "hedgeWon";
-  record.terminalState = terminalState;
-  if (returned !== undefined) {
-    record.winningRegion = returned.region;
-    if (returned.activityId !== undefined) record.winningActivityId = returned.activityId;
-  }
-  return record as HedgeDiagnostics;
 }
 
 /**
@@ -130,9 +118,6 @@ export function sendSkipped(
   }, failed);
 }
 
-function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
-  return arms.reduce((sum, arm) => sum + (arm.requestCharge ?? 0), 0);
-}
 
 /** A race to run: where its primary goes, how its hedges are planned, and its strategy. */
 export interface HedgePlan {
@@ -206,6 +191,25 @@ export function sendHedged(
   sink: DiagnosticsSink,
 ): Promise<PipelineResponse> {
   return new HedgingRace(new HedgedRequest(request, next, header, plan, sink)).run();
+}
+
+/**
+ * The race of a read sent lazily (see `PendingRead`), built when its first
+ * hedge is due or its primary settled with a result to judge: it adopts the
+ * primary in flight, sent at `startedAt`, and goes on as
+ * {@link sendHedged}'s would from there.
+ */
+export function adoptHedged(
+  request: PipelineRequest,
+  next: SendRequest,
+  header: DiagnosticsHeader,
+  plan: HedgePlan,
+  sink: DiagnosticsSink,
+  startedAt: number,
+  thresholdPassed: boolean,
+): PendingRace {
+  const race = new HedgingRace(new HedgedRequest(request, next, header, plan, sink), startedAt);
+  return { answer: race.adopt(thresholdPassed), primaryEnded: (result) => race.primaryEnded(result) };
 }
 
 /**

@@ -200,6 +200,23 @@ export function adoptSdkOptions(request: PipelineRequest, sdkExcluded: readonly 
 }
 
 /**
+ * The controls a request of a `withHedging` client has when the SDK's
+ * request plugin handed it over plain: no exclusions of the SDK's, not one
+ * of its retries, no control headers, no scope of
+ * {@link runWithRequestControls} around it. What {@link adoptSdkOptions}
+ * gives such a request.
+ */
+export const plainSdkControls: RequestHedgingControls = sdkOptionsOnly;
+
+/** Whether {@link runWithRequestControls} has run in this process: until it has, no context is inside it. */
+let scopedEver = false;
+
+/** Whether the current asynchronous context runs inside {@link runWithRequestControls}: its requests are not plain. */
+export function hasScopedControls(): boolean {
+  return scopedEver && scope.getStore() !== undefined;
+}
+
+/**
  * Records the controls of a request, for the policies after this point in
  * the pipeline. Any control headers still on the request are removed, so
  * that they never leave the process.
@@ -245,5 +262,6 @@ export function requestControlsOf(request: PipelineRequest): RequestHedgingContr
  * ones winning field by field. The controls must already be validated.
  */
 export function runWithRequestControls<T>(controls: RequestHedgingControls, fn: () => T): T {
+  scopedEver = true;
   return scope.run(overlay(scope.getStore(), Object.freeze({ ...controls })), fn);
 }

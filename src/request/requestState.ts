@@ -113,6 +113,11 @@ export function outgoingOf(request: PipelineRequest): PipelineRequest {
   return stateIfAny(request)?.sentAs ?? request;
 }
 
+/** Keeps a request's {@link OperationKind} as classified already by its sender, for {@link operationOf}. */
+export function classifiedAs(request: PipelineRequest, kind: OperationKind): void {
+  requestStateOf(request).kind = kind;
+}
+
 /**
  * The {@link OperationKind} of a request, classified once per request
  * object: every policy of a client asks, and none of them changes what

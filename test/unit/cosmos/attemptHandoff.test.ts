@@ -3,7 +3,7 @@ import type { SdkAttempt } from "../../../src/cosmos/attemptHandoff.js";
 import { handOver, takeHandedOver } from "../../../src/cosmos/attemptHandoff.js";
 
 function attemptFor(client: object): SdkAttempt {
-  return { client, sdkExcluded: [], sdkRetry: false, operation: undefined };
+  return { client, sdkExcluded: [], sdkRetry: false, operation: undefined, plain: false };
 }
 
 describe("attemptHandoff", () => {

@@ -1,0 +1,218 @@
+import assert from "node:assert/strict";
+import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { buildHedgingHttpClient } from "../../../src/client/hedgingHttpClient.js";
+import type { HedgingHttpClient, HedgingOptions } from "../../../src/client/hedgingHttpClient.js";
+import { operationPlugin, ownContextPlugin } from "../../../src/cosmos/operationPlugin.js";
+import { sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
+import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
+import { getHedgingDetection } from "../../../src/diagnostics/detection.js";
+import { stateIfAny } from "../../../src/request/requestState.js";
+import { FakeTransport } from "../../support/fakeTransport.js";
+import type { ScriptStep } from "../../support/fakeTransport.js";
+import { eastUs, northEurope, observe, pointRead, query, westUs } from "../../support/hedgingFixtures.js";
+import { useRaceHarness } from "../../support/raceHarness.js";
+
+const threshold = 100;
+
+/** What an @azure/cosmos operation returned to the test, or threw. */
+interface Outcome {
+  readonly status?: number;
+  readonly error?: string;
+  readonly record: unknown;
+  readonly requested: unknown;
+  readonly responded: unknown;
+  readonly charge: number | undefined;
+}
+
+/**
+ * A `withHedging` client over a fake core transport, driven as @azure/cosmos
+ * drives it: the operation plugin around the attempt, the request plugin,
+ * then the client called in the same synchronous run with the request the
+ * SDK built (its agent pools sockets). With `plain: false` the request
+ * plugin never marks an attempt plain, so every request goes the full way:
+ * the same client, options and script, the other path.
+ */
+function sdkClient(transport: FakeTransport, plain: boolean, hedging: HedgingOptions = {}) {
+  const client: HedgingHttpClient = buildHedgingHttpClient(
+    { crossRegion: { threshold, thresholdStep: threshold }, metadata: false, ...hedging, preferredRegions: ["East US", "West US", "North Europe"] },
+    true,
+    transport,
+  );
+  client.regions.setTopology({ readRegions: [eastUs, westUs, northEurope] });
+  const operation = operationPlugin().plugin;
+  const attempt = sdkRequestPlugin(client, plain).plugin;
+  const pass = ownContextPlugin().plugin;
+  /** One operation of one attempt; `kind` is what the SDK's context says of it. */
+  const run = (request: PipelineRequest, kind: { resourceType: string; operationType: string } = { resourceType: "docs", operationType: "read" }): Promise<Outcome> => {
+    request.agent = { sockets: {}, maxSockets: Infinity, maxTotalSockets: Infinity } as unknown as NonNullable<PipelineRequest["agent"]>;
+    const context = { headers: {}, options: {}, httpClient: client, method: request.method, ...kind };
+    const outcome = operation(context, undefined, (passed) =>
+      pass(passed, undefined, (again) =>
+        attempt(again, undefined, async () => {
+          const response = await client.sendRequest(request);
+          if (response.status >= 400) throw Object.assign(new Error(`status ${response.status}`), { code: response.status, headers: response.headers.toJSON() });
+          return { headers: response.headers.toJSON(), code: response.status };
+        }),
+      ),
+    ) as Promise<{ headers: Record<string, string>; code: number }>;
+    return outcome.then(
+      (result) => describeOutcome(result, { status: result.code }),
+      (error: Error & { code?: number }) => describeOutcome(error, { error: `${error.name}: ${typeof error.code === "number" ? error.code : error.message}` }),
+    );
+  };
+  return { client, run };
+}
+
+function describeOutcome(value: object, how: { status?: number; error?: string }): Outcome {
+  const detection = getHedgingDetection(value);
+  return { ...how, record: getHedgeDiagnostics(value), requested: detection?.requestedRegions(), responded: detection?.respondedRegions(), charge: detection?.requestCharge };
+}
+
+describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way ends", () => {
+  const harness = useRaceHarness();
+
+  /** Runs one scenario on both paths, one after the other on the fake clock, and returns both outcomes and metrics. */
+  async function both(
+    script: (transport: FakeTransport) => void,
+    drive: (run: ReturnType<typeof sdkClient>["run"], transport: FakeTransport) => Promise<Outcome>,
+    hedging: HedgingOptions = {},
+  ) {
+    const results = [];
+    for (const plain of [true, false]) {
+      const transport = new FakeTransport();
+      script(transport);
+      const { client, run } = sdkClient(transport, plain, hedging);
+      const outcome = await drive(run, transport);
+      // Every drained loser ends, so that both metrics are final.
+      await harness.clock.tickAsync(10_000);
+      results.push({ outcome, metrics: client.metrics(), received: transport.received.map((each) => `${each.origin} ${each.outcome}`), primary: transport.received[0]?.request });
+    }
+    const [lazy, full] = results as [(typeof results)[0], (typeof results)[0]];
+    assert.deepEqual(lazy.outcome, full.outcome, "the same outcome, record and detection");
+    assert.deepEqual(lazy.metrics, full.metrics, "the same metrics");
+    assert.deepEqual(lazy.received, full.received, "the same requests, ended the same way");
+    return { lazy, full };
+  }
+
+  const answering = (...steps: ScriptStep[]) => (transport: FakeTransport) => transport.script(eastUs.endpoint, ...steps);
+
+  /** Drives one read to its end on the fake clock. */
+  const settle = async (run: ReturnType<typeof sdkClient>["run"], request: PipelineRequest, kind?: { resourceType: string; operationType: string }) => {
+    const pending = observe(run(request, kind));
+    await harness.clock.tickAsync(5_000);
+    return pending.result();
+  };
+
+  it("a read answered before the threshold: nothing kept on the request, the record built only when read, and the same as the full way's", async () => {
+    const { lazy } = await both(answering({ status: 200, requestCharge: 1.5, delayMs: 10 }), (run) => settle(run, pointRead(eastUs)));
+    assert.equal(lazy.outcome.status, 200);
+    assert.equal(stateIfAny(lazy.primary!), undefined, "the lazy way kept nothing on the caller's request");
+    assert.deepEqual(lazy.outcome.requested, [{ region: "East US", reason: "initial" }]);
+    assert.equal(lazy.outcome.charge, 1.5);
+  });
+
+  it("a query answered before the threshold, classified by its path as the full way does", async () => {
+    await both(answering({ status: 200, delayMs: 3 }), (run) => settle(run, query(eastUs), { resourceType: "docs", operationType: "query" }));
+  });
+
+  it("a primary slower than the threshold: the hedge goes at the threshold, and its answer wins the same way", async () => {
+    const { lazy } = await both(
+      (transport) => {
+        transport.script(eastUs.endpoint, { status: 200, delayMs: 400 });
+        transport.script(westUs.endpoint, { status: 200, delayMs: 20 });
+      },
+      (run) => settle(run, pointRead(eastUs)),
+    );
+    const record = lazy.outcome.record as { terminalState: string; arms: Array<{ region: string; reason: string; startOffsetMs: number }> };
+    assert.equal(record.terminalState, "hedgeWon");
+    assert.deepEqual(record.arms.map((arm) => [arm.region, arm.reason, arm.startOffsetMs]), [["East US", "primary", 0], ["West US", "threshold", threshold]]);
+  });
+
+  it("a fast 503: the hedge goes at once, as the full way's does", async () => {
+    const { lazy } = await both(
+      (transport) => {
+        transport.script(eastUs.endpoint, { status: 503, delayMs: 5 });
+        transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      },
+      (run) => settle(run, pointRead(eastUs)),
+    );
+    assert.equal((lazy.outcome.record as { arms: Array<{ reason: string }> }).arms[1]?.reason, "transientResult");
+  });
+
+  it("a fast final error (404/0) ends the race alone, and the SDK gets it", async () => {
+    const { lazy } = await both(answering({ status: 404, delayMs: 5 }), (run) => settle(run, pointRead(eastUs)));
+    assert.equal(lazy.outcome.error, "Error: 404");
+  });
+
+  it("a transport error before the threshold hedges at once", async () => {
+    await both(
+      (transport) => {
+        transport.script(eastUs.endpoint, { error: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), delayMs: 5 });
+        transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      },
+      (run) => settle(run, pointRead(eastUs)),
+    );
+  });
+
+  it("the caller's abort before the threshold: an AbortError, the primary aborted, nothing hedged", async () => {
+    const { lazy } = await both(answering({ status: 200, delayMs: 1_000 }), async (run) => {
+      const caller = new AbortController();
+      const pending = observe(run(pointRead(eastUs, caller.signal)));
+      await harness.clock.tickAsync(50);
+      caller.abort();
+      await harness.clock.tickAsync(100);
+      return pending.result();
+    });
+    assert.match(lazy.outcome.error ?? "", /^AbortError/);
+    assert.deepEqual(lazy.received, [`${new URL(eastUs.endpoint).origin} aborted`]);
+  });
+
+  it("the caller's abort after a hedge went: every arm cut, as the full way cuts them", async () => {
+    await both(
+      (transport) => {
+        transport.script(eastUs.endpoint, { status: 200, delayMs: 1_000 });
+        transport.script(westUs.endpoint, { status: 200, delayMs: 1_000 });
+      },
+      async (run) => {
+        const caller = new AbortController();
+        const pending = observe(run(pointRead(eastUs, caller.signal)));
+        await harness.clock.tickAsync(threshold + 50);
+        caller.abort();
+        await harness.clock.tickAsync(100);
+        return pending.result();
+      },
+    );
+  });
+
+  it("a primary that wins after the threshold leaves the hedge to drain, and the record says so the same way", async () => {
+    const { lazy } = await both(
+      (transport) => {
+        transport.script(eastUs.endpoint, { status: 200, delayMs: 150 });
+        transport.script(westUs.endpoint, { status: 200, delayMs: 500 });
+      },
+      (run) => settle(run, pointRead(eastUs)),
+    );
+    const record = lazy.outcome.record as { terminalState: string; final: boolean; arms: Array<{ outcome: string }> };
+    assert.equal(record.terminalState, "primaryWon");
+    assert.deepEqual(record.arms.map((arm) => arm.outcome), ["returned", "drained"]);
+    assert.equal(record.final, true, "completed in place once the drain ended");
+  });
+
+  it("hedging off: the record says disabled, the same way, and is built only when read", async () => {
+    const { lazy } = await both(answering({ status: 200, requestCharge: 2, delayMs: 1 }), (run) => settle(run, pointRead(eastUs)), { crossRegion: false });
+    assert.equal((lazy.outcome.record as { skipReason: string }).skipReason, "disabled");
+    assert.equal(stateIfAny(lazy.primary!), undefined, "the lazy way kept nothing on the caller's request");
+  });
+
+  for (const [what, step] of [
+    ["an error answer", { status: 404, delayMs: 1 }],
+    ["a transport error", { error: Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }), delayMs: 1 }],
+  ] as const) {
+    it(`hedging off, ${what}: the same record on the error, and the same detection`, async () => {
+      const { lazy } = await both(answering(step), (run) => settle(run, pointRead(eastUs)), { crossRegion: false });
+      assert.ok(lazy.outcome.error !== undefined);
+      assert.equal((lazy.outcome.record as { skipReason: string }).skipReason, "disabled");
+    });
+  }
+
+});
