@@ -22,6 +22,11 @@ import type { RequestHedgingControls } from "../request/requestModel.js";
 import { adoptSdkOptions, hasScopedControls, requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { logger } from "../log.js";
 import { hedgingClientSummary } from "./hedgingSummary.js";
+import type { OperationKind } from "../cosmos/operationKind.js";
+import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
+
+/** The document reads and writes: what the SDK's plain operations of a client with hedging off send straight on. */
+const documentKinds: ReadonlySet<OperationKind> = new Set([...documentReadKinds, ...documentWriteKinds]);
 
 /** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
 export type CrossRegionHedgingOptions = Omit<
@@ -235,6 +240,19 @@ function snapshotOptions(options: HedgingHttpClientOptions): HedgingHttpClientOp
   return copy;
 }
 
+/**
+ * Of each client made with both kinds of hedging off, whether it steers
+ * nothing now (no exclusions or runtime region order of its own): while it
+ * does not, the SDK's plain operations (see `unrecordedOperations`) cost it
+ * nothing.
+ */
+const hedgingOff = new WeakMap<HttpClient, () => boolean>();
+
+/** For a client with both kinds of hedging off, the test of {@link hedgingOff}; `undefined` for any other. */
+export function steersNothingWhenOff(client: HttpClient): (() => boolean) | undefined {
+  return hedgingOff.get(client);
+}
+
 /** The clients {@link buildHedgingHttpClient} made, so that one is never wrapped in another. */
 const hedgingClients = new WeakSet<HttpClient>();
 
@@ -289,11 +307,19 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
     if (handed.operation !== undefined) noteHandedAttempt(request, handed.operation);
     return adoptSdkOptions(request, handed.sdkExcluded, handed.sdkRetry);
   };
+  // Off means off: with both kinds of hedging off, a plain attempt of an operation nothing was asked of is the SDK's alone.
+  const off = options.crossRegion === false && options.metadata === false;
+  const steersNothing = (): boolean => regions.excludedRegions.length === 0 && !regions.preferredRegionsChangedAtRuntime;
   const client: HedgingHttpClient = {
     pipeline: hedgingPipeline(pipeline),
     regions,
     sendRequest: (request) => {
       const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
+      if (off && handed?.plain === true && handed.operation === undefined && !hasScopedControls() && steersNothing() && routeOf().armsReachCoreTransport) {
+        // Account reads and metadata reads still go through the layer: the topology is learned from them, and the
+        // metadata switch of the environment may turn their hedging on.
+        if (documentKinds.has(handed.kind ?? classifyOperation(request))) return sendToTransport(request);
+      }
       // Nearly every request of a withHedging client: the SDK's own, plain, to a pipeline of nothing but the layer over
       // core's transport. It goes out as it is, and costs nothing more until a hedge is due.
       if (handed?.plain === true && !hasScopedControls() && routeOf().armsReachCoreTransport) {
@@ -318,5 +344,6 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
     metrics: () => crossRegion.metrics(),
   };
   hedgingClients.add(client);
+  if (off) hedgingOff.set(client, steersNothing);
   return client;
 }

@@ -2,8 +2,8 @@ import type { HttpClient } from "@azure/core-rest-pipeline";
 import { describe, optionsObject, positiveMilliseconds, readOnce, regionNameList } from "../options.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
-import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
-import { namesPackageHeader, sdkRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
+import { buildHedgingHttpClient, hedgingOptionKeys, steersNothingWhenOff } from "./hedgingHttpClient.js";
+import { namesPackageHeader, sdkRequestPlugin, unrecordedOperations } from "../cosmos/sdkRequestPlugin.js";
 import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
 import { logger } from "../log.js";
 
@@ -157,5 +157,10 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   // A plugin of the user's, or a header of this package's in every request, may put something on a request for the
   // hedging client to read: such a client reads every request's headers.
   const mayBePlain = plugins.length === 0 && !namesPackageHeader(defaultHeaders);
-  return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, ownContextPlugin(), operationPlugin(), sdkRequestPlugin(hedgingClient, mayBePlain)] };
+  const unrecorded = unrecordedOperations(mayBePlain, steersNothingWhenOff(hedgingClient));
+  return {
+    ...cosmosClientOptions,
+    httpClient: hedgingClient,
+    plugins: [...plugins, ownContextPlugin(), operationPlugin(unrecorded), sdkRequestPlugin(hedgingClient, mayBePlain, unrecorded)],
+  };
 }

@@ -6,6 +6,7 @@ import { recordOperationForCollectors } from "../diagnostics/diagnosticsCollecto
 /** The parts of an `@azure/cosmos` request context that the plugins read and write. */
 interface CosmosOperationContext {
   headers?: Record<string, unknown>;
+  options?: { excludedLocations?: unknown; initialHeaders?: unknown };
 }
 
 /**
@@ -91,14 +92,15 @@ export function ownContextPlugin(): CosmosPassThroughPlugin {
  * of each. The record is named on the context's `headers` object, where
  * the request plugin finds it for each attempt. The record goes on the response the
  * SDK returns and on the error it throws (and their `headers`), with the
- * hedging record of the last attempt, the live one.
+ * hedging record of the last attempt, the live one. An operation
+ * `unrecorded` leaves out (see `unrecordedOperations`) passes on untouched.
  */
-export function operationPlugin(): CosmosOperationPlugin {
+export function operationPlugin(unrecorded?: (context: CosmosOperationContext) => boolean): CosmosOperationPlugin {
   return {
     on: "operation",
     plugin: (context, _diagnosticNode, next) => {
       const { headers } = context;
-      if (headers === undefined) return next(context);
+      if (headers === undefined || unrecorded?.(context) === true) return next(context);
       const operation = new OperationDetection();
       recordOperationForCollectors(operation);
       return runAs(operation, headers, next, context, true);

@@ -6,9 +6,10 @@ import { operationHeaderName, operationNamedIn, registerOperation } from "../dia
 import { feedOperationOf, runAs } from "./operationPlugin.js";
 import type { SdkAttempt } from "./attemptHandoff.js";
 import { handOver } from "./attemptHandoff.js";
+import { hasScopedControls } from "../request/requestControls.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
-interface CosmosRequestContext {
+export interface CosmosRequestContext {
   headers?: Record<string, unknown>;
   resourceType?: unknown;
   operationType?: unknown;
@@ -115,9 +116,28 @@ function writeAttempt(headers: Record<string, unknown>, sdkExcluded: readonly st
  * hedging one: an SDK before 4.1.0 ignores the option, and nothing is hedged.
  * With `mayBePlain` (no header of this package's in the client's
  * `defaultHeaders`, no plugin of the user's), it marks the attempts that
- * carry nothing for the client to read (see `SdkAttempt.plain`).
+ * carry nothing for the client to read (see `SdkAttempt.plain`). With
+ * `unrecorded` (see {@link unrecordedOperations}), it keeps no record of a
+ * feed's attempt that the predicate leaves unrecorded.
  */
-export function sdkRequestPlugin(hedgingClient: object, mayBePlain = false): CosmosRequestPlugin {
+/**
+ * Of a `withHedging` client with both kinds of hedging off, which
+ * operations of the SDK's it keeps nothing of (no detection record, no
+ * diagnostics, no count): those whose options ask nothing of it (no
+ * `excludedLocations`, no header of this package's, no
+ * `withRequestHedgingOptions` block around them) while the client steers
+ * nothing (`steersNothing`: no exclusions or runtime order of its own).
+ * `undefined` for any other client, which keeps a record of every operation.
+ */
+export function unrecordedOperations(mayBePlain: boolean, steersNothing: (() => boolean) | undefined): ((context: CosmosRequestContext) => boolean) | undefined {
+  if (!mayBePlain || steersNothing === undefined) return undefined;
+  return (context) => {
+    const excluded = context.options?.excludedLocations;
+    return (!Array.isArray(excluded) || excluded.length === 0) && !namesPackageHeader(context.options?.initialHeaders) && !hasScopedControls() && steersNothing();
+  };
+}
+
+export function sdkRequestPlugin(hedgingClient: object, mayBePlain = false, unrecorded?: (context: CosmosRequestContext) => boolean): CosmosRequestPlugin {
   let warned = false;
   let handOverWorks = true;
   return {
@@ -136,7 +156,7 @@ export function sdkRequestPlugin(hedgingClient: object, mayBePlain = false): Cos
       const { headers } = context;
       if (headers === undefined) return next(context);
       const named = operationNamedIn(headers);
-      const feed = named === undefined ? feedOperationOf(context) : undefined;
+      const feed = named === undefined && unrecorded?.(context) !== true ? feedOperationOf(context) : undefined;
       const operation = named ?? feed;
       // A feed's record is named for the length of each attempt, so that nothing holds it once its last attempt has ended.
       const send = feed === undefined ? next : (passed: CosmosRequestContext) => runAs(feed, headers, next, passed, false);

@@ -8,6 +8,7 @@ import { withHedging } from "../../src/client/withHedging.js";
 import { masterKeyAuthorization } from "../../src/cosmos/masterKeySigner.js";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
 import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
+import { getHedgingDetection } from "../../src/diagnostics/detection.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { startEmulator } from "../emulator/index.js";
 import type { Emulator } from "../emulator/index.js";
@@ -161,6 +162,21 @@ describe("as users call it, through the real CosmosClient", function () {
       const record = diagnostics.find((entry) => entry.operation === "pointRead");
       assert.equal(record?.hedgeWon, true);
       assert.equal(record?.thresholdSource, "request");
+    });
+
+    it("turns hedging on for one read of a client with both kinds of hedging off, whose plain reads cost it nothing and leave no record", async function () {
+      const container = await hedgingContainer(["West US", "East US"], { crossRegion: false, metadata: false });
+      const plainRead = await container.item("item-1", "pk").read();
+      assert.equal(plainRead.resource?.value, 1);
+      assert.equal(getHedgeDiagnostics(plainRead), undefined, "no diagnostics record");
+      assert.equal(getHedgingDetection(plainRead), undefined, "no detection record");
+      assert.equal(plainRead.headers["x-cosmos-hedging-diagnostics"], undefined);
+      assert.ok(!diagnostics.some((entry) => entry.operation === "pointRead"), "nothing delivered for the plain read");
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
+      const hedged = await container.item("item-2", "pk").read(hedgingRequestOptions({ hedging: { threshold } }));
+      assert.equal(hedged.resource?.value, 2);
+      assert.equal(getHedgeDiagnostics(hedged)?.hedgeWon, true);
+      assert.equal(getHedgingDetection(hedged)?.hedgingStarted(), true);
     });
   });
 

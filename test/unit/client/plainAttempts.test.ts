@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import { buildHedgingHttpClient } from "../../../src/client/hedgingHttpClient.js";
+import { buildHedgingHttpClient, steersNothingWhenOff } from "../../../src/client/hedgingHttpClient.js";
 import type { HedgingHttpClient, HedgingOptions } from "../../../src/client/hedgingHttpClient.js";
 import { operationPlugin, ownContextPlugin } from "../../../src/cosmos/operationPlugin.js";
-import { sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
+import { sdkRequestPlugin, unrecordedOperations } from "../../../src/cosmos/sdkRequestPlugin.js";
 import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import { getHedgingDetection } from "../../../src/diagnostics/detection.js";
 import { stateIfAny } from "../../../src/request/requestState.js";
@@ -39,13 +39,19 @@ function sdkClient(transport: FakeTransport, plain: boolean, hedging: HedgingOpt
     transport,
   );
   client.regions.setTopology({ readRegions: [eastUs, westUs, northEurope] });
-  const operation = operationPlugin().plugin;
-  const attempt = sdkRequestPlugin(client, plain).plugin;
+  // As withHedging installs them: a client with both kinds of hedging off keeps nothing of a plain operation.
+  const unrecorded = unrecordedOperations(plain, steersNothingWhenOff(client));
+  const operation = operationPlugin(unrecorded).plugin;
+  const attempt = sdkRequestPlugin(client, plain, unrecorded).plugin;
   const pass = ownContextPlugin().plugin;
   /** One operation of one attempt; `kind` is what the SDK's context says of it. */
-  const run = (request: PipelineRequest, kind: { resourceType: string; operationType: string } = { resourceType: "docs", operationType: "read" }): Promise<Outcome> => {
+  const run = (
+    request: PipelineRequest,
+    kind: { resourceType: string; operationType: string } = { resourceType: "docs", operationType: "read" },
+    options: { excludedLocations?: string[] } = {},
+  ): Promise<Outcome> => {
     request.agent = { sockets: {}, maxSockets: Infinity, maxTotalSockets: Infinity } as unknown as NonNullable<PipelineRequest["agent"]>;
-    const context = { headers: {}, options: {}, httpClient: client, method: request.method, ...kind };
+    const context = { headers: {}, options, httpClient: client, method: request.method, ...kind };
     const outcome = operation(context, undefined, (passed) =>
       pass(passed, undefined, (again) =>
         attempt(again, undefined, async () => {
@@ -198,8 +204,9 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
     assert.equal(record.final, true, "completed in place once the drain ended");
   });
 
-  it("hedging off: the record says disabled, the same way, and is built only when read", async () => {
-    const { lazy } = await both(answering({ status: 200, requestCharge: 2, delayMs: 1 }), (run) => settle(run, pointRead(eastUs)), { crossRegion: false });
+  // Metadata hedging stays on: with both kinds off, off means off (below).
+  it("data-plane hedging off: the record says disabled, the same way, and is built only when read", async () => {
+    const { lazy } = await both(answering({ status: 200, requestCharge: 2, delayMs: 1 }), (run) => settle(run, pointRead(eastUs)), { crossRegion: false, metadata: true });
     assert.equal((lazy.outcome.record as { skipReason: string }).skipReason, "disabled");
     assert.equal(stateIfAny(lazy.primary!), undefined, "the lazy way kept nothing on the caller's request");
   });
@@ -208,11 +215,52 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
     ["an error answer", { status: 404, delayMs: 1 }],
     ["a transport error", { error: Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }), delayMs: 1 }],
   ] as const) {
-    it(`hedging off, ${what}: the same record on the error, and the same detection`, async () => {
-      const { lazy } = await both(answering(step), (run) => settle(run, pointRead(eastUs)), { crossRegion: false });
+    it(`data-plane hedging off, ${what}: the same record on the error, and the same detection`, async () => {
+      const { lazy } = await both(answering(step), (run) => settle(run, pointRead(eastUs)), { crossRegion: false, metadata: true });
       assert.ok(lazy.outcome.error !== undefined);
       assert.equal((lazy.outcome.record as { skipReason: string }).skipReason, "disabled");
     });
   }
 
+
+  describe("both kinds of hedging off: off means off", () => {
+    const off: HedgingOptions = { crossRegion: false, metadata: false };
+
+    it("a plain operation is the SDK's alone: its request goes out untouched, and nothing is kept of it", async () => {
+      const transport = new FakeTransport().script(eastUs.endpoint, { status: 200, delayMs: 3 });
+      const { client, run } = sdkClient(transport, true, off);
+      const request = pointRead(eastUs);
+      const pending = observe(run(request));
+      await harness.clock.tickAsync(10);
+      const outcome = await pending.result();
+      assert.equal(outcome.status, 200);
+      assert.equal(outcome.record, undefined, "no diagnostics record");
+      assert.equal(outcome.requested, undefined, "no detection record");
+      assert.equal(transport.received[0]?.request, request);
+      assert.equal(stateIfAny(request), undefined);
+      assert.equal(client.metrics().requests, 0);
+      assert.equal(transport.received[0]?.headers["x-cosmos-hedging-diagnostics"], undefined);
+    });
+
+    it("an operation that asks something of the client (its excludedLocations) is recorded as before, its record saying disabled", async () => {
+      const transport = new FakeTransport().script(eastUs.endpoint, { status: 200, delayMs: 3 });
+      const { run } = sdkClient(transport, true, off);
+      const pending = observe(run(pointRead(eastUs), undefined, { excludedLocations: ["West US"] }));
+      await harness.clock.tickAsync(10);
+      const outcome = await pending.result();
+      assert.equal((outcome.record as { skipReason?: string } | undefined)?.skipReason, "disabled");
+      assert.deepEqual(outcome.requested, [{ region: "East US", reason: "initial" }]);
+    });
+
+    it("while the client steers (its own excluded regions), every operation is recorded and steered as before", async () => {
+      const transport = new FakeTransport().script(westUs.endpoint, { status: 200, delayMs: 3 });
+      const { client, run } = sdkClient(transport, true, off);
+      client.regions.setExcludedRegions(["East US"]);
+      const pending = observe(run(pointRead(eastUs)));
+      await harness.clock.tickAsync(10);
+      const outcome = await pending.result();
+      assert.equal(outcome.status, 200);
+      assert.deepEqual(outcome.requested, [{ region: "West US", reason: "initial" }], "re-pointed away from the excluded region, and recorded");
+    });
+  });
 });
