@@ -154,9 +154,10 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
   if (hedging.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedging.preferredRegions);
   // Last, so that nothing of the user's runs between the request plugin and the hedging client (see sdkRequestPlugin).
   const { plugins = [], defaultHeaders } = cosmosClientOptions as { plugins?: readonly unknown[]; defaultHeaders?: unknown };
-  // A plugin of the user's, or a header of this package's in every request, may put something on a request for the
-  // hedging client to read: such a client reads every request's headers.
-  const mayBePlain = plugins.length === 0 && !namesPackageHeader(defaultHeaders);
+  // A plugin of the user's, or a header of this package's in every request (the SDK reads the defaultHeaders object on
+  // every request, so one added later counts), may put something on a request for the hedging client to read: such a
+  // client reads every request's headers.
+  const mayBePlain = plugins.length === 0 ? () => !namesPackageHeader(defaultHeaders) : undefined;
   const unrecorded = unrecordedOperations(mayBePlain, steersNothingWhenOff(hedgingClient));
   return {
     ...cosmosClientOptions,

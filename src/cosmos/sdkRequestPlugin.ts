@@ -129,15 +129,23 @@ function writeAttempt(headers: Record<string, unknown>, sdkExcluded: readonly st
  * nothing (`steersNothing`: no exclusions or runtime order of its own).
  * `undefined` for any other client, which keeps a record of every operation.
  */
-export function unrecordedOperations(mayBePlain: boolean, steersNothing: (() => boolean) | undefined): ((context: CosmosRequestContext) => boolean) | undefined {
-  if (!mayBePlain || steersNothing === undefined) return undefined;
+export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, steersNothing: (() => boolean) | undefined): ((context: CosmosRequestContext) => boolean) | undefined {
+  if (mayBePlain === undefined || steersNothing === undefined) return undefined;
   return (context) => {
     const excluded = context.options?.excludedLocations;
-    return (!Array.isArray(excluded) || excluded.length === 0) && !namesPackageHeader(context.options?.initialHeaders) && !hasScopedControls() && steersNothing();
+    return (
+      (!Array.isArray(excluded) || excluded.length === 0) && !namesPackageHeader(context.options?.initialHeaders) && !hasScopedControls() && steersNothing() && mayBePlain()
+    );
   };
 }
 
-export function sdkRequestPlugin(hedgingClient: object, mayBePlain = false, unrecorded?: (context: CosmosRequestContext) => boolean): CosmosRequestPlugin {
+/**
+ * @param mayBePlain - whether an attempt of the client may be plain at all,
+ *   asked on every attempt (the SDK reads the client's `defaultHeaders` on
+ *   every request, so a header of this package's added to them later counts);
+ *   unset, none is.
+ */
+export function sdkRequestPlugin(hedgingClient: object, mayBePlain?: () => boolean, unrecorded?: (context: CosmosRequestContext) => boolean): CosmosRequestPlugin {
   let warned = false;
   let handOverWorks = true;
   return {
@@ -163,7 +171,7 @@ export function sdkRequestPlugin(hedgingClient: object, mayBePlain = false, unre
       const sdkExcluded = sdkExclusionsOf(context);
       const sdkRetry = isSdkRetry(context.retryCount);
       if (handOverWorks && context.pipeline == null) {
-        const plain = mayBePlain && sdkExcluded === noExclusions && !sdkRetry && !namesPackageHeader(context.options?.initialHeaders);
+        const plain = sdkExcluded === noExclusions && !sdkRetry && !namesPackageHeader(context.options?.initialHeaders) && mayBePlain?.() === true;
         const kind = plain && context.resourceType === "docs" && context.operationType === "read" && context.method === "GET" ? "pointRead" : undefined;
         const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation, plain, kind };
         const result = handOver(attempt, send, context);

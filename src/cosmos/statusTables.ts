@@ -15,7 +15,11 @@ export type ArmResult =
 
 /** The sub-status of a response, or 0 when it has none or it is not a number. */
 export function subStatusOf(response: PipelineResponse): number {
-  const raw = response.headers.get(CosmosHeaders.subStatus);
+  return subStatusOfHeader(response.headers.get(CosmosHeaders.subStatus));
+}
+
+/** An `x-ms-substatus` value as a number, or 0 when there is none or it is not a number. */
+export function subStatusOfHeader(raw: string | undefined): number {
   const parsed = raw === undefined ? 0 : Number.parseInt(raw, 10);
   return Number.isFinite(parsed) ? parsed : 0;
 }

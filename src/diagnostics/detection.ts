@@ -292,14 +292,15 @@ const attached = new ObjectSlot<OperationDetection>("cosmos-hedging operation");
 
 /**
  * Attaches an operation's record to the response or error the SDK returns
- * for it: to its `headers` object, which `@azure/cosmos` hands on to what
- * the caller gets (an `ItemResponse`, a feed page, an error), or, without
- * one (a transport error), to it. {@link detectionOf} looks in both places.
+ * for it, and to its `headers` object: `@azure/cosmos` hands the headers on
+ * to what the caller gets (an `ItemResponse`, a feed page), and replaces an
+ * error's headers on the way out of some calls (a failed query), so both.
  */
 export function attachDetection(target: unknown, detection: OperationDetection): void {
   if (typeof target !== "object" || target === null) return;
+  attached.set(target, detection);
   const headers = (target as { headers?: unknown }).headers;
-  attached.set(typeof headers === "object" && headers !== null ? headers : target, detection);
+  if (typeof headers === "object" && headers !== null) attached.set(headers, detection);
 }
 
 /** The operation record attached to `source` or to its `headers`, if any. */

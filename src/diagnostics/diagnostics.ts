@@ -211,6 +211,11 @@ export abstract class DeferredRecord {
   /** The value of the diagnostics header for it: the record's JSON, compact where it can be (see {@link headerValue}). */
   abstract headerValue(): string;
 
+  /** Serializes as the record it stands for, as a built record would (inside an operation's detection record, say). */
+  toJSON(): HedgeDiagnostics {
+    return this.record;
+  }
+
   protected abstract build(): HedgeDiagnostics;
 }
 

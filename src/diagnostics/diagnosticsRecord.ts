@@ -1,7 +1,8 @@
+import { createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
-import { requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
+import { requestChargeOf, subStatusOf, subStatusOfHeader } from "../cosmos/statusTables.js";
 import { armOutcome, decidedDurationMs, drainedDurationMs } from "../learning/armFacts.js";
 import type { HedgeArmDiagnostics, HedgeArmError, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
 import type { LoneHeaders, SkippedHeaders } from "./diagnostics.js";
@@ -141,27 +142,37 @@ function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
  * race would have built, and the same object every time after.
  */
 export class LonePrimaryRecord extends DeferredRecord {
+  private readonly activityId: string | undefined;
+  private readonly subStatus: string | undefined;
+
+  /** Reads what the record needs of the response's headers now, so that the record keeps none of the response. */
   constructor(
     private readonly headers: LoneHeaders,
     private readonly region: RegionEndpoint,
     private readonly startedAt: number,
     private readonly endedAt: number,
     private readonly status: number,
-    private readonly responseHeaders: HttpHeaders,
+    responseHeaders: HttpHeaders,
     private readonly charge: number | undefined,
   ) {
     super();
+    this.activityId = responseHeaders.get(CosmosHeaders.activityId);
+    this.subStatus = responseHeaders.get(CosmosHeaders.subStatus);
   }
 
   protected build(): HedgeDiagnostics {
+    const headers = createHttpHeaders();
+    if (this.activityId !== undefined) headers.set(CosmosHeaders.activityId, this.activityId);
+    if (this.subStatus !== undefined) headers.set(CosmosHeaders.subStatus, this.subStatus);
+    if (this.charge !== undefined) headers.set(CosmosHeaders.requestCharge, String(this.charge));
     const arm: RaceArm = {
       index: 0,
       region: this.region,
       reason: "primary",
       startedAt: this.startedAt,
       endedAt: this.endedAt,
-      // The status and headers are all a record reads of a response; the rest of it (its body) is not kept.
-      result: { response: { status: this.status, headers: this.responseHeaders } as PipelineResponse },
+      // The status and these headers are all a record reads of a response.
+      result: { response: { status: this.status, headers } as PipelineResponse },
     };
     const described = describeArm(arm, this.startedAt, 0);
     return raceRecord(copyHeader(this.headers.head as DiagnosticsHeader), [described], false, "primaryWon", described, true);
@@ -169,7 +180,7 @@ export class LonePrimaryRecord extends DeferredRecord {
 
   headerValue(): string {
     // A sub-status on an answer that ended the race is rare enough to be written in full.
-    if (this.responseHeaders.has(CosmosHeaders.subStatus) && subStatusOf({ headers: this.responseHeaders } as PipelineResponse) !== 0) return JSON.stringify(this.record);
+    if (subStatusOfHeader(this.subStatus) !== 0) return JSON.stringify(this.record);
     return this.headers.value(this.status, this.charge);
   }
 }

@@ -178,11 +178,13 @@ export class RegionHealth implements RaceLearner, HealthyTails {
   }
 
   learnSkipped(region: string | undefined): void {
+    this.settle();
     this.recorder.recordSkipped(region);
   }
 
   /** Learns from a finished race: metrics, latency windows, Thompson posteriors and demotion streaks. */
   learn(header: DiagnosticsHeader, outcome: RaceOutcome): void {
+    this.settle();
     const primaryArm = outcome.arms[0];
     this.recorder.record(outcome, header.primaryRegion);
     const { thresholdMs } = header;
@@ -196,7 +198,6 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     // A refused hedge leaves the arms still running unraced: their answers are no healthy baseline,
     // and letting them in would raise the threshold of the very region that needs hedging.
     const answerKind: "baseline" | "tail" = outcome.hedgeRefused ? "tail" : "baseline";
-    this.settle();
     const { latencies: windows, benefitRule: decisions, thompson } = this;
     // Arms that settled are learned by learnSettled; what is left are the arms cut off or drained at the decision.
     for (const arm of outcome.arms) {
@@ -250,7 +251,9 @@ export class RegionHealth implements RaceLearner, HealthyTails {
    */
   learnAlone(region: string, operation: OperationKind, durationMs: number, success: boolean, thresholdMs: number | undefined, at: number): void {
     const latencyClass = latencyClassOf(operation);
-    if (success && latencyClass !== undefined) {
+    // While a region is demoted or a streak runs, a primary's win may restore or reset it: learned at once, so that the
+    // read order (RegionCache.demotedRegions) is never behind.
+    if (success && latencyClass !== undefined && (this.demotions === undefined || this.demotions.idle)) {
       if (this.alone.add(region, latencyClass, durationMs, thresholdMs, at)) this.settle();
       return;
     }
@@ -309,10 +312,10 @@ export class RegionHealth implements RaceLearner, HealthyTails {
    * still leaves a bound, longer than the one taken at the decision.
    */
   learnDrained(operation: OperationKind, arm: RaceArm): void {
+    this.settle();
     this.recorder.recordDrainEnd(arm);
     const latencyClass = latencyClassOf(operation);
     const duration = drainedDurationMs(arm);
-    this.settle();
     if (latencyClass !== undefined && this.runningDrains.delete(arm)) this.latencies.stopRunning(arm.region.name, latencyClass);
     if (latencyClass === undefined || duration === undefined) return;
     // The region's percentiles show what its losers really took: an answer as a tail latency (never the healthy

@@ -397,12 +397,11 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
     header: { readonly thresholdMs?: number | undefined; readonly primaryRegion?: string | undefined },
     thresholdStepMs: number,
     operation: OperationKind,
-    primaryStartedAt = performance.now(),
   ): DocumentRaceStrategy => {
     const thresholdMs = header.thresholdMs ?? 0;
     const batch = operation === "batch";
     if (!batch && (budget === undefined || budget.evidenceNeeded() === 0)) return strategyFor(thresholdMs, thresholdStepMs);
-    return new DocumentRaceStrategy(thresholdMs, thresholdStepMs, budget, budget && racePrimary(health, header.primaryRegion, operation), primaryStartedAt, batch);
+    return new DocumentRaceStrategy(thresholdMs, thresholdStepMs, budget, budget && racePrimary(health, header.primaryRegion, operation), performance.now(), batch);
   };
 
   function sendDocumentRequest(
@@ -450,7 +449,8 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
         planner,
         operation,
         controls: plainSdkControls,
-        strategy: strategyOf(header, plan.thresholdStepMs ?? 0, operation, read.startedAt),
+        // Chosen as the full way chooses it when it sends: a read goes lazily only with the budget's reserve covered.
+        strategy: strategyFor(header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0),
         signer,
         drain,
         hedgesWithoutSessionToken: settings.hedgesWithoutSessionToken,
@@ -468,8 +468,16 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
    * signal up front, and the rest are recorded as skipped the full way.
    */
   function sendLazily(request: PipelineRequest, operation: OperationKind, addressed: RegionEndpoint, detection: OperationDetection | undefined, route: LayerRoute): Promise<PipelineResponse> | undefined {
-    // An adaptive threshold is learned per request, with its hedges planned up front.
-    if (settings.adaptive !== undefined || !documentReadKinds.has(operation) || drain === undefined || !agentPoolsSockets(request) || !isResendableBody(request)) {
+    // An adaptive threshold is learned per request, with its hedges planned up front; a caller that aborted already
+    // gets its AbortError, with nothing sent, the full way.
+    if (
+      settings.adaptive !== undefined ||
+      !documentReadKinds.has(operation) ||
+      drain === undefined ||
+      !agentPoolsSockets(request) ||
+      !isResendableBody(request) ||
+      request.abortSignal?.aborted === true
+    ) {
       return undefined;
     }
     const now = performance.now();

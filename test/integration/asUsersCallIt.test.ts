@@ -164,6 +164,20 @@ describe("as users call it, through the real CosmosClient", function () {
       assert.equal(record?.thresholdSource, "request");
     });
 
+    it("honours a header of this package's added to the client's defaultHeaders after the client was made, and keeps it off the wire", async function () {
+      const defaultHeaders: Record<string, string> = {};
+      const container = await hedgingContainer(["West US", "East US"], {}, { defaultHeaders });
+      // The SDK reads the defaultHeaders object on every request: what is added to it later counts.
+      defaultHeaders["X-Cosmos-Hedging"] = "off";
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 200 });
+      const { resource } = await container.item("item-1", "pk").read();
+      assert.equal(resource?.value, 1);
+      assert.deepEqual(arrivals(["pointRead"]), { "East US": 0, "West US": 1, "North Europe": 0 }, "not hedged");
+      assert.equal(diagnostics.at(-1)?.skipReason, "disabled");
+      const sent = emulator.regions.flatMap((region) => region.requests).filter((request) => request.kind === "pointRead");
+      assert.ok(sent.length > 0 && sent.every((request) => !Object.keys(request.headers).some((name) => name.startsWith("x-cosmos-hedging"))));
+    });
+
     it("turns hedging on for one read of a client with both kinds of hedging off, whose plain reads cost it nothing and leave no record", async function () {
       const container = await hedgingContainer(["West US", "East US"], { crossRegion: false, metadata: false });
       const plainRead = await container.item("item-1", "pk").read();

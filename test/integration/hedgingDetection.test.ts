@@ -166,6 +166,23 @@ describe("the hedging detection API through the real CosmosClient", function () 
     assert.equal(detection.respondedRegions().length, requested.length, "every attempt got a reply");
     assert.equal(detection.hedgingStarted(), false);
   });
+
+  it("reports a query that failed on the error it threw, though the SDK replaces a failed query's error headers", async function () {
+    const syntax: unknown = await container.items.query("SELECT * FROM c WHERE", { partitionKey: "pk-1" }).fetchAll().then(
+      () => assert.fail("the query does not parse"),
+      (thrown: unknown) => thrown,
+    );
+    assert.equal((syntax as { code?: unknown }).code, 400);
+    assert.deepEqual(pairs(getHedgingDetection(syntax)), [["West US", "initial"]]);
+    for (const region of ["West US", "East US", "North Europe"]) emulator.region(region).addFault({ operations: ["query"], status: 500 });
+    const failing: unknown = await container.items.query("SELECT * FROM c", { partitionKey: "pk-1" }).fetchNext().then(
+      () => assert.fail("every region answers 500"),
+      (thrown: unknown) => thrown,
+    );
+    assert.equal((failing as { code?: unknown }).code, 500);
+    const requested = pairs(getHedgingDetection(failing));
+    assert.deepEqual(requested.slice(0, 2), [["West US", "initial"], ["East US", "hedging"]], JSON.stringify(requested));
+  });
 });
 
 describe("the hedging detection API with a request plugin of the user's", function () {

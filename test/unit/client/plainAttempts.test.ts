@@ -7,6 +7,7 @@ import { sdkRequestPlugin, unrecordedOperations } from "../../../src/cosmos/sdkR
 import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import { getHedgingDetection } from "../../../src/diagnostics/detection.js";
 import { stateIfAny } from "../../../src/request/requestState.js";
+import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
 import { FakeTransport } from "../../support/fakeTransport.js";
 import type { ScriptStep } from "../../support/fakeTransport.js";
 import { eastUs, northEurope, observe, pointRead, query, westUs } from "../../support/hedgingFixtures.js";
@@ -22,6 +23,8 @@ interface Outcome {
   readonly requested: unknown;
   readonly responded: unknown;
   readonly charge: number | undefined;
+  /** The operation's last record as the detection record serializes it. */
+  readonly serialized: unknown;
 }
 
 /**
@@ -40,17 +43,20 @@ function sdkClient(transport: FakeTransport, plain: boolean, hedging: HedgingOpt
   );
   client.regions.setTopology({ readRegions: [eastUs, westUs, northEurope] });
   // As withHedging installs them: a client with both kinds of hedging off keeps nothing of a plain operation.
-  const unrecorded = unrecordedOperations(plain, steersNothingWhenOff(client));
+  const mayBePlain = plain ? () => true : undefined;
+  const unrecorded = unrecordedOperations(mayBePlain, steersNothingWhenOff(client));
   const operation = operationPlugin(unrecorded).plugin;
-  const attempt = sdkRequestPlugin(client, plain, unrecorded).plugin;
+  const attempt = sdkRequestPlugin(client, mayBePlain, unrecorded).plugin;
   const pass = ownContextPlugin().plugin;
   /** One operation of one attempt; `kind` is what the SDK's context says of it. */
   const run = (
     request: PipelineRequest,
     kind: { resourceType: string; operationType: string } = { resourceType: "docs", operationType: "read" },
-    options: { excludedLocations?: string[] } = {},
+    options: { excludedLocations?: string[]; initialHeaders?: Record<string, string> } = {},
   ): Promise<Outcome> => {
     request.agent = { sockets: {}, maxSockets: Infinity, maxTotalSockets: Infinity } as unknown as NonNullable<PipelineRequest["agent"]>;
+    // The SDK copies initialHeaders into the request it builds.
+    for (const [name, value] of Object.entries(options.initialHeaders ?? {})) request.headers.set(name, value);
     const context = { headers: {}, options, httpClient: client, method: request.method, ...kind };
     const outcome = operation(context, undefined, (passed) =>
       pass(passed, undefined, (again) =>
@@ -71,7 +77,8 @@ function sdkClient(transport: FakeTransport, plain: boolean, hedging: HedgingOpt
 
 function describeOutcome(value: object, how: { status?: number; error?: string }): Outcome {
   const detection = getHedgingDetection(value);
-  return { ...how, record: getHedgeDiagnostics(value), requested: detection?.requestedRegions(), responded: detection?.respondedRegions(), charge: detection?.requestCharge };
+  const serialized = detection === undefined ? undefined : (JSON.parse(JSON.stringify(detection)) as { lastRecord?: unknown }).lastRecord;
+  return { ...how, record: getHedgeDiagnostics(value), requested: detection?.requestedRegions(), responded: detection?.respondedRegions(), charge: detection?.requestCharge, serialized };
 }
 
 describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way ends", () => {
@@ -103,8 +110,13 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
   const answering = (...steps: ScriptStep[]) => (transport: FakeTransport) => transport.script(eastUs.endpoint, ...steps);
 
   /** Drives one read to its end on the fake clock. */
-  const settle = async (run: ReturnType<typeof sdkClient>["run"], request: PipelineRequest, kind?: { resourceType: string; operationType: string }) => {
-    const pending = observe(run(request, kind));
+  const settle = async (
+    run: ReturnType<typeof sdkClient>["run"],
+    request: PipelineRequest,
+    kind?: { resourceType: string; operationType: string },
+    options?: Parameters<ReturnType<typeof sdkClient>["run"]>[2],
+  ) => {
+    const pending = observe(run(request, kind, options));
     await harness.clock.tickAsync(5_000);
     return pending.result();
   };
@@ -115,6 +127,30 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
     assert.equal(stateIfAny(lazy.primary!), undefined, "the lazy way kept nothing on the caller's request");
     assert.deepEqual(lazy.outcome.requested, [{ region: "East US", reason: "initial" }]);
     assert.equal(lazy.outcome.charge, 1.5);
+  });
+
+  it("the record a detection record serializes is the record itself, built or deferred", async () => {
+    const { lazy } = await both(answering({ status: 200, delayMs: 2 }), (run) => settle(run, pointRead(eastUs)));
+    assert.deepEqual(lazy.outcome.serialized, lazy.outcome.record);
+  });
+
+  it("a caller that aborted before the read is sent: nothing sent, nothing requested, as the full way", async () => {
+    const { lazy } = await both(answering(), async (run) => {
+      const caller = new AbortController();
+      caller.abort();
+      return settle(run, pointRead(eastUs, caller.signal));
+    });
+    assert.match(lazy.outcome.error ?? "", /^AbortError/);
+    assert.deepEqual(lazy.outcome.requested, []);
+  });
+
+  it("reads won alone, then one sent the full way: the metrics count them in the order they came", async () => {
+    await both(answering({ status: 200, delayMs: 1 }, { status: 200, delayMs: 1 }, { status: 200, delayMs: 1 }), async (run, transport) => {
+      for (let read = 0; read < 2; read++) await settle(run, pointRead(eastUs));
+      transport.script(westUs.endpoint, { status: 200, delayMs: 1 });
+      await settle(run, pointRead(westUs), undefined, { initialHeaders: hedgingRequestOptions({ hedging: false }).initialHeaders });
+      return settle(run, pointRead(eastUs));
+    });
   });
 
   it("a query answered before the threshold, classified by its path as the full way does", async () => {

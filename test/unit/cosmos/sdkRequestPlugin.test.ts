@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
+import { namesPackageHeader, sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
 import { pluginHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "../../../src/cosmos/headers.js";
 import { adoptSdkOptions, requestControlsOf } from "../../../src/request/requestControls.js";
 import type { SdkAttempt } from "../../../src/cosmos/attemptHandoff.js";
@@ -20,6 +20,28 @@ describe("trustworthiness: what users hit", function () {
       });
       return handed;
     }
+
+    it("marks an attempt plain only while it asks nothing of the client, asking on every attempt (a header of this package's added to the client's defaultHeaders later counts)", async () => {
+      const client = {};
+      const defaultHeaders: Record<string, string> = { "x-custom": "1" };
+      const plugin = sdkRequestPlugin(client, () => !namesPackageHeader(defaultHeaders));
+      const headers = {};
+      nameOperation(headers, new OperationDetection());
+      const point = { headers, options: {}, resourceType: "docs", operationType: "read", method: "GET" };
+      const first = await handedOver(plugin, client, point);
+      assert.equal(first?.plain, true);
+      assert.equal(first?.kind, "pointRead", "the SDK's context says what it is");
+      defaultHeaders["X-Cosmos-Hedging"] = "off";
+      assert.equal((await handedOver(plugin, client, point))?.plain, false, "a header of this package's, in any case");
+      delete defaultHeaders["X-Cosmos-Hedging"];
+      assert.equal((await handedOver(plugin, client, { ...point, options: { excludedLocations: ["West US"] } }))?.plain, false);
+      assert.equal((await handedOver(plugin, client, { ...point, options: { initialHeaders: { "x-cosmos-hedging-region": '"West US"' } } }))?.plain, false);
+      assert.equal((await handedOver(plugin, client, { ...point, retryCount: Number.NaN }))?.plain, false, "a retry of the SDK's");
+      const query = await handedOver(plugin, client, { ...point, operationType: "query", method: "POST" });
+      assert.equal(query?.plain, true);
+      assert.equal(query?.kind, undefined, "anything but a point read is classified by its path");
+      assert.equal((await handedOver(sdkRequestPlugin(client), client, point))?.plain, false, "a client with plugins of the user's");
+    });
 
     it("hands the SDK's excludedLocations and retry marker to the hedging client it calls in the same run, and writes no header", async function () {
       const client = {};
