@@ -22,11 +22,11 @@ import type { RequestHedgingControls } from "../request/requestModel.js";
 import { adoptSdkOptions, hasScopedControls, requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { logger } from "../log.js";
 import { hedgingClientSummary } from "./hedgingSummary.js";
-import type { OperationKind } from "../cosmos/operationKind.js";
-import { classifyOperation, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
-
-/** The document reads and writes: what the SDK's plain operations of a client with hedging off send straight on. */
-const documentKinds: ReadonlySet<OperationKind> = new Set([...documentReadKinds, ...documentWriteKinds]);
+import { classifyOperation, documentKinds } from "../cosmos/operationKind.js";
+import type { CosmosRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
+import { sdkRequestPlugin, unrecordedOperations } from "../cosmos/sdkRequestPlugin.js";
+import type { CosmosOperationPlugin, CosmosPassThroughPlugin } from "../cosmos/operationPlugin.js";
+import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
 
 /** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
 export type CrossRegionHedgingOptions = Omit<
@@ -166,7 +166,7 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
  * `CosmosClient` (see {@link withHedging}).
  */
 export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}): HedgingHttpClient {
-  return buildHedgingHttpClient(options, false);
+  return buildHedgingHttpClient(options).client;
 }
 
 /**
@@ -240,19 +240,6 @@ function snapshotOptions(options: HedgingHttpClientOptions): HedgingHttpClientOp
   return copy;
 }
 
-/**
- * Of each client made with both kinds of hedging off, whether it steers
- * nothing now (no exclusions or runtime region order of its own): while it
- * does not, the SDK's plain operations (see `unrecordedOperations`) cost it
- * nothing.
- */
-const hedgingOff = new WeakMap<HttpClient, () => boolean>();
-
-/** For a client with both kinds of hedging off, the test of {@link hedgingOff}; `undefined` for any other. */
-export function steersNothingWhenOff(client: HttpClient): (() => boolean) | undefined {
-  return hedgingOff.get(client);
-}
-
 /** The clients {@link buildHedgingHttpClient} made, so that one is never wrapped in another. */
 const hedgingClients = new WeakSet<HttpClient>();
 
@@ -261,12 +248,34 @@ function isHedgingHttpClient(client: unknown): boolean {
   return typeof client === "object" && client !== null && hedgingClients.has(client as HttpClient);
 }
 
+/** How a hedging client is wired to the `@azure/cosmos` client it serves (see {@link withHedging}). */
+export interface SdkWiring {
+  /**
+   * Whether an attempt may be plain at all (no plugin of the user's, no
+   * header of this package's in the client's `defaultHeaders`), asked on
+   * every attempt; unset, none is.
+   */
+  readonly mayBePlain: (() => boolean) | undefined;
+}
+
+/** A hedging client, and the `@azure/cosmos` plugins that hand it each attempt when it is wired to the SDK. */
+export interface BuiltHedgingClient {
+  readonly client: HedgingHttpClient;
+  /** To append to the `CosmosClient`'s `plugins`, last; empty for a client not wired to the SDK. */
+  readonly plugins: ReadonlyArray<CosmosPassThroughPlugin | CosmosOperationPlugin | CosmosRequestPlugin>;
+}
+
 /**
- * Builds the hedging client; with `sdkPluginInstalled`, every request is
- * expected to carry the SDK's options through the request plugin, and one
- * that does not is sent unhedged.
+ * Builds the hedging client. With `sdk`, it also builds the `@azure/cosmos`
+ * plugins that hand it each attempt with the SDK's options; every request
+ * is then expected to come through them, and one that does not is sent
+ * unhedged.
+ * @param coreTransport - core-rest-pipeline's transport to run over when no
+ *   `httpClient` is given (default: a new one); the client treats it as its
+ *   own. For tests, which script it.
  */
-export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPluginInstalled: boolean, coreTransport?: HttpClient): HedgingHttpClient {
+export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: SdkWiring, coreTransport?: HttpClient): BuiltHedgingClient {
+  const sdkPluginInstalled = sdk !== undefined;
   const options = snapshotOptions(optionsObject("createHedgingHttpClient options", given, hedgingHttpClientOptionKeys));
   optionalFunction("onDiagnostics", options.onDiagnostics);
   if (options.httpClient !== undefined && typeof options.httpClient?.sendRequest !== "function") {
@@ -292,7 +301,8 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
   const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared });
   const pipeline = createEmptyPipeline();
   // One layer: steering, both hedging policies, the detection record and the arms' spans (see hedgingLayer).
-  const layer = hedgingLayer(regions, regionSteering(regions), [metadata, crossRegion], sdkPluginInstalled);
+  const steering = regionSteering(regions);
+  const layer = hedgingLayer(regions, steering, [metadata, crossRegion], sdkPluginInstalled);
   pipeline.addPolicy(layer);
   const transport = options.httpClient ?? coreTransport ?? createDefaultHttpClient();
   const sendToTransport: SendRequest = (request) => transport.sendRequest(request);
@@ -309,20 +319,19 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
   };
   // Off means off: with both kinds of hedging off, a plain attempt of an operation nothing was asked of is the SDK's alone.
   const off = options.crossRegion === false && options.metadata === false;
-  const steersNothing = (): boolean => regions.excludedRegions.length === 0 && !regions.preferredRegionsChangedAtRuntime;
   const client: HedgingHttpClient = {
     pipeline: hedgingPipeline(pipeline),
     regions,
     sendRequest: (request) => {
       const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
-      if (off && handed?.plain === true && handed.operation === undefined && !hasScopedControls() && steersNothing() && routeOf().armsReachCoreTransport) {
-        // Account reads and metadata reads still go through the layer: the topology is learned from them, and the
-        // metadata switch of the environment may turn their hedging on.
-        if (documentKinds.has(handed.kind ?? classifyOperation(request))) return sendToTransport(request);
-      }
       // Nearly every request of a withHedging client: the SDK's own, plain, to a pipeline of nothing but the layer over
       // core's transport. It goes out as it is, and costs nothing more until a hedge is due.
       if (handed?.plain === true && !hasScopedControls() && routeOf().armsReachCoreTransport) {
+        // Account and metadata reads still go through the layer (the topology is learned from them, and the
+        // environment's switch may turn metadata hedging on), and so does a request the client steers.
+        if (off && handed.operation === undefined && steering.leavesPlain(undefined) && documentKinds.has(handed.kind ?? classifyOperation(request))) {
+          return sendToTransport(request);
+        }
         const sent = layer.sendPlain(request, handed.operation, sendToTransport, handed.kind);
         if (sent !== undefined) return sent;
       }
@@ -344,6 +353,9 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdkPlugi
     metrics: () => crossRegion.metrics(),
   };
   hedgingClients.add(client);
-  if (off) hedgingOff.set(client, steersNothing);
-  return client;
+  if (sdk === undefined) return { client, plugins: [] };
+  const { mayBePlain } = sdk;
+  const unrecorded = off && mayBePlain !== undefined ? unrecordedOperations(mayBePlain, () => steering.leavesPlain(undefined)) : undefined;
+  // The pass-through plugin first, so that the operation plugin gets the SDK's own request context (see ownContextPlugin).
+  return { client, plugins: [ownContextPlugin(), operationPlugin(unrecorded), sdkRequestPlugin(client, mayBePlain, unrecorded)] };
 }

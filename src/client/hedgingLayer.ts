@@ -6,7 +6,7 @@ import { linkAttempt, noteHandedAttempt, recordingSend } from "../diagnostics/di
 import type { OperationDetection } from "../diagnostics/detection.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { classifyOperation } from "../cosmos/operationKind.js";
-import { adoptSdkOptions } from "../request/requestControls.js";
+import { adoptPlainSdkOptions } from "../request/requestControls.js";
 import { classifiedAs } from "../request/requestState.js";
 import { markForCoreTransport } from "../race/armAbort.js";
 import { armHttpTracing } from "../diagnostics/tracing.js";
@@ -66,7 +66,7 @@ export function hedgingLayer(regions: RegionCache, steering: RequestStep, handle
         send: transport,
         prepare(request, operation, detection, primarySent) {
           // What the client and the layer keep for a request the full way (see sendRequest below and the client's).
-          adoptSdkOptions(request, noSdkExclusions, false);
+          adoptPlainSdkOptions(request);
           classifiedAs(request, operation);
           markForCoreTransport(request, true);
           if (detection !== undefined) noteHandedAttempt(request, detection);
@@ -96,6 +96,3 @@ export function hedgingLayer(regions: RegionCache, steering: RequestStep, handle
     },
   };
 }
-
-/** The SDK's exclusions of a plain attempt: none. */
-const noSdkExclusions: readonly string[] = Object.freeze([]);

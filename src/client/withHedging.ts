@@ -2,9 +2,8 @@ import type { HttpClient } from "@azure/core-rest-pipeline";
 import { describe, optionsObject, positiveMilliseconds, readOnce, regionNameList } from "../options.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
 import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
-import { buildHedgingHttpClient, hedgingOptionKeys, steersNothingWhenOff } from "./hedgingHttpClient.js";
-import { namesPackageHeader, sdkRequestPlugin, unrecordedOperations } from "../cosmos/sdkRequestPlugin.js";
-import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
+import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
+import { namesPackageHeader } from "../cosmos/sdkRequestPlugin.js";
 import { logger } from "../log.js";
 
 /**
@@ -142,7 +141,12 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
     connectionPolicy?.requestTimeout === undefined ? undefined : positiveMilliseconds("connectionPolicy.requestTimeout", connectionPolicy.requestTimeout);
   checkThresholdAgainstSdkTimeout(hedging.crossRegion, connectionPolicy, requestTimeout);
   // The cache starts from the order the SDK routes by; a different hedging order is a change the SDK does not know of.
-  const hedgingClient = buildHedgingHttpClient({
+  const { plugins = [], defaultHeaders } = cosmosClientOptions as { plugins?: readonly unknown[]; defaultHeaders?: unknown };
+  // A plugin of the user's, or a header of this package's in every request (the SDK reads the defaultHeaders object on
+  // every request, so one added later counts), may put something on a request for the hedging client to read: such a
+  // client reads every request's headers.
+  const mayBePlain = plugins.length === 0 ? () => !namesPackageHeader(defaultHeaders) : undefined;
+  const { client: hedgingClient, plugins: sdkPlugins } = buildHedgingHttpClient({
     ...hedging,
     ...singleWriteRegion(hedging.crossRegion, connectionPolicy?.useMultipleWriteLocations),
     ...(sdkOrder !== undefined ? { preferredRegions: sdkOrder } : { preferredRegions: [] }),
@@ -150,18 +154,8 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
     ...(requestTimeout !== undefined ? { requestTimeout } : {}),
     ...(typeof key === "string" && isMasterKey(key) ? { signer: masterKeySigner(key) } : {}),
     ...(typeof endpoint === "string" ? { accountEndpoint: endpoint } : {}),
-  }, true);
+  }, { mayBePlain });
   if (hedging.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedging.preferredRegions);
   // Last, so that nothing of the user's runs between the request plugin and the hedging client (see sdkRequestPlugin).
-  const { plugins = [], defaultHeaders } = cosmosClientOptions as { plugins?: readonly unknown[]; defaultHeaders?: unknown };
-  // A plugin of the user's, or a header of this package's in every request (the SDK reads the defaultHeaders object on
-  // every request, so one added later counts), may put something on a request for the hedging client to read: such a
-  // client reads every request's headers.
-  const mayBePlain = plugins.length === 0 ? () => !namesPackageHeader(defaultHeaders) : undefined;
-  const unrecorded = unrecordedOperations(mayBePlain, steersNothingWhenOff(hedgingClient));
-  return {
-    ...cosmosClientOptions,
-    httpClient: hedgingClient,
-    plugins: [...plugins, ownContextPlugin(), operationPlugin(unrecorded), sdkRequestPlugin(hedgingClient, mayBePlain, unrecorded)],
-  };
+  return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, ...sdkPlugins] };
 }

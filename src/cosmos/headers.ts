@@ -22,6 +22,9 @@ export const CosmosHeaders = {
   retryAfterMs: "x-ms-retry-after-ms",
 } as const;
 
+/** What the name of every header of this package's starts with: the diagnostics header and every control header. */
+export const packageHeaderPrefix = "x-cosmos-hedging";
+
 /** The response header in which the hedging policies return their diagnostics as JSON. */
 export const hedgeDiagnosticsHeaderName = "x-cosmos-hedging-diagnostics";
 

@@ -42,6 +42,9 @@ export const documentWriteKinds: ReadonlySet<OperationKind> = new Set<OperationK
   "delete",
 ]);
 
+/** The document reads and writes: what data-plane hedging sends, hedged or not. */
+export const documentKinds: ReadonlySet<OperationKind> = new Set<OperationKind>([...documentReadKinds, ...documentWriteKinds]);
+
 /** Whether an operation kind reads (so any read region may serve it) or writes. */
 export function isReadKind(kind: OperationKind): boolean {
   return !documentWriteKinds.has(kind) && kind !== "other";

@@ -1,5 +1,5 @@
 import { logger } from "../log.js";
-import { pluginHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "./headers.js";
+import { packageHeaderPrefix, pluginHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "./headers.js";
 import { isRegionName, regionNameLimits } from "../options.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { operationHeaderName, operationNamedIn, registerOperation } from "../diagnostics/dispatchRecording.js";
@@ -53,12 +53,10 @@ function sdkExclusionsOf(context: CosmosRequestContext): readonly string[] | str
 
 const noExclusions: readonly string[] = Object.freeze([]);
 
-/** Whether a header name is one of this package's: every one starts so, in any case. */
-export function isPackageHeaderName(name: string): boolean {
+/** Whether a header name is one of this package's, in any case. */
+function isPackageHeaderName(name: string): boolean {
   return name.length >= packageHeaderPrefix.length && name.slice(0, packageHeaderPrefix.length).toLowerCase() === packageHeaderPrefix;
 }
-
-const packageHeaderPrefix = "x-cosmos-hedging";
 
 /** Whether a headers object (the per-request `initialHeaders`, the client's `defaultHeaders`) names a header of this package's. */
 export function namesPackageHeader(headers: unknown): boolean {
@@ -86,6 +84,25 @@ function writeAttempt(headers: Record<string, unknown>, sdkExcluded: readonly st
   // Only a retry carries it, so a first attempt pays nothing (every attempt of a context shares its headers, and retries come last).
   if (sdkRetry) headers[requestControlHeaders.sdkRetry] = pluginHeaderValue("retry");
   if (operation !== undefined) headers[operationHeaderName] = registerOperation(operation);
+}
+
+/**
+ * Of a `withHedging` client with both kinds of hedging off, which
+ * operations of the SDK's it keeps nothing of (no detection record, no
+ * diagnostics, no count): those whose options ask nothing of it (no
+ * `excludedLocations`, no header of this package's, no
+ * `withRequestHedgingOptions` block around them) while the client steers
+ * nothing (`steersNothing`: no exclusions or runtime order of its own).
+ * `undefined` for any other client, which keeps a record of every operation.
+ */
+export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, steersNothing: (() => boolean) | undefined): ((context: CosmosRequestContext) => boolean) | undefined {
+  if (mayBePlain === undefined || steersNothing === undefined) return undefined;
+  return (context) => {
+    const excluded = context.options?.excludedLocations;
+    return (
+      (!Array.isArray(excluded) || excluded.length === 0) && !namesPackageHeader(context.options?.initialHeaders) && !hasScopedControls() && steersNothing() && mayBePlain()
+    );
+  };
 }
 
 /**
@@ -119,27 +136,6 @@ function writeAttempt(headers: Record<string, unknown>, sdkExcluded: readonly st
  * carry nothing for the client to read (see `SdkAttempt.plain`). With
  * `unrecorded` (see {@link unrecordedOperations}), it keeps no record of a
  * feed's attempt that the predicate leaves unrecorded.
- */
-/**
- * Of a `withHedging` client with both kinds of hedging off, which
- * operations of the SDK's it keeps nothing of (no detection record, no
- * diagnostics, no count): those whose options ask nothing of it (no
- * `excludedLocations`, no header of this package's, no
- * `withRequestHedgingOptions` block around them) while the client steers
- * nothing (`steersNothing`: no exclusions or runtime order of its own).
- * `undefined` for any other client, which keeps a record of every operation.
- */
-export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, steersNothing: (() => boolean) | undefined): ((context: CosmosRequestContext) => boolean) | undefined {
-  if (mayBePlain === undefined || steersNothing === undefined) return undefined;
-  return (context) => {
-    const excluded = context.options?.excludedLocations;
-    return (
-      (!Array.isArray(excluded) || excluded.length === 0) && !namesPackageHeader(context.options?.initialHeaders) && !hasScopedControls() && steersNothing() && mayBePlain()
-    );
-  };
-}
-
-/**
  * @param mayBePlain - whether an attempt of the client may be plain at all,
  *   asked on every attempt (the SDK reads the client's `defaultHeaders` on
  *   every request, so a header of this package's added to them later counts);

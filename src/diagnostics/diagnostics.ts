@@ -346,53 +346,59 @@ function lonePrimaryHeader(head: string, region: string, status: number | undefi
 }
 
 /**
- * The compact headers of the races that one head's reads win alone (see
- * {@link compactLonePrimary}), from the head the policy planned and each
- * primary's status and charge, without a record: what a
- * {@link DeferredRecord} writes. Kept with the head, so that no read looks
- * its head up among the recent ones.
+ * The compact headers of the races that one planned head's reads win alone
+ * (see {@link compactLonePrimary}), without a record: what a
+ * {@link DeferredRecord} writes. The head is found among the recent ones
+ * once, and kept, so that no read looks it up.
  */
 export class LoneHeaders {
-  private json: string | undefined;
-  /** The latest header made, with the status and charge it was made for: most reads repeat them. */
-  private status: number | undefined;
-  private charge: number | undefined;
-  private header: string | undefined;
+  private cached: CachedHead | undefined;
 
   constructor(readonly head: Readonly<Pick<HedgeDiagnostics, CachedHeadField>>) {}
 
-  /** The header of a race the primary won alone in the head's primary region with `status` and `charge`. */
+  /** The header of a race the primary won alone, in the head's primary region, with `status` and `charge`. */
   value(status: number, charge: number | undefined): string {
-    if (this.header !== undefined && status === this.status && Object.is(charge, this.charge)) return this.header;
-    this.json ??= cachedHead(false, this.head).json;
-    this.status = status;
-    this.charge = charge;
-    this.header = lonePrimaryHeader(this.json, this.head.primaryRegion ?? "", status, charge, charge ?? 0);
-    return this.header;
+    return loneHeaderOf((this.cached ??= cachedHead(false, this.head)), this.head.primaryRegion ?? "", status, charge, charge ?? 0);
   }
 }
 
 /**
  * The compact headers of the skipped records of one template (see
- * {@link headerValue}): the template's head, cached once, and each record's
- * charge. What a deferred skipped record writes.
+ * {@link headerValue}), without a record: what a deferred skipped record
+ * writes. The template's head is found among the recent ones once, and kept.
  */
 export class SkippedHeaders {
-  private json: string | undefined;
-  private charge: number | undefined;
-  private header: string | undefined;
+  private cached: CachedHead | undefined;
 
-  /** @param template - a skipped record of the kind, its charge left out of the head. */
-  constructor(readonly template: Readonly<HedgeDiagnostics>) {}
+  /** @param template - a skipped record of the kind, as `skippedRecord` makes it; its charge is not read. */
+  constructor(readonly template: Readonly<SkippedDiagnostics>) {}
 
   /** The header of a skipped record of the template's kind with `charge`. */
   value(charge: number): string {
-    if (this.header !== undefined && Object.is(charge, this.charge)) return this.header;
-    this.json ??= cachedHead(true, this.template).json;
-    this.charge = charge;
-    this.header = this.json + ',"totalRequestCharge":' + jsonNumber(charge) + ',"final":true}';
-    return this.header;
+    return skippedHeaderOf((this.cached ??= cachedHead(true, this.template)), charge);
   }
+}
+
+/** A record of a request that was not hedged: its skip reason is always set. */
+export type SkippedDiagnostics = HedgeDiagnostics & { skipReason: HedgeSkipReason };
+
+/** The compact header of a skipped record of a cached head, cached per charge. */
+function skippedHeaderOf(head: CachedHead, charge: number): string {
+  let cached = head.skippedHeader;
+  if (cached === undefined || !Object.is(cached.charge, charge)) {
+    head.skippedHeader = cached = { charge, header: head.json + ',"totalRequestCharge":' + jsonNumber(charge) + ',"final":true}' };
+  }
+  return cached.header;
+}
+
+/** The compact header of a race a cached head's primary won alone in `region`, cached per status and charge in its primary region. */
+function loneHeaderOf(head: CachedHead, region: string, status: number | undefined, charge: number | undefined, total: number): string {
+  if (region !== head.primaryRegion) return lonePrimaryHeader(head.json, region, status, charge, total);
+  let cached = head.lonePrimary;
+  if (cached === undefined || cached.status !== status || !Object.is(cached.charge, charge) || !Object.is(cached.total, total)) {
+    head.lonePrimary = cached = { status, charge, total, header: lonePrimaryHeader(head.json, region, status, charge, total) };
+  }
+  return cached.header;
 }
 
 /**
@@ -411,15 +417,7 @@ function compactLonePrimary(diagnostics: HedgeDiagnostics): string | undefined {
   ) {
     return undefined;
   }
-  const head = cachedHead(false, diagnostics);
-  const { status, requestCharge: charge } = arm;
-  const total = diagnostics.totalRequestCharge;
-  if (arm.region !== head.primaryRegion) return lonePrimaryHeader(head.json, arm.region, status, charge, total);
-  let cached = head.lonePrimary;
-  if (cached === undefined || cached.status !== status || !Object.is(cached.charge, charge) || !Object.is(cached.total, total)) {
-    head.lonePrimary = cached = { status, charge, total, header: lonePrimaryHeader(head.json, arm.region, status, charge, total) };
-  }
-  return cached.header;
+  return loneHeaderOf(cachedHead(false, diagnostics), arm.region, arm.status, arm.requestCharge, diagnostics.totalRequestCharge);
 }
 
 /**
@@ -434,15 +432,7 @@ function compactLonePrimary(diagnostics: HedgeDiagnostics): string | undefined {
  */
 function headerValue(diagnostics: HedgeDiagnostics): string {
   if (diagnostics.routing === undefined && diagnostics.final === true) {
-    if (diagnostics.terminalState === "skipped") {
-      const head = cachedHead(true, diagnostics);
-      const charge = diagnostics.totalRequestCharge;
-      let cached = head.skippedHeader;
-      if (cached === undefined || !Object.is(cached.charge, charge)) {
-        head.skippedHeader = cached = { charge, header: head.json + ',"totalRequestCharge":' + jsonNumber(charge) + ',"final":true}' };
-      }
-      return cached.header;
-    }
+    if (diagnostics.terminalState === "skipped") return skippedHeaderOf(cachedHead(true, diagnostics), diagnostics.totalRequestCharge);
     const compact = compactLonePrimary(diagnostics);
     if (compact !== undefined) return compact;
   }

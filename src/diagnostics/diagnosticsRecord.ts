@@ -1,14 +1,12 @@
-import { createHttpHeaders } from "@azure/core-rest-pipeline";
-import type { HttpHeaders, PipelineResponse } from "@azure/core-rest-pipeline";
+import type { HttpHeaders } from "@azure/core-rest-pipeline";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
 import { requestChargeOf, subStatusOf, subStatusOfHeader } from "../cosmos/statusTables.js";
 import { armOutcome, decidedDurationMs, drainedDurationMs } from "../learning/armFacts.js";
 import type { HedgeArmDiagnostics, HedgeArmError, HedgeDiagnostics, HedgeSkipReason } from "./diagnostics.js";
-import type { LoneHeaders, SkippedHeaders } from "./diagnostics.js";
+import type { LoneHeaders, SkippedDiagnostics, SkippedHeaders } from "./diagnostics.js";
 import { DeferredRecord } from "./diagnostics.js";
 import type { RaceArm } from "../race/race.js";
-import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { DiagnosticsHeader } from "./diagnosticsHeader.js";
 import { copyHeader } from "./diagnosticsHeader.js";
 import { redactCredentials } from "./redact.js";
@@ -36,12 +34,14 @@ function addResult(record: HedgeArmDiagnostics, result: ArmResult): void {
     return;
   }
   const { response } = result;
-  record.status = response.status;
-  const subStatus = subStatusOf(response);
+  addResponseFacts(record, response.status, subStatusOf(response), response.headers.get(CosmosHeaders.activityId), requestChargeOf(response));
+}
+
+/** What an arm's record shows of the response it got. */
+function addResponseFacts(record: HedgeArmDiagnostics, status: number, subStatus: number, activityId: string | undefined, charge: number | undefined): void {
+  record.status = status;
   if (subStatus !== 0) record.subStatus = subStatus;
-  const activityId = response.headers.get(CosmosHeaders.activityId);
   if (activityId !== undefined) record.activityId = activityId;
-  const charge = requestChargeOf(response);
   if (charge !== undefined) record.requestCharge = charge;
 }
 
@@ -89,7 +89,7 @@ type RecordInProgress = DiagnosticsHeader & Partial<HedgeDiagnostics>;
  * header is made for one request and ends with it, so it becomes the record
  * itself rather than being copied into one.
  */
-export function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, totalRequestCharge: number): HedgeDiagnostics {
+export function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipReason, totalRequestCharge: number): SkippedDiagnostics {
   const record: RecordInProgress = header;
   record.arms = [];
   record.hedgeFired = false;
@@ -100,7 +100,7 @@ export function skippedRecord(header: DiagnosticsHeader, skipReason: HedgeSkipRe
   // Last, as the diagnostics header writes it after a cached head.
   record.totalRequestCharge = totalRequestCharge;
   record.final = true;
-  return record as HedgeDiagnostics;
+  return record as SkippedDiagnostics;
 }
 
 /** Completes a header into the record of a race, in place as {@link skippedRecord} does. */
@@ -136,51 +136,38 @@ function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
 /**
  * The record of a race its primary won alone before any hedge was due (the
  * common case with hedging on), kept as the facts it is built from: the
- * head the policy planned, the primary's times, and its response's status,
- * headers and charge (not its body). The
- * record is built the first time anyone reads it, identical to the one the
- * race would have built, and the same object every time after.
+ * head the policy planned, the primary's duration, and its response's
+ * status, sub-status, activity id and charge (nothing else of the response).
+ * The record is built the first time anyone reads it, as {@link describeArm}
+ * and {@link raceRecord} build the race's, and is the same object every
+ * time after.
  */
 export class LonePrimaryRecord extends DeferredRecord {
+  private readonly subStatus: number;
   private readonly activityId: string | undefined;
-  private readonly subStatus: string | undefined;
 
-  /** Reads what the record needs of the response's headers now, so that the record keeps none of the response. */
   constructor(
     private readonly headers: LoneHeaders,
-    private readonly region: RegionEndpoint,
-    private readonly startedAt: number,
-    private readonly endedAt: number,
+    private readonly durationMs: number,
     private readonly status: number,
     responseHeaders: HttpHeaders,
     private readonly charge: number | undefined,
   ) {
     super();
+    this.subStatus = subStatusOfHeader(responseHeaders.get(CosmosHeaders.subStatus));
     this.activityId = responseHeaders.get(CosmosHeaders.activityId);
-    this.subStatus = responseHeaders.get(CosmosHeaders.subStatus);
   }
 
   protected build(): HedgeDiagnostics {
-    const headers = createHttpHeaders();
-    if (this.activityId !== undefined) headers.set(CosmosHeaders.activityId, this.activityId);
-    if (this.subStatus !== undefined) headers.set(CosmosHeaders.subStatus, this.subStatus);
-    if (this.charge !== undefined) headers.set(CosmosHeaders.requestCharge, String(this.charge));
-    const arm: RaceArm = {
-      index: 0,
-      region: this.region,
-      reason: "primary",
-      startedAt: this.startedAt,
-      endedAt: this.endedAt,
-      // The status and these headers are all a record reads of a response.
-      result: { response: { status: this.status, headers } as PipelineResponse },
-    };
-    const described = describeArm(arm, this.startedAt, 0);
-    return raceRecord(copyHeader(this.headers.head as DiagnosticsHeader), [described], false, "primaryWon", described, true);
+    const head = this.headers.head as DiagnosticsHeader;
+    const arm: HedgeArmDiagnostics = { region: head.primaryRegion ?? "", reason: "primary", startOffsetMs: 0, outcome: "returned", durationMs: this.durationMs };
+    addResponseFacts(arm, this.status, this.subStatus, this.activityId, this.charge);
+    return raceRecord(copyHeader(head), [arm], false, "primaryWon", arm, true);
   }
 
   headerValue(): string {
     // A sub-status on an answer that ended the race is rare enough to be written in full.
-    if (subStatusOfHeader(this.subStatus) !== 0) return JSON.stringify(this.record);
+    if (this.subStatus !== 0) return JSON.stringify(this.record);
     return this.headers.value(this.status, this.charge);
   }
 }
@@ -200,7 +187,7 @@ export class DeferredSkippedRecord extends DeferredRecord {
 
   protected build(): HedgeDiagnostics {
     const { template } = this.headers;
-    return skippedRecord(copyHeader(template), template.skipReason ?? "disabled", this.charge);
+    return skippedRecord(copyHeader(template), template.skipReason, this.charge);
   }
 
   headerValue(): string {

@@ -2,8 +2,8 @@ import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core
 import type { RegionCache } from "../topology/regionCache.js";
 import { normalizeRegionName } from "../topology/regionNames.js";
 import { requestChargeOf } from "../cosmos/statusTables.js";
-import type { PublishedRecord } from "./diagnostics.js";
 import type { OperationDetection, RequestedRegionReason } from "./detection.js";
+import type { PublishedRecord } from "./diagnostics.js";
 import { ObjectSlot } from "../request/objectSlot.js";
 import { carriedStateOf, requestStateOf, stateIfAny } from "../request/requestState.js";
 import { pluginHeaderValue } from "../cosmos/headers.js";

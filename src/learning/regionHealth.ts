@@ -34,31 +34,26 @@ class AloneAnswers {
   private readonly regions: string[] = [];
   private readonly classes: LatencyClass[] = [];
   private readonly durations = new Float64Array(AloneAnswers.capacity);
-  private readonly thresholds = new Float64Array(AloneAnswers.capacity);
   private readonly times = new Float64Array(AloneAnswers.capacity);
   private count = 0;
 
   /** @returns whether it is full, and must be drained before the next one. */
-  add(region: string, latencyClass: LatencyClass, durationMs: number, thresholdMs: number | undefined, at: number): boolean {
+  add(region: string, latencyClass: LatencyClass, durationMs: number, at: number): boolean {
     const index = this.count++;
     this.regions[index] = region;
     this.classes[index] = latencyClass;
     this.durations[index] = durationMs;
-    this.thresholds[index] = thresholdMs ?? Number.NaN;
     this.times[index] = at;
     return this.count === AloneAnswers.capacity;
   }
 
   /** Hands each one over in the order they came, and forgets them. */
-  drain(learn: (region: string, latencyClass: LatencyClass, durationMs: number, thresholdMs: number | undefined, at: number) => void): void {
+  drain(learn: (region: string, latencyClass: LatencyClass, durationMs: number, at: number) => void): void {
     const count = this.count;
     if (count === 0) return;
     // Emptied first: learning from one may read the health, which drains again.
     this.count = 0;
-    for (let index = 0; index < count; index++) {
-      const threshold = this.thresholds[index]!;
-      learn(this.regions[index]!, this.classes[index]!, this.durations[index]!, Number.isNaN(threshold) ? undefined : threshold, this.times[index]!);
-    }
+    for (let index = 0; index < count; index++) learn(this.regions[index]!, this.classes[index]!, this.durations[index]!, this.times[index]!);
   }
 }
 
@@ -251,14 +246,20 @@ export class RegionHealth implements RaceLearner, HealthyTails {
    */
   learnAlone(region: string, operation: OperationKind, durationMs: number, success: boolean, thresholdMs: number | undefined, at: number): void {
     const latencyClass = latencyClassOf(operation);
-    // While a region is demoted or a streak runs, a primary's win may restore or reset it: learned at once, so that the
-    // read order (RegionCache.demotedRegions) is never behind.
+    // A success with no streak to reset and no demotion to lift teaches only a count and a latency: kept until read.
+    // Otherwise it may change the read order (RegionCache.demotedRegions), which is never left behind.
     if (success && latencyClass !== undefined && (this.demotions === undefined || this.demotions.idle)) {
-      if (this.alone.add(region, latencyClass, durationMs, thresholdMs, at)) this.settle();
+      if (this.alone.add(region, latencyClass, durationMs, at)) this.settle();
       return;
     }
     this.settle();
-    this.learnAloneNow(region, latencyClass, durationMs, success, thresholdMs, at);
+    this.recorder.recordAlone(region);
+    if (latencyClass === undefined) return;
+    // A final answer that ends a race alone is never a timeout (a 408 is transient).
+    this.learnSettled(region, latencyClass, durationMs, success ? "success" : "error", "baseline", at);
+    if (success && this.demotions !== undefined) {
+      this.demotions.observe({ primary: region, primaryWonInMs: durationMs }, () => this.restoreWithinMs(latencyClass, thresholdMs));
+    }
   }
 
   /** Learns every read won alone not learned yet: whatever reads what they teach calls this first. */
@@ -266,18 +267,11 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     this.alone.drain(this.learnAnswer);
   }
 
-  private readonly learnAnswer = (region: string, latencyClass: LatencyClass, durationMs: number, thresholdMs: number | undefined, at: number): void =>
-    this.learnAloneNow(region, latencyClass, durationMs, true, thresholdMs, at);
-
-  private learnAloneNow(region: string, latencyClass: LatencyClass | undefined, durationMs: number, success: boolean, thresholdMs: number | undefined, at: number): void {
+  /** A success kept by {@link RegionHealth.learnAlone}, learned as of its own time. */
+  private readonly learnAnswer = (region: string, latencyClass: LatencyClass, durationMs: number, at: number): void => {
     this.recorder.recordAlone(region);
-    if (latencyClass === undefined) return;
-    // A final answer that ends a race alone is never a timeout (a 408 is transient).
-    this.learnSettled(region, latencyClass, durationMs, success ? "success" : "error", "baseline", at);
-    const { demotions } = this;
-    if (!success || demotions === undefined || demotions.idle) return;
-    demotions.observe({ primary: region, primaryWonInMs: durationMs }, () => this.restoreWithinMs(latencyClass, thresholdMs));
-  }
+    this.learnSettled(region, latencyClass, durationMs, "success", "baseline", at);
+  };
 
   /**
    * What an arm that settled (rather than being cut off or drained)

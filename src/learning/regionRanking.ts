@@ -104,6 +104,11 @@ export class DemotionTracker {
     };
   }
 
+  /** Whether a primary win has nothing to reset or restore: no streak runs and no region is demoted. */
+  get idle(): boolean {
+    return this.streaks.size === 0 && this.regions.demotedRegions.length === 0;
+  }
+
   /**
    * Learns from a finished read race. A hedge win extends the primary's
    * streak, and the streak's end demotes it in favour of the winner; if the
@@ -112,11 +117,6 @@ export class DemotionTracker {
    * demoted primary whose answer took at most `restoreWithinMs()`: the
    * healthy latency it must match, asked for only then.
    */
-  /** Whether a primary win has nothing to reset or restore: no streak runs and no region is demoted. */
-  get idle(): boolean {
-    return this.streaks.size === 0 && this.regions.demotedRegions.length === 0;
-  }
-
   observe(verdict: RaceVerdict, restoreWithinMs: () => number = () => 0): void {
     // The common case, a primary win with nothing to reset or restore, needs no name normalized.
     if (verdict.hedgeWinner === undefined && this.idle) return;

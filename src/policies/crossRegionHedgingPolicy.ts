@@ -6,18 +6,18 @@ import type { RegionRouting } from "../learning/regionRanking.js";
 import type { RequestSigner } from "../cosmos/masterKeySigner.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { latencyClassOf } from "../learning/latencyWindows.js";
-import { documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
+import { documentKinds, documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import type { AdaptiveThresholdOptions, AdaptiveThresholdSettings } from "../planning/adaptiveThreshold.js";
 import { isAdaptiveThreshold, resolveAdaptiveThreshold } from "../planning/adaptiveThreshold.js";
 import type { HedgeDiagnostics } from "../diagnostics/diagnostics.js";
 import type { DiagnosticsSink } from "../race/hedgedSend.js";
-import { adoptHedged, publishDeferred, publishFor, sendHedged, sendSkipped } from "../race/hedgedSend.js";
+import { adoptHedged, publishDeferred, sendHedged, sendSkipped } from "../race/hedgedSend.js";
 import type { PendingReadHost } from "../race/pendingRead.js";
 import { PendingRead } from "../race/pendingRead.js";
 import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { noteSdkRequestEnded, noteSdkRequestSent } from "../diagnostics/dispatchRecording.js";
-import { DeferredSkippedRecord, LonePrimaryRecord, skippedRecord } from "../diagnostics/diagnosticsRecord.js";
+import { LonePrimaryRecord, skippedRecord } from "../diagnostics/diagnosticsRecord.js";
 import { LoneHeaders, SkippedHeaders } from "../diagnostics/diagnostics.js";
 import { copyHeader } from "../diagnostics/diagnosticsHeader.js";
 import { isFinalStatus, requestChargeOf, subStatusOf } from "../cosmos/statusTables.js";
@@ -294,16 +294,12 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
   };
 }
 
-/** The operations this policy sends, hedged or not: every document read and write. */
-const documentKinds: ReadonlySet<OperationKind> = new Set<OperationKind>([...documentReadKinds, ...documentWriteKinds]);
-
 /** The primary of a race whose straggler evidence the budget can read: a learned read class and a known region. */
 function racePrimary(tails: RegionHealth, region: string | undefined, operation: OperationKind): RacePrimary | undefined {
   const latencyClass = latencyClassOf(operation);
   return region === undefined || latencyClass === undefined ? undefined : { tails, region, latencyClass };
 }
 
-/** A document read sent lazily, with what this policy needs to know of it to finish it or to race it. */
 /** Where a document read's plain plan is kept in its region's list (see `plainPlanOf`). */
 function readKindIndex(kind: OperationKind): number {
   switch (kind) {
@@ -320,15 +316,18 @@ function readKindIndex(kind: OperationKind): number {
   }
 }
 
-/** A plain read's plan, shared by every plain read of its kind and region (see `plainPlanOf`). */
-interface PlainPlan {
-  readonly plan: SkipPlan | RacePlan;
-  /** The headers of its reads won alone, for a plan whose reads may wait as pending reads. */
-  readonly lone: LoneHeaders | undefined;
-  /** The headers of its reads sent unhedged, for a plan that skips them. */
-  readonly skipped: SkippedHeaders | undefined;
-}
+/**
+ * A plain read's plan, shared by every plain read of its kind and region
+ * (see `plainPlanOf`): its reads wait as pending reads (with the headers of
+ * those won alone), go unhedged (with the headers of their records), or go
+ * the full way (a race with hedges planned up front).
+ */
+type PlainPlan =
+  | { readonly kind: "lone"; readonly plan: RacePlan; readonly lone: LoneHeaders }
+  | { readonly kind: "skipped"; readonly plan: SkipPlan; readonly skipped: SkippedHeaders }
+  | { readonly kind: "full"; readonly plan: RacePlan };
 
+/** A document read sent lazily, with what this policy needs to know of it to finish it or to race it. */
 class DocumentRead extends PendingRead {
   /** The request charge of the primary's answer, once it came. */
   charge: number | undefined;
@@ -434,8 +433,10 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
       const { header } = read.plan;
       const endedAt = read.endedAt ?? performance.now();
       const success = response.status < 400;
-      health.learnAlone(read.region.name, read.operation, Math.round(endedAt - read.startedAt), success, header.thresholdMs, endedAt);
-      publishDeferred(sink, response, new LonePrimaryRecord(read.lone, read.region, read.startedAt, endedAt, response.status, response.headers, read.charge), read.detection);
+      // Whole milliseconds, as the race's record and learning take them.
+      const durationMs = Math.round(endedAt - read.startedAt);
+      health.learnAlone(read.region.name, read.operation, durationMs, success, header.thresholdMs, endedAt);
+      publishDeferred(sink, response, new LonePrimaryRecord(read.lone, durationMs, response.status, response.headers, read.charge), read.detection);
       return response;
     },
     promote(pending, thresholdPassed) {
@@ -482,44 +483,14 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
     }
     const now = performance.now();
     const reserveCovered = budget === undefined || budget.depositCoveringReserve(now);
-    const { plan, lone, skipped } = plainPlanOf(request, operation, addressed);
-    if (skipped !== undefined) return sendSkippedLazily(request, addressed, skipped, detection, route);
+    const plain = plainPlanOf(request, operation, addressed);
+    if (plain.kind === "skipped") return sendSkipped(request, route.send, plain.plan, sink, { headers: plain.skipped, operation: detection });
     // A budget short of its reserve times the first hedge by the read's healthy tail, which a race's strategy knows.
-    if (lone === undefined || plan.kind === "skip" || !reserveCovered) {
-      return sendPlanned(request, route.prepare(request, operation, detection, false), operation, plainSdkControls, { ...plan, header: copyHeader(plan.header) });
+    if (plain.kind === "full" || !reserveCovered) {
+      return sendPlanned(request, route.prepare(request, operation, detection, false), operation, plainSdkControls, { ...plain.plan, header: copyHeader(plain.plan.header) });
     }
     if (detection !== undefined) noteSdkRequestSent(detection, addressed.name);
-    return new DocumentRead(request, addressed, plan, lone, operation, detection, route, host, now).start(route.send);
-  }
-
-  /**
-   * A plain read the plan sends unhedged (hedging off, the account's switch,
-   * one region): sent as it is, and recorded as {@link sendSkipped} records
-   * it, with a record deferred until read.
-   */
-  function sendSkippedLazily(request: PipelineRequest, region: RegionEndpoint, skipped: SkippedHeaders, detection: OperationDetection | undefined, route: LayerRoute): Promise<PipelineResponse> {
-    if (detection !== undefined) noteSdkRequestSent(detection, region.name);
-    let sent: Promise<PipelineResponse>;
-    try {
-      sent = route.send(request);
-    } catch (error) {
-      sent = Promise.reject(error);
-    }
-    return sent.then(
-      (response) => {
-        const charge = detection !== undefined ? noteSdkRequestEnded(detection, region.name, response) : requestChargeOf(response);
-        health.noteResponse(region.name, response);
-        health.learnSkipped(region.name);
-        publishDeferred(sink, response, new DeferredSkippedRecord(skipped, charge ?? 0), detection);
-        return response;
-      },
-      (error: unknown) => {
-        if (detection !== undefined) noteSdkRequestEnded(detection, region.name, undefined);
-        health.learnSkipped(region.name);
-        publishFor(sink, error, new DeferredSkippedRecord(skipped, 0).record, detection);
-        throw error;
-      },
-    );
+    return new DocumentRead(request, addressed, plain.plan, plain.lone, operation, detection, route, host, now).start(route.send);
   }
 
   /** The topology the plans of {@link plainPlans} were made under. */
@@ -543,10 +514,13 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
     let plain = byKind[index];
     if (plain === undefined) {
       const plan = planner.plan(request, operation, addressed, plainSdkControls);
-      // Only a race of a fixed threshold with nothing planned up front can wait as a pending read.
-      const lone = plan.kind === "race" && plan.hedges === undefined ? new LoneHeaders(Object.freeze(copyHeader(plan.header))) : undefined;
-      const skipped = plan.kind === "skip" ? new SkippedHeaders(Object.freeze(skippedRecord(copyHeader(plan.header), plan.reason, 0))) : undefined;
-      byKind[index] = plain = { plan, lone, skipped };
+      byKind[index] = plain =
+        plan.kind === "skip"
+          ? { kind: "skipped", plan, skipped: new SkippedHeaders(Object.freeze(skippedRecord(copyHeader(plan.header), plan.reason, 0))) }
+          : // Only a race of a fixed threshold with nothing planned up front can wait as a pending read.
+            plan.hedges === undefined
+            ? { kind: "lone", plan, lone: new LoneHeaders(Object.freeze(copyHeader(plan.header))) }
+            : { kind: "full", plan };
     }
     return plain;
   };

@@ -112,7 +112,7 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
  * and records why. It throws, before anything is sent, for a pinned region
  * the request may not go to.
  */
-export function regionSteering(regions: RegionCache): RequestStep {
+export function regionSteering(regions: RegionCache): RequestStep & Required<Pick<RequestStep, "leavesPlain">> {
   const pinnedRoute = (
     request: PipelineRequest,
     access: RegionAccess,

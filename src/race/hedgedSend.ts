@@ -7,13 +7,13 @@ import { CosmosHeaders, hedgeDiagnosticsHeaderName } from "../cosmos/headers.js"
 import { requestChargeOf } from "../cosmos/statusTables.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeArmDiagnostics, HedgeArmReason, HedgeDiagnostics, HedgeSkipReason } from "../diagnostics/diagnostics.js";
-import type { DeferredRecord } from "../diagnostics/diagnostics.js";
+import type { DeferredRecord, SkippedHeaders } from "../diagnostics/diagnostics.js";
 import { attachHedgeDiagnostics } from "../diagnostics/diagnostics.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { collecting, recordForCollectors } from "../diagnostics/diagnosticsCollector.js";
 import { finalWhen } from "../diagnostics/final.js";
-import { describeArm, describeDrainedArm, raceRecord, skippedRecord } from "../diagnostics/diagnosticsRecord.js";
-import { noteAttemptRecord } from "../diagnostics/dispatchRecording.js";
+import { DeferredSkippedRecord, describeArm, describeDrainedArm, raceRecord, skippedRecord } from "../diagnostics/diagnosticsRecord.js";
+import { noteAttemptRecord, noteSdkRequestEnded, noteSdkRequestSent } from "../diagnostics/dispatchRecording.js";
 import type { LoserDrain } from "./loserDrain.js";
 import type { HedgePlanner, SkipPlan } from "../planning/planner.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
@@ -32,9 +32,16 @@ export interface DiagnosticsSink {
   readonly learner?: RaceLearner | undefined;
 }
 
-function publish(sink: DiagnosticsSink, request: PipelineRequest, target: unknown, diagnostics: HedgeDiagnostics): void {
+/**
+ * Publishes a request's record on its response or error, as its
+ * operation's latest (the operation the request is an attempt of, unless a
+ * sender that keeps nothing on the request names it), and to those who take
+ * every record.
+ */
+function publish(sink: DiagnosticsSink, request: PipelineRequest, target: unknown, diagnostics: HedgeDiagnostics, operation?: OperationDetection): void {
   if (typeof target === "object" && target !== null) attachHedgeDiagnostics(target, diagnostics);
-  noteAttemptRecord(request, diagnostics);
+  if (operation !== undefined) operation.lastRecord = diagnostics;
+  else noteAttemptRecord(request, diagnostics);
   deliver(sink, diagnostics);
 }
 
@@ -53,17 +60,6 @@ export function publishDeferred(sink: DiagnosticsSink, response: PipelineRespons
     operation.lastRecord = deferred;
   }
   if (sink.onDiagnostics !== undefined || collecting()) deliver(sink, deferred.record);
-}
-
-/**
- * Publishes a built record on the response or error of a request sent
- * lazily, as {@link publish} does, its operation given rather than found on
- * the request (which keeps nothing).
- */
-export function publishFor(sink: DiagnosticsSink, target: unknown, diagnostics: HedgeDiagnostics, operation: OperationDetection | undefined): void {
-  if (typeof target === "object" && target !== null) attachHedgeDiagnostics(target, diagnostics);
-  if (operation !== undefined) operation.lastRecord = diagnostics;
-  deliver(sink, diagnostics);
 }
 
 /** Hands a record to the collecting blocks, the metrics and the policy's callback. */
@@ -86,22 +82,41 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 /**
+ * A request a plain attempt's lazy way sends unhedged: its record deferred
+ * until read (see `DeferredSkippedRecord`), and its operation's notes taken
+ * by the sender, since nothing is kept on the request.
+ */
+export interface LazySkip {
+  readonly headers: SkippedHeaders;
+  readonly operation: OperationDetection | undefined;
+}
+
+/**
  * Sends a request unhedged, where it is addressed, and records why. The
  * learner is told of the response as it arrives, except for a later page of
  * a metadata feed (`"continuationPage"`), which hedging never considered.
+ * With `lazy`, the request is a plain attempt sent lazily (see
+ * {@link LazySkip}); `skip.header` is then its plan's shared header, which
+ * is not completed in place.
  */
 export function sendSkipped(
   request: PipelineRequest,
   next: SendRequest,
   skip: Pick<SkipPlan, "reason" | "header">,
   sink: DiagnosticsSink,
+  lazy?: LazySkip,
 ): Promise<PipelineResponse> {
   const { header, reason } = skip;
+  const region = header.primaryRegion;
+  const operation = lazy?.operation;
   const failed = (error: unknown): never => {
-    sink.learner?.learnSkipped(header.primaryRegion);
-    publish(sink, request, error, skippedRecord(header, reason, 0));
+    if (operation !== undefined) noteSdkRequestEnded(operation, region, undefined);
+    sink.learner?.learnSkipped(region);
+    const record = lazy === undefined ? skippedRecord(header, reason, 0) : new DeferredSkippedRecord(lazy.headers, 0).record;
+    publish(sink, request, error, record, operation);
     throw error;
   };
+  if (operation !== undefined) noteSdkRequestSent(operation, region);
   let sent: Promise<PipelineResponse>;
   try {
     sent = next(request);
@@ -111,13 +126,14 @@ export function sendSkipped(
   }
   // Chained rather than `async`: most requests of a client with hedging off take this path.
   return sent.then((response) => {
-    if (reason !== "continuationPage") sink.learner?.noteResponse(header.primaryRegion, response);
-    sink.learner?.learnSkipped(header.primaryRegion);
-    publish(sink, request, response, skippedRecord(header, reason, requestChargeOf(response) ?? 0));
+    const charge = (operation !== undefined ? noteSdkRequestEnded(operation, region, response) : requestChargeOf(response)) ?? 0;
+    if (reason !== "continuationPage") sink.learner?.noteResponse(region, response);
+    sink.learner?.learnSkipped(region);
+    if (lazy === undefined) publish(sink, request, response, skippedRecord(header, reason, charge));
+    else publishDeferred(sink, response, new DeferredSkippedRecord(lazy.headers, charge), operation);
     return response;
   }, failed);
 }
-
 
 /** A race to run: where its primary goes, how its hedges are planned, and its strategy. */
 export interface HedgePlan {

@@ -175,9 +175,7 @@ export class HedgingRace<T = RaceOutcome> {
 
   /** Sends the primary and starts the threshold timer. @returns how the race ended, or what `conclude` made of it. */
   run(): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.resolveWith = resolve;
-      this.reject = reject;
+    return this.settledBy(() => {
       const { request } = this.input;
       if (this.callerSignal?.aborted === true) {
         this.decided = true;
@@ -205,10 +203,17 @@ export class HedgingRace<T = RaceOutcome> {
    * @returns how the race ended, or what `conclude` made of it.
    */
   adopt(thresholdPassed: boolean): Promise<T> {
+    return this.settledBy(() => {
+      if (thresholdPassed) this.thresholdPassed();
+    });
+  }
+
+  /** The race's promise, which `resolve` and `fault` settle, with `start` run as it is made. */
+  private settledBy(start: () => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.resolveWith = resolve;
       this.reject = reject;
-      if (thresholdPassed) this.thresholdPassed();
+      start();
     });
   }
 

@@ -208,6 +208,15 @@ export function adoptSdkOptions(request: PipelineRequest, sdkExcluded: readonly 
  */
 export const plainSdkControls: RequestHedgingControls = sdkOptionsOnly;
 
+/**
+ * Records the controls of a plain attempt, which carries no control header
+ * of its own to read: {@link plainSdkControls}. What {@link adoptSdkOptions}
+ * records for it, without looking for headers it cannot have.
+ */
+export function adoptPlainSdkOptions(request: PipelineRequest): void {
+  requestStateOf(request).controls = sdkOptionsOnly;
+}
+
 /** Whether {@link runWithRequestControls} has run in this process: until it has, no context is inside it. */
 let scopedEver = false;
 

@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import { buildHedgingHttpClient, steersNothingWhenOff } from "../../../src/client/hedgingHttpClient.js";
-import type { HedgingHttpClient, HedgingOptions } from "../../../src/client/hedgingHttpClient.js";
-import { operationPlugin, ownContextPlugin } from "../../../src/cosmos/operationPlugin.js";
-import { sdkRequestPlugin, unrecordedOperations } from "../../../src/cosmos/sdkRequestPlugin.js";
+import { buildHedgingHttpClient } from "../../../src/client/hedgingHttpClient.js";
+import type { HedgingOptions } from "../../../src/client/hedgingHttpClient.js";
 import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import { getHedgingDetection } from "../../../src/diagnostics/detection.js";
 import { stateIfAny } from "../../../src/request/requestState.js";
@@ -36,18 +34,18 @@ interface Outcome {
  * the same client, options and script, the other path.
  */
 function sdkClient(transport: FakeTransport, plain: boolean, hedging: HedgingOptions = {}) {
-  const client: HedgingHttpClient = buildHedgingHttpClient(
+  // As withHedging builds it: the client and the @azure/cosmos plugins that hand it each attempt.
+  const { client, plugins } = buildHedgingHttpClient(
     { crossRegion: { threshold, thresholdStep: threshold }, metadata: false, ...hedging, preferredRegions: ["East US", "West US", "North Europe"] },
-    true,
+    { mayBePlain: plain ? () => true : undefined },
     transport,
   );
   client.regions.setTopology({ readRegions: [eastUs, westUs, northEurope] });
-  // As withHedging installs them: a client with both kinds of hedging off keeps nothing of a plain operation.
-  const mayBePlain = plain ? () => true : undefined;
-  const unrecorded = unrecordedOperations(mayBePlain, steersNothingWhenOff(client));
-  const operation = operationPlugin(unrecorded).plugin;
-  const attempt = sdkRequestPlugin(client, mayBePlain, unrecorded).plugin;
-  const pass = ownContextPlugin().plugin;
+  /** The plugins of one phase run in their order, as @azure/cosmos runs them, around `last`. */
+  const phase = (on: "operation" | "request", context: object, last: () => Promise<unknown>): Promise<unknown> =>
+    plugins
+      .filter((plugin) => plugin.on === on)
+      .reduceRight<(passed: object) => Promise<unknown>>((next, plugin) => (passed) => plugin.plugin(passed as never, undefined, next as never), last)(context);
   /** One operation of one attempt; `kind` is what the SDK's context says of it. */
   const run = (
     request: PipelineRequest,
@@ -58,14 +56,12 @@ function sdkClient(transport: FakeTransport, plain: boolean, hedging: HedgingOpt
     // The SDK copies initialHeaders into the request it builds.
     for (const [name, value] of Object.entries(options.initialHeaders ?? {})) request.headers.set(name, value);
     const context = { headers: {}, options, httpClient: client, method: request.method, ...kind };
-    const outcome = operation(context, undefined, (passed) =>
-      pass(passed, undefined, (again) =>
-        attempt(again, undefined, async () => {
-          const response = await client.sendRequest(request);
-          if (response.status >= 400) throw Object.assign(new Error(`status ${response.status}`), { code: response.status, headers: response.headers.toJSON() });
-          return { headers: response.headers.toJSON(), code: response.status };
-        }),
-      ),
+    const outcome = phase("operation", context, () =>
+      phase("request", context, async () => {
+        const response = await client.sendRequest(request);
+        if (response.status >= 400) throw Object.assign(new Error(`status ${response.status}`), { code: response.status, headers: response.headers.toJSON() });
+        return { headers: response.headers.toJSON(), code: response.status };
+      }),
     ) as Promise<{ headers: Record<string, string>; code: number }>;
     return outcome.then(
       (result) => describeOutcome(result, { status: result.code }),
@@ -108,6 +104,11 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
   }
 
   const answering = (...steps: ScriptStep[]) => (transport: FakeTransport) => transport.script(eastUs.endpoint, ...steps);
+  /** East US, the primary's region, answers `primary`; West US, the first hedge's, answers `hedge`. */
+  const primaryThenHedge = (primary: ScriptStep, hedge: ScriptStep) => (transport: FakeTransport) => {
+    transport.script(eastUs.endpoint, primary);
+    transport.script(westUs.endpoint, hedge);
+  };
 
   /** Drives one read to its end on the fake clock. */
   const settle = async (
@@ -159,10 +160,7 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
 
   it("a primary slower than the threshold: the hedge goes at the threshold, and its answer wins the same way", async () => {
     const { lazy } = await both(
-      (transport) => {
-        transport.script(eastUs.endpoint, { status: 200, delayMs: 400 });
-        transport.script(westUs.endpoint, { status: 200, delayMs: 20 });
-      },
+      primaryThenHedge({ status: 200, delayMs: 400 }, { status: 200, delayMs: 20 }),
       (run) => settle(run, pointRead(eastUs)),
     );
     const record = lazy.outcome.record as { terminalState: string; arms: Array<{ region: string; reason: string; startOffsetMs: number }> };
@@ -172,10 +170,7 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
 
   it("a fast 503: the hedge goes at once, as the full way's does", async () => {
     const { lazy } = await both(
-      (transport) => {
-        transport.script(eastUs.endpoint, { status: 503, delayMs: 5 });
-        transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
-      },
+      primaryThenHedge({ status: 503, delayMs: 5 }, { status: 200, delayMs: 10 }),
       (run) => settle(run, pointRead(eastUs)),
     );
     assert.equal((lazy.outcome.record as { arms: Array<{ reason: string }> }).arms[1]?.reason, "transientResult");
@@ -188,10 +183,7 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
 
   it("a transport error before the threshold hedges at once", async () => {
     await both(
-      (transport) => {
-        transport.script(eastUs.endpoint, { error: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), delayMs: 5 });
-        transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
-      },
+      primaryThenHedge({ error: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), delayMs: 5 }, { status: 200, delayMs: 10 }),
       (run) => settle(run, pointRead(eastUs)),
     );
   });
@@ -211,10 +203,7 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
 
   it("the caller's abort after a hedge went: every arm cut, as the full way cuts them", async () => {
     await both(
-      (transport) => {
-        transport.script(eastUs.endpoint, { status: 200, delayMs: 1_000 });
-        transport.script(westUs.endpoint, { status: 200, delayMs: 1_000 });
-      },
+      primaryThenHedge({ status: 200, delayMs: 1_000 }, { status: 200, delayMs: 1_000 }),
       async (run) => {
         const caller = new AbortController();
         const pending = observe(run(pointRead(eastUs, caller.signal)));
@@ -228,10 +217,7 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
 
   it("a primary that wins after the threshold leaves the hedge to drain, and the record says so the same way", async () => {
     const { lazy } = await both(
-      (transport) => {
-        transport.script(eastUs.endpoint, { status: 200, delayMs: 150 });
-        transport.script(westUs.endpoint, { status: 200, delayMs: 500 });
-      },
+      primaryThenHedge({ status: 200, delayMs: 150 }, { status: 200, delayMs: 500 }),
       (run) => settle(run, pointRead(eastUs)),
     );
     const record = lazy.outcome.record as { terminalState: string; final: boolean; arms: Array<{ outcome: string }> };

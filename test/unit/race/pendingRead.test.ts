@@ -68,6 +68,24 @@ function heldTransport() {
   };
 }
 
+/** Asserts that the caller's answer rejected with `message`. */
+function assertRejectedWith(answered: ReturnType<typeof observe<PipelineResponse>>, message: string): void {
+  const state = answered.state();
+  assert.ok(state.done && "error" in state && (state.error as Error).message === message, `rejected with ${message}`);
+}
+
+/** A pending read started over a held transport, with a host whose `step` throws `message`. */
+function startedWithFault(step: "promote" | "conclude", message: string) {
+  const host = recordingHost({
+    [step]: () => {
+      throw new Error(message);
+    },
+  });
+  const transport = heldTransport();
+  const answered = observe(new PendingRead(pointRead(eastUs), eastUs, threshold, host.host).start(transport.send));
+  return { host, transport, answered };
+}
+
 describe("PendingRead", () => {
   const harness = useRaceHarness();
 
@@ -135,8 +153,7 @@ describe("PendingRead", () => {
       assert.equal(harness.clock.countTimers(), 0, "the threshold timer went with the pending read");
       host.raceFails(new Error("the race's own outcome"));
       await harness.clock.tickAsync(0);
-      const state = answered.state();
-      assert.ok(state.done && "error" in state && (state.error as Error).message === "the race's own outcome");
+      assertRejectedWith(answered, "the race's own outcome");
     });
   }
 
@@ -155,16 +172,9 @@ describe("PendingRead", () => {
   });
 
   it("rejects with the host's fault when the race cannot be built, and ignores the primary that settles afterwards", async () => {
-    const host = recordingHost({
-      promote: () => {
-        throw new Error("a strategy fault");
-      },
-    });
-    const transport = heldTransport();
-    const answered = observe(new PendingRead(pointRead(eastUs), eastUs, threshold, host.host).start(transport.send));
+    const { host, transport, answered } = startedWithFault("promote", "a strategy fault");
     await harness.clock.tickAsync(threshold);
-    const state = answered.state();
-    assert.ok(state.done && "error" in state && (state.error as Error).message === "a strategy fault");
+    assertRejectedWith(answered, "a strategy fault");
     transport.answer(200);
     await harness.clock.tickAsync(0);
     assert.deepEqual(host.calls, ["promote(true)", "noteSettled"], "no second race for a read that already failed");
@@ -172,17 +182,10 @@ describe("PendingRead", () => {
   });
 
   it("rejects with the host's fault when concluding a lone answer fails", async () => {
-    const host = recordingHost({
-      conclude: () => {
-        throw new Error("publishing failed");
-      },
-    });
-    const transport = heldTransport();
-    const answered = observe(new PendingRead(pointRead(eastUs), eastUs, threshold, host.host).start(transport.send));
+    const { transport, answered } = startedWithFault("conclude", "publishing failed");
     transport.answer(200);
     await harness.clock.tickAsync(0);
-    const state = answered.state();
-    assert.ok(state.done && "error" in state && (state.error as Error).message === "publishing failed");
+    assertRejectedWith(answered, "publishing failed");
     assert.equal(harness.clock.countTimers(), 0);
   });
 });
