@@ -324,14 +324,21 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
     regions,
     sendRequest: (request) => {
       const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
+      // Off means off: an attempt of an operation left unrecorded, the SDK's retries included, is the SDK's alone. Account
+      // and metadata reads still go through the layer (the topology is learned from them, and the environment's switch
+      // may turn metadata hedging on), and so does a request the client has come to steer since.
+      if (
+        off &&
+        handed?.unrecorded === true &&
+        steering.leavesPlain(undefined) &&
+        routeOf().armsReachCoreTransport &&
+        documentKinds.has(handed.kind ?? classifyOperation(request))
+      ) {
+        return sendToTransport(request);
+      }
       // Nearly every request of a withHedging client: the SDK's own, plain, to a pipeline of nothing but the layer over
       // core's transport. It goes out as it is, and costs nothing more until a hedge is due.
       if (handed?.plain === true && !hasScopedControls() && routeOf().armsReachCoreTransport) {
-        // Account and metadata reads still go through the layer (the topology is learned from them, and the
-        // environment's switch may turn metadata hedging on), and so does a request the client steers.
-        if (off && handed.operation === undefined && steering.leavesPlain(undefined) && documentKinds.has(handed.kind ?? classifyOperation(request))) {
-          return sendToTransport(request);
-        }
         const sent = layer.sendPlain(request, handed.operation, sendToTransport, handed.kind);
         if (sent !== undefined) return sent;
       }

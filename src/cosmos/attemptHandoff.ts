@@ -30,6 +30,12 @@ export interface SdkAttempt {
    * classified by its path and headers.
    */
   readonly kind?: OperationKind | undefined;
+  /**
+   * Whether the attempt is of an operation a client with hedging off keeps
+   * nothing of (see `unrecordedOperations`): it, or the SDK's retry of it,
+   * goes out as the SDK built it, with nothing kept.
+   */
+  readonly unrecorded?: boolean | undefined;
   /** Set when the hedging client took it. */
   taken?: boolean;
 }

@@ -92,15 +92,25 @@ function writeAttempt(headers: Record<string, unknown>, sdkExcluded: readonly st
  * diagnostics, no count): those whose options ask nothing of it (no
  * `excludedLocations`, no header of this package's, no
  * `withRequestHedgingOptions` block around them) while the client steers
- * nothing (`steersNothing`: no exclusions or runtime order of its own).
- * `undefined` for any other client, which keeps a record of every operation.
+ * nothing (`steersNothing`: no exclusions or runtime order of its own),
+ * with no pipeline of the SDK's own (AAD auth) between them: every attempt
+ * of such an operation, the SDK's retries included, is the SDK's alone
+ * (see `SdkAttempt.unrecorded`). `undefined` for any other client, which
+ * keeps a record of every operation.
  */
 export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, steersNothing: (() => boolean) | undefined): ((context: CosmosRequestContext) => boolean) | undefined {
   if (mayBePlain === undefined || steersNothing === undefined) return undefined;
   return (context) => {
     const excluded = context.options?.excludedLocations;
     return (
-      (!Array.isArray(excluded) || excluded.length === 0) && !namesPackageHeader(context.options?.initialHeaders) && !hasScopedControls() && steersNothing() && mayBePlain()
+      // Through a pipeline of the SDK's own (AAD auth) an attempt reaches the client later, not handed over: it is
+      // recorded, and so is its operation, as with hedging on.
+      context.pipeline == null &&
+      (!Array.isArray(excluded) || excluded.length === 0) &&
+      !namesPackageHeader(context.options?.initialHeaders) &&
+      !hasScopedControls() &&
+      steersNothing() &&
+      mayBePlain()
     );
   };
 }
@@ -160,7 +170,9 @@ export function sdkRequestPlugin(hedgingClient: object, mayBePlain?: () => boole
       const { headers } = context;
       if (headers === undefined) return next(context);
       const named = operationNamedIn(headers);
-      const feed = named === undefined && unrecorded?.(context) !== true ? feedOperationOf(context) : undefined;
+      // An operation the operation plugin did not name is a feed's (a record per context), or one left unrecorded.
+      const left = named === undefined && unrecorded?.(context) === true;
+      const feed = named === undefined && !left ? feedOperationOf(context) : undefined;
       const operation = named ?? feed;
       // A feed's record is named for the length of each attempt, so that nothing holds it once its last attempt has ended.
       const send = feed === undefined ? next : (passed: CosmosRequestContext) => runAs(feed, headers, next, passed, false);
@@ -169,7 +181,7 @@ export function sdkRequestPlugin(hedgingClient: object, mayBePlain?: () => boole
       if (handOverWorks && context.pipeline == null) {
         const plain = sdkExcluded === noExclusions && !sdkRetry && !namesPackageHeader(context.options?.initialHeaders) && mayBePlain?.() === true;
         const kind = plain && context.resourceType === "docs" && context.operationType === "read" && context.method === "GET" ? "pointRead" : undefined;
-        const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation, plain, kind };
+        const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation, plain, kind, unrecorded: left };
         const result = handOver(attempt, send, context);
         if (attempt.taken !== true) {
           handOverWorks = false;

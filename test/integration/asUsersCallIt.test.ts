@@ -186,6 +186,14 @@ describe("as users call it, through the real CosmosClient", function () {
       assert.equal(getHedgingDetection(plainRead), undefined, "no detection record");
       assert.equal(plainRead.headers["x-cosmos-hedging-diagnostics"], undefined);
       assert.ok(!diagnostics.some((entry) => entry.operation === "pointRead"), "nothing delivered for the plain read");
+      // The SDK's own failover after a 503 is the SDK's alone as well, as it is through plain @azure/cosmos.
+      emulator.region("West US").addFault({ operations: ["pointRead"], status: 503, count: 1 });
+      const failedOver = await container.item("item-3", "pk").read();
+      assert.equal(failedOver.resource?.value, 3);
+      assert.deepEqual(arrivals(["pointRead"]), { "East US": 1, "West US": 2, "North Europe": 0 }, "item-1, then item-3 in West US and again in East US");
+      assert.equal(getHedgeDiagnostics(failedOver), undefined, "no record of the retry");
+      assert.equal(getHedgingDetection(failedOver), undefined);
+      assert.ok(!diagnostics.some((entry) => entry.operation === "pointRead"), "nothing delivered for the retry");
       emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
       const hedged = await container.item("item-2", "pk").read(hedgingRequestOptions({ hedging: { threshold } }));
       assert.equal(hedged.resource?.value, 2);

@@ -51,11 +51,13 @@ function sdkClient(transport: FakeTransport, plain: boolean, hedging: HedgingOpt
     request: PipelineRequest,
     kind: { resourceType: string; operationType: string } = { resourceType: "docs", operationType: "read" },
     options: { excludedLocations?: string[]; initialHeaders?: Record<string, string> } = {},
+    /** Sent as one of the SDK's retries (its retry count is not 0). */
+    retry = false,
   ): Promise<Outcome> => {
     request.agent = { sockets: {}, maxSockets: Infinity, maxTotalSockets: Infinity } as unknown as NonNullable<PipelineRequest["agent"]>;
     // The SDK copies initialHeaders into the request it builds.
     for (const [name, value] of Object.entries(options.initialHeaders ?? {})) request.headers.set(name, value);
-    const context = { headers: {}, options, httpClient: client, method: request.method, ...kind };
+    const context = { headers: {}, options, httpClient: client, method: request.method, ...kind, ...(retry ? { retryCount: Number.NaN } : {}) };
     const outcome = phase("operation", context, () =>
       phase("request", context, async () => {
         const response = await client.sendRequest(request);
@@ -262,6 +264,18 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
       assert.equal(stateIfAny(request), undefined);
       assert.equal(client.metrics().requests, 0);
       assert.equal(transport.received[0]?.headers["x-cosmos-hedging-diagnostics"], undefined);
+    });
+
+    it("an SDK retry of such an operation (after a 503, a 429) is the SDK's alone too: nothing kept of it either", async () => {
+      const transport = new FakeTransport().script(westUs.endpoint, { status: 200, delayMs: 3 });
+      const { client, run } = sdkClient(transport, true, off);
+      const pending = observe(run(pointRead(westUs), undefined, {}, true));
+      await harness.clock.tickAsync(10);
+      const outcome = await pending.result();
+      assert.equal(outcome.status, 200);
+      assert.equal(outcome.record, undefined, "no diagnostics record of the retry");
+      assert.equal(outcome.requested, undefined, "no detection record");
+      assert.equal(client.metrics().requests, 0);
     });
 
     it("an operation that asks something of the client (its excludedLocations) is recorded as before, its record saying disabled", async () => {
