@@ -33,6 +33,7 @@ function headersOf(value: unknown): object | undefined {
  */
 export function runAs<C, T>(operation: OperationDetection, headers: Record<string, unknown>, next: (context: C) => Promise<T>, context: C, withLastRecord: boolean): Promise<T> {
   nameOperation(headers, operation);
+  if (withLastRecord) operation.recordGoesOnOutcome = true;
   const end = (outcome: unknown): void => {
     unnameOperation(headers);
     // Written by the request plugin on attempts it could not hand over, which registered the operation.

@@ -115,6 +115,12 @@ export class OperationDetection implements HedgingDetection {
   private settledPromise: Promise<HedgingDetection> | undefined;
   /** The record of the hedging policy for the operation's last request, when one considered it. */
   lastRecord: PublishedRecord | undefined;
+  /**
+   * Whether the operation plugin puts {@link OperationDetection.lastRecord}
+   * on what the SDK returns or throws, header and all (see `runAs`): an
+   * attempt answered alone then leaves its response's headers as they came.
+   */
+  recordGoesOnOutcome = false;
   /** The id its attempts carry in a header, while it is registered for attempts that cannot be handed over (see `registerOperation`). */
   headerId: string | undefined = undefined;
   /** The status of the service's reply to the SDK's last attempt; `undefined` while it got none (a timeout, a reset). */

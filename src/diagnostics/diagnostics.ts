@@ -237,6 +237,11 @@ const attachedToResponses = new ObjectSlot<PublishedRecord>("cosmos-hedging diag
  */
 export function attachHedgeDiagnosticsToHeaders(headers: object, diagnostics: PublishedRecord): void {
   attachedToResponses.set(headers, diagnostics);
+  // A deferred record of an operation's attempt was not written on its response (see publishDeferred), so the SDK's
+  // copy of the response headers lacks its header.
+  if (diagnostics instanceof DeferredRecord && (headers as Record<string, unknown>)[hedgeDiagnosticsHeaderName] === undefined) {
+    (headers as Record<string, unknown>)[hedgeDiagnosticsHeaderName] = diagnostics.headerValue();
+  }
 }
 
 /** The records of errors, which callers print and inspect, so kept off the error object itself. */

@@ -56,7 +56,9 @@ function publish(sink: DiagnosticsSink, request: PipelineRequest, target: unknow
 export function publishDeferred(sink: DiagnosticsSink, response: PipelineResponse, deferred: DeferredRecord, operation: OperationDetection | undefined): void {
   if (operation === undefined) attachHedgeDiagnostics(response, deferred);
   else {
-    response.headers.set(hedgeDiagnosticsHeaderName, deferred.headerValue());
+    // Set on the response, the header would cost every read a header store and the SDK one more header to copy; the
+    // operation plugin writes it on what the SDK makes of the response instead (a feed's page has no such plugin).
+    if (!operation.recordGoesOnOutcome) response.headers.set(hedgeDiagnosticsHeaderName, deferred.headerValue());
     operation.lastRecord = deferred;
   }
   if (sink.onDiagnostics !== undefined || collecting()) deliver(sink, deferred.record);

@@ -202,6 +202,53 @@ describe("as users call it, through the real CosmosClient", function () {
     });
   });
 
+  describe("the diagnostics header on what the SDK returns", function () {
+    const headerRecord = (headers: unknown): HedgeDiagnostics => JSON.parse(String((headers as Record<string, unknown>)["x-cosmos-hedging-diagnostics"])) as HedgeDiagnostics;
+    /** What the header says of a record: a copy of the headers holds the header alone, not the live record (see headerValue). */
+    const fromHeaderAlone = (headers: unknown): unknown => summary(getHedgeDiagnostics({ ...(headers as object) }));
+    const summary = (record: HedgeDiagnostics | undefined): unknown =>
+      record === undefined
+        ? undefined
+        : {
+            operation: record.operation,
+            terminalState: record.terminalState,
+            winningRegion: record.winningRegion,
+            totalRequestCharge: record.totalRequestCharge,
+            arms: record.arms.map((arm) => ({ region: arm.region, reason: arm.reason, outcome: arm.outcome, status: arm.status, activityId: arm.activityId })),
+          };
+
+    it("a read answered alone, a 404 answered alone, and a hedged read: each one's header is its record, and a query's page keeps its own", async function () {
+      const container = await hedgingContainer(["West US", "East US"]);
+      const alone = await container.item("item-1", "pk").read();
+      assert.equal(alone.resource?.value, 1);
+      assert.equal(getHedgeDiagnostics(alone)?.terminalState, "primaryWon");
+      assert.deepEqual(fromHeaderAlone(alone.headers), summary(getHedgeDiagnostics(alone)));
+      const missing = await container.item("no-such-item", "pk").read();
+      assert.equal(missing.statusCode, 404);
+      assert.equal(getHedgeDiagnostics(missing)?.arms[0]?.status, 404);
+      assert.deepEqual(fromHeaderAlone(missing.headers), summary(getHedgeDiagnostics(missing)));
+      emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: slow });
+      const hedged = await container.item("item-2", "pk").read();
+      assert.equal(getHedgeDiagnostics(hedged)?.hedgeWon, true);
+      assert.equal(headerRecord(hedged.headers).hedgeWon, true);
+      emulator.clearFaults();
+      const page = await container.items.query("SELECT * FROM c", { maxItemCount: 2 }).fetchNext();
+      assert.equal(headerRecord(page.headers).operation, "query");
+    });
+
+    it("an error the SDK throws for a final status answered alone carries the header of its record", async function () {
+      const container = await hedgingContainer(["West US", "East US"]);
+      emulator.region("West US").addFault({ operations: ["pointRead"], status: 409, count: 1 });
+      const error = await container.item("item-1", "pk").read().then(
+        () => assert.fail("the read should have failed"),
+        (thrown: unknown) => thrown as { code?: number; headers?: Record<string, unknown> },
+      );
+      assert.equal(error.code, 409);
+      assert.equal(getHedgeDiagnostics(error)?.arms.length, 1);
+      assert.deepEqual(fromHeaderAlone(error.headers), summary(getHedgeDiagnostics(error)));
+    });
+  });
+
   describe("a region pin against the client's exclusions", function () {
     it("fails before anything is sent, naming the region and the client's excludedRegions", async function () {
       const container = await hedgingContainer(["West US", "East US"], { excludedRegions: ["North Europe"] });
