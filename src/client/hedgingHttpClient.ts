@@ -339,7 +339,7 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
       // Nearly every request of a withHedging client: the SDK's own, plain, to a pipeline of nothing but the layer over
       // core's transport. It goes out as it is, and costs nothing more until a hedge is due.
       if (handed?.plain === true && !hasScopedControls() && routeOf().armsReachCoreTransport) {
-        const sent = layer.sendPlain(request, handed.operation, sendToTransport, handed.kind);
+        const sent = layer.sendPlain(request, handed.operation, sendToTransport, handed.kind, handed.endpoint);
         if (sent !== undefined) return sent;
       }
       if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request, sdkOptionsOf(request, handed)) === "missing" && !warnedWithoutSdkOptions) {

@@ -1,5 +1,6 @@
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { RegionCache } from "../topology/regionCache.js";
+import { EndpointRegions } from "../topology/endpointRegions.js";
 import type { LayerRoute, RequestHandler, RequestStep } from "../policies/requestHandler.js";
 import { composeHandlers } from "../policies/requestHandler.js";
 import { linkAttempt, noteHandedAttempt, recordingSend } from "../diagnostics/dispatchRecording.js";
@@ -27,9 +28,16 @@ export interface HedgingLayer extends PipelinePolicy {
    * kind no handler takes lazily, a region of no account of the client's,
    * exclusions or a runtime order of the client's in force): nothing of it
    * has been done, and it goes the full way. `kind` is the request's, when
-   * the SDK's request plugin knew it.
+   * the SDK's request plugin knew it, and `endpoint` the one the SDK built
+   * its URL from.
    */
-  sendPlain(request: PipelineRequest, detection: OperationDetection | undefined, transport: SendRequest, kind?: OperationKind): Promise<PipelineResponse> | undefined;
+  sendPlain(
+    request: PipelineRequest,
+    detection: OperationDetection | undefined,
+    transport: SendRequest,
+    kind?: OperationKind,
+    endpoint?: string,
+  ): Promise<PipelineResponse> | undefined;
 }
 
 /**
@@ -58,6 +66,7 @@ export function hedgingLayer(regions: RegionCache, steering: RequestStep, handle
     }
     return belowTraced;
   };
+  const endpointRegions = new EndpointRegions(regions);
   let route: LayerRoute | undefined;
   /** The route of plain attempts over `transport`: the same for every request of a client, so made once for it. */
   const routeOver = (transport: SendRequest): LayerRoute => {
@@ -84,10 +93,10 @@ export function hedgingLayer(regions: RegionCache, steering: RequestStep, handle
       if (attempt === undefined) return send(request, traced(next));
       return send(request, recordingSend(attempt, regions, traced(next)));
     },
-    sendPlain(request, detection, transport, kind) {
+    sendPlain(request, detection, transport, kind, endpoint) {
       if (steering.leavesPlain?.(detection) !== true) return undefined;
       const operation = kind ?? classifyOperation(request);
-      const addressed = regions.regionOf(request.url);
+      const addressed = endpoint === undefined ? regions.regionOf(request.url) : endpointRegions.of(endpoint);
       if (addressed === undefined) return undefined;
       for (const handler of handlers) {
         if (handler.kinds.has(operation)) return handler.sendLazily?.(request, operation, addressed, detection, routeOver(transport));

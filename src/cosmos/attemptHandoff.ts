@@ -31,6 +31,12 @@ export interface SdkAttempt {
    */
   readonly kind?: OperationKind | undefined;
   /**
+   * The endpoint the SDK resolved for a plain attempt (its request context's
+   * `endpoint`, the origin of the URL it builds), by which the client finds
+   * the region addressed.
+   */
+  readonly endpoint?: string | undefined;
+  /**
    * Whether the attempt is of an operation a client with hedging off keeps
    * nothing of (see `unrecordedOperations`): it, or the SDK's retry of it,
    * goes out as the SDK built it, with nothing kept.

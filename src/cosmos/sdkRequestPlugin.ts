@@ -17,6 +17,8 @@ export interface CosmosRequestContext {
   options?: { excludedLocations?: unknown; initialHeaders?: unknown };
   retryCount?: unknown;
   httpClient?: unknown;
+  /** The endpoint the SDK resolved for the attempt, from which it builds the request's URL. */
+  endpoint?: unknown;
   /** The SDK's own pipeline (AAD auth), through which it calls the `httpClient` later, not in the same run. */
   pipeline?: unknown;
 }
@@ -181,7 +183,8 @@ export function sdkRequestPlugin(hedgingClient: object, mayBePlain?: () => boole
       if (handOverWorks && context.pipeline == null) {
         const plain = sdkExcluded === noExclusions && !sdkRetry && !namesPackageHeader(context.options?.initialHeaders) && mayBePlain?.() === true;
         const kind = plain && context.resourceType === "docs" && context.operationType === "read" && context.method === "GET" ? "pointRead" : undefined;
-        const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation, plain, kind, unrecorded: left };
+        const endpoint = plain && typeof context.endpoint === "string" ? context.endpoint : undefined;
+        const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation, plain, kind, unrecorded: left, endpoint };
         const result = handOver(attempt, send, context);
         if (attempt.taken !== true) {
           handOverWorks = false;

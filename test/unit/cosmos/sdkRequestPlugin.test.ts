@@ -43,6 +43,18 @@ describe("trustworthiness: what users hit", function () {
       assert.equal((await handedOver(sdkRequestPlugin(client), client, point))?.plain, false, "a client with plugins of the user's");
     });
 
+    it("hands over the endpoint the SDK builds a plain attempt's URL from, and none with an attempt that is not plain or an endpoint that is not a string", async () => {
+      const client = {};
+      const plugin = sdkRequestPlugin(client, () => true);
+      const headers = {};
+      nameOperation(headers, new OperationDetection());
+      const endpoint = "https://acct-westus.documents.azure.com:443/";
+      const point = { headers, options: {}, resourceType: "docs", operationType: "read", method: "GET", endpoint };
+      assert.equal((await handedOver(plugin, client, point))?.endpoint, endpoint);
+      assert.equal((await handedOver(plugin, client, { ...point, retryCount: Number.NaN }))?.endpoint, undefined, "a retry goes the full way, by its URL");
+      assert.equal((await handedOver(plugin, client, { ...point, endpoint: new URL(endpoint) }))?.endpoint, undefined);
+    });
+
     it("hands the SDK's excludedLocations and retry marker to the hedging client it calls in the same run, and writes no header", async function () {
       const client = {};
       const plugin = sdkRequestPlugin(client);
