@@ -14,6 +14,7 @@ import type { DiagnosticsSink } from "../race/hedgedSend.js";
 import { adoptHedged, publishDeferred, sendHedged, sendSkipped } from "../race/hedgedSend.js";
 import type { PendingReadHost } from "../race/pendingRead.js";
 import { PendingRead } from "../race/pendingRead.js";
+import { ThresholdTimers } from "../race/thresholdTimers.js";
 import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { noteSdkRequestEnded, noteSdkRequestSent } from "../diagnostics/dispatchRecording.js";
@@ -418,6 +419,7 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
 
   /** A pending read's host: what a read sent lazily asks of this policy (see {@link PendingRead}). */
   const host: PendingReadHost = {
+    timers: new ThresholdTimers(),
     noteSettled(pending, response) {
       const read = pending as DocumentRead;
       if (read.detection !== undefined) read.charge = noteSdkRequestEnded(read.detection, read.region.name, response);

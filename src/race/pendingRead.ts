@@ -1,6 +1,7 @@
 import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { ArmResult } from "../cosmos/statusTables.js";
 import type { RegionEndpoint } from "../topology/regionCache.js";
+import type { ThresholdTimers, WaitingRead } from "./thresholdTimers.js";
 
 /**
  * What a {@link PendingRead} asks of the policy that sent it. A policy
@@ -8,6 +9,8 @@ import type { RegionEndpoint } from "../topology/regionCache.js";
  * of the request), and is handed that object back.
  */
 export interface PendingReadHost {
+  /** The timers its reads wait for their thresholds by: one a threshold, shared by its reads. */
+  readonly timers: ThresholdTimers;
   /**
    * Whether a response of the primary ends the race at once: a final answer
    * (the strategy's `win`), to a caller that has not aborted.
@@ -48,14 +51,10 @@ function capture(resolve: (response: PipelineResponse) => void, reject: (error: 
   capturedReject = reject;
 }
 
-/** The threshold timer's callback: a module function with the read as its argument, so that no closure is made per read. */
-function thresholdPassed(read: PendingRead): void {
-  read.thresholdPassed();
-}
-
 /**
  * A read while it may still become a race: the caller's request in flight
- * as the primary, exactly as the SDK built it, one timer, and this object.
+ * as the primary, exactly as the SDK built it, a place among the reads
+ * waiting for its threshold (see {@link ThresholdTimers}), and this object.
  * Nearly every read ends here: its primary answers before the threshold and
  * the host learns and publishes from the facts kept on this object. Only
  * when the threshold passes, or the primary comes back with a result the
@@ -66,16 +65,18 @@ function thresholdPassed(read: PendingRead): void {
  *
  * Nothing listens to the caller's abort signal while the read is pending:
  * the signal aborts the primary by itself, and the race it then becomes
- * answers with the `AbortError` the caller expects. The timer is cleared as
- * the primary settles or the race is built, so nothing of a pending read
+ * answers with the `AbortError` the caller expects. Its wait ends as the
+ * primary settles or the race is built, so nothing of a pending read
  * outlives it.
  */
-export class PendingRead {
+export class PendingRead implements WaitingRead {
   /** When the primary went out (`performance.now()`). */
   readonly startedAt: number;
   /** When the primary settled; unset while it runs. */
   endedAt: number | undefined;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  waitingIn: WaitingRead["waitingIn"] = undefined;
+  waitingBefore: WaitingRead | undefined = undefined;
+  waitingAfter: WaitingRead | undefined = undefined;
   private race: PendingRace | undefined;
   /** Whether the caller has its answer from the read itself (alone, or the host's fault). */
   private done = false;
@@ -103,9 +104,9 @@ export class PendingRead {
     capturedResolve = capturedReject = undefined;
   }
 
-  /** Sends the primary through `next` and starts the threshold timer. @returns the caller's answer. */
+  /** Sends the primary through `next` and starts waiting for the threshold. @returns the caller's answer. */
   start(next: SendRequest): Promise<PipelineResponse> {
-    this.timer = setTimeout(thresholdPassed, this.thresholdMs, this);
+    this.host.timers.add(this);
     let sent: Promise<PipelineResponse>;
     try {
       sent = next(this.request);
@@ -122,7 +123,6 @@ export class PendingRead {
 
   /** The threshold passed with the primary in flight: the read becomes a race, whose first hedge is due now. */
   thresholdPassed(): void {
-    this.timer = undefined;
     this.promote(true);
   }
 
@@ -192,7 +192,6 @@ export class PendingRead {
   }
 
   private clearTimer(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
+    if (this.waitingIn !== undefined) this.host.timers.remove(this);
   }
 }

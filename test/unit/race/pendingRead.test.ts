@@ -3,6 +3,7 @@ import { createHttpHeaders } from "@azure/core-rest-pipeline";
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import type { ArmResult } from "../../../src/cosmos/statusTables.js";
 import { PendingRead } from "../../../src/race/pendingRead.js";
+import { ThresholdTimers } from "../../../src/race/thresholdTimers.js";
 import type { PendingRace, PendingReadHost } from "../../../src/race/pendingRead.js";
 import { eastUs, observe, pointRead } from "../../support/hedgingFixtures.js";
 import { useRaceHarness } from "../../support/raceHarness.js";
@@ -18,6 +19,7 @@ function recordingHost(options: { final?: (status: number) => boolean; conclude?
   let answer: { resolve: (response: PipelineResponse) => void; reject: (error: unknown) => void } | undefined;
   const ended: ArmResult[] = [];
   const host: PendingReadHost = {
+    timers: new ThresholdTimers(),
     noteSettled: () => void calls.push("noteSettled"),
     endsAlone: (_read, response) => {
       calls.push("endsAlone");
