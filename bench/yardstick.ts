@@ -16,7 +16,7 @@ import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { adaptiveMode } from "./support/benchModes.js";
-import { hindsightVerdicts, nearestRankP99, onsetSeconds, sweepModes, sweepPasses, sweepStepMs, sweepThresholdsMs, worstSecondRatio } from "./support/hindsight.js";
+import { hindsightVerdicts, nearestRankP99, onsetSeconds, sweepModes, sweepPasses, sweepStepMs, sweepThresholdsMs, verdictOf, worstSecondRatio } from "./support/hindsight.js";
 import type { HindsightVerdict, YardstickPoint } from "./support/hindsight.js";
 import { startEmulatorHost } from "./support/remoteEmulator.js";
 import { ms, percent } from "./support/stats.js";
@@ -300,8 +300,8 @@ try {
       ),
     );
     const pooledVerdict = markdownTable(
-      ["", ...verdictHeader],
-      pooledGroups.map(({ pass, verdict }) => [`pass ${pass}, every seed pooled`, ...verdictCells(verdict)]),
+      ["", ...verdictHeader, "verdict (interval against 1.0)"],
+      pooledGroups.map(({ pass, verdict }) => [`pass ${pass}, every seed pooled`, ...verdictCells(verdict), verdictOf(verdict.interval)]),
     );
     parts.push(`## ${scenario.name}\n\n${scenario.caption === undefined ? "" : `${scenario.caption}\n\n`}### Pass by pass\n\n${passTable}\n\n${spread}\n\nThe learner's thresholds, read by read (where each came from, and its percentiles):\n\n${thresholdTable}\n\n### Every seed pooled, pass by pass\n\n${pooledTable}\n\n${pooledVerdict}`);
     console.log(parts[parts.length - 1]);

@@ -169,6 +169,21 @@ export function ratioOf(value: number, yardstick: number | undefined): string {
   return yardstick === undefined || !(yardstick > 0) ? "-" : (value / yardstick).toFixed(2);
 }
 
+/**
+ * What a ratio's 95 % interval says of the learner against its yardstick:
+ * `"below"` when the whole interval is under 1.0, `"above"` when it is
+ * over, and `"tie"` when it holds 1.0: two modes that hedge the same reads
+ * (none at all, on a healthy region) differ by the noise of their two
+ * emulators alone, and a point estimate of 1.01 there says nothing either
+ * way. A dash without an interval.
+ */
+export function verdictOf(interval: readonly [number, number] | undefined): "below" | "tie" | "above" | "-" {
+  if (interval === undefined) return "-";
+  if (interval[1] < 1) return "below";
+  if (interval[0] > 1) return "above";
+  return "tie";
+}
+
 /** The ratio of each learner to its hindsight-best fixed threshold, and to the oracle. */
 export interface HindsightVerdict {
   readonly learner: YardstickPoint;

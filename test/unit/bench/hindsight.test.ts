@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { crossValidatedBest, hindsightBest, hindsightVerdicts, nearestRankP99, ratioInterval } from "../../../bench/support/hindsight.js";
+import { crossValidatedBest, hindsightBest, hindsightVerdicts, nearestRankP99, ratioInterval, verdictOf } from "../../../bench/support/hindsight.js";
 import type { YardstickPoint } from "../../../bench/support/hindsight.js";
 import { seededRandom } from "../../../src/testing/seededRandom.js";
 
@@ -34,6 +34,17 @@ describe("ratioInterval", () => {
     const without = { mode: "fixed 20 ms", p50: 7, p99: 9, extra: 0.05 };
     assert.ok(hindsightVerdicts([withSamples], [learner])[0]?.interval !== undefined);
     assert.equal(hindsightVerdicts([without], [learner])[0]?.interval, undefined);
+  });
+});
+
+describe("verdictOf", () => {
+  it("calls a tie what a ratio's interval cannot tell from 1.0, and below or above only an interval wholly on one side", () => {
+    assert.equal(verdictOf(ratioInterval(sample(1000, 0, 1), sample(1000, 0, 2))), "tie", "two samples of one distribution");
+    assert.equal(verdictOf(ratioInterval(sample(1000, 30, 1), sample(1000, 0, 2))), "above");
+    assert.equal(verdictOf(ratioInterval(sample(1000, 0, 2), sample(1000, 30, 1))), "below");
+    assert.equal(verdictOf([0.97, 1]), "tie", "an interval reaching 1.0 holds it");
+    assert.equal(verdictOf([1, 1.02]), "tie");
+    assert.equal(verdictOf(undefined), "-");
   });
 });
 
