@@ -19,8 +19,10 @@ export interface SdkAttempt {
    * Whether the attempt is plain: no `excludedLocations`, not one of the
    * SDK's retries, and no header of this package's among its request's
    * (none in `initialHeaders` or the client's `defaultHeaders`, no plugin
-   * of the user's that could add one). The hedging client may then send it
-   * lazily, reading nothing from its headers.
+   * of the user's that could add one), and no plugin of the user's after the
+   * request plugin (appended to the list `withHedging` returns) that could
+   * change the request or what the SDK returns. The hedging client may then
+   * send it lazily, reading nothing from its headers.
    */
   readonly plain: boolean;
   /**

@@ -41,10 +41,15 @@ export function runAs<C, T>(operation: OperationDetection, headers: Record<strin
       if (headers[operationHeaderName] !== undefined) delete headers[operationHeaderName];
       forgetOperation(operation);
     }
-    attachDetection(outcome, operation);
-    if (withLastRecord) {
-      const outcomeHeaders = headersOf(outcome);
-      if (outcomeHeaders !== undefined && operation.lastRecord !== undefined) attachHedgeDiagnosticsToHeaders(outcomeHeaders, operation.lastRecord);
+    try {
+      attachDetection(outcome, operation);
+      if (withLastRecord) {
+        const outcomeHeaders = headersOf(outcome);
+        if (outcomeHeaders !== undefined && operation.lastRecord !== undefined) attachHedgeDiagnosticsToHeaders(outcomeHeaders, operation.lastRecord);
+      }
+    } catch {
+      // What the SDK returned or threw goes to the caller as it is, whatever became of the records on it (an object of a
+      // plugin of the user's that refuses them, say): the records are this package's, the outcome is the SDK's.
     }
     operation.operationEnded();
   };

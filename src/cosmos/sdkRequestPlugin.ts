@@ -21,6 +21,8 @@ export interface CosmosRequestContext {
   endpoint?: unknown;
   /** The SDK's own pipeline (AAD auth), through which it calls the `httpClient` later, not in the same run. */
   pipeline?: unknown;
+  /** The client's plugins, in the order the SDK runs them. */
+  plugins?: unknown;
 }
 
 /**
@@ -54,6 +56,23 @@ function sdkExclusionsOf(context: CosmosRequestContext): readonly string[] | str
 }
 
 const noExclusions: readonly string[] = Object.freeze([]);
+
+/** Marks the request plugins {@link sdkRequestPlugin} makes. */
+const ownRequestPlugin = Symbol("cosmos-hedging request plugin");
+
+/**
+ * Whether the last of the client's plugins is this package's request
+ * plugin, as `withHedging` leaves it: a plugin of the user's appended to
+ * the list after it runs later, and may change the request context the SDK
+ * builds the request from (its endpoint, its headers) or what the SDK
+ * returns, so no attempt of such a client is plain.
+ */
+function ownPluginRunsLast(context: CosmosRequestContext): boolean {
+  const { plugins } = context;
+  if (!Array.isArray(plugins) || plugins.length === 0) return false;
+  const last: unknown = plugins[plugins.length - 1];
+  return typeof last === "object" && last !== null && (last as { [ownRequestPlugin]?: unknown })[ownRequestPlugin] === true;
+}
 
 /** Whether a header name is one of this package's, in any case. */
 function isPackageHeaderName(name: string): boolean {
@@ -108,6 +127,7 @@ export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, st
       // Through a pipeline of the SDK's own (AAD auth) an attempt reaches the client later, not handed over: it is
       // recorded, and so is its operation, as with hedging on.
       context.pipeline == null &&
+      ownPluginRunsLast(context) &&
       (!Array.isArray(excluded) || excluded.length === 0) &&
       !namesPackageHeader(context.options?.initialHeaders) &&
       !hasScopedControls() &&
@@ -144,8 +164,9 @@ export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, st
  * It also warns once when the SDK holds another `httpClient` than the
  * hedging one: an SDK before 4.1.0 ignores the option, and nothing is hedged.
  * With `mayBePlain` (no header of this package's in the client's
- * `defaultHeaders`, no plugin of the user's), it marks the attempts that
- * carry nothing for the client to read (see `SdkAttempt.plain`). With
+ * `defaultHeaders`, no plugin of the user's before it), it marks the
+ * attempts that carry nothing for the client to read (see
+ * `SdkAttempt.plain`), while it runs last of the client's plugins. With
  * `unrecorded` (see {@link unrecordedOperations}), it keeps no record of a
  * feed's attempt that the predicate leaves unrecorded.
  * @param mayBePlain - whether an attempt of the client may be plain at all,
@@ -156,7 +177,8 @@ export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, st
 export function sdkRequestPlugin(hedgingClient: object, mayBePlain?: () => boolean, unrecorded?: (context: CosmosRequestContext) => boolean): CosmosRequestPlugin {
   let warned = false;
   let handOverWorks = true;
-  return {
+  const config: CosmosRequestPlugin & { readonly [ownRequestPlugin]: true } = {
+    [ownRequestPlugin]: true,
     on: "request",
     plugin: (context, _diagnosticNode, next) => {
       if (context.httpClient !== hedgingClient) {
@@ -181,7 +203,12 @@ export function sdkRequestPlugin(hedgingClient: object, mayBePlain?: () => boole
       const sdkExcluded = sdkExclusionsOf(context);
       const sdkRetry = isSdkRetry(context.retryCount);
       if (handOverWorks && context.pipeline == null) {
-        const plain = sdkExcluded === noExclusions && !sdkRetry && !namesPackageHeader(context.options?.initialHeaders) && mayBePlain?.() === true;
+        const plain =
+          sdkExcluded === noExclusions &&
+          !sdkRetry &&
+          !namesPackageHeader(context.options?.initialHeaders) &&
+          mayBePlain?.() === true &&
+          ownPluginRunsLast(context);
         const kind = plain && context.resourceType === "docs" && context.operationType === "read" && context.method === "GET" ? "pointRead" : undefined;
         const endpoint = plain && typeof context.endpoint === "string" ? context.endpoint : undefined;
         const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation, plain, kind, unrecorded: left, endpoint };
@@ -198,4 +225,5 @@ export function sdkRequestPlugin(hedgingClient: object, mayBePlain?: () => boole
       return send(context);
     },
   };
+  return config;
 }

@@ -238,9 +238,14 @@ const attachedToResponses = new ObjectSlot<PublishedRecord>("cosmos-hedging diag
 export function attachHedgeDiagnosticsToHeaders(headers: object, diagnostics: PublishedRecord): void {
   attachedToResponses.set(headers, diagnostics);
   // A deferred record of an operation's attempt was not written on its response (see publishDeferred), so the SDK's
-  // copy of the response headers lacks its header.
-  if (diagnostics instanceof DeferredRecord && (headers as Record<string, unknown>)[hedgeDiagnosticsHeaderName] === undefined) {
-    (headers as Record<string, unknown>)[hedgeDiagnosticsHeaderName] = diagnostics.headerValue();
+  // copy of the response headers lacks its header. Headers that take no new property (frozen, or a proxy that
+  // refuses) go without it, as they would have taken none from the SDK's copy either: the record is still attached.
+  if (diagnostics instanceof DeferredRecord && Object.isExtensible(headers) && (headers as Record<string, unknown>)[hedgeDiagnosticsHeaderName] === undefined) {
+    try {
+      Reflect.set(headers, hedgeDiagnosticsHeaderName, diagnostics.headerValue());
+    } catch {
+      // A proxy's trap that throws: the header is only a copy of the record.
+    }
   }
 }
 

@@ -70,14 +70,19 @@ export class ThresholdTimers {
   fired(list: WaitingList): void {
     list.timer = undefined;
     const now = performance.now();
-    let read = list.first;
-    while (read !== undefined && read.startedAt + read.thresholdMs <= now) {
-      unlink(list, read);
-      read.thresholdPassed();
-      // A read told may end others (its race settling at once, say): start again from whoever waits first now.
-      read = list.first;
+    try {
+      let read = list.first;
+      while (read !== undefined && read.startedAt + read.thresholdMs <= now) {
+        unlink(list, read);
+        read.thresholdPassed();
+        // A read told may end others (its race settling at once, say): start again from whoever waits first now.
+        read = list.first;
+      }
+    } finally {
+      // Even past a read that threw, as a timer of each read's own would have gone off all the same.
+      const first = list.first;
+      if (first !== undefined && list.timer === undefined) this.arm(list, first.startedAt + first.thresholdMs);
     }
-    if (read !== undefined && list.timer === undefined) this.arm(list, read.startedAt + read.thresholdMs);
   }
 }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ChangeFeedStartFrom, CosmosClient } from "@azure/cosmos";
-import type { Container, CosmosClientOptions } from "@azure/cosmos";
+import { ChangeFeedStartFrom, CosmosClient, PluginOn } from "@azure/cosmos";
+import type { Container, CosmosClientOptions, PluginConfig } from "@azure/cosmos";
 import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { hedgingRequestOptions } from "../../src/client/requestOptions.js";
@@ -247,6 +247,69 @@ describe("as users call it, through the real CosmosClient", function () {
       assert.equal(error.code, 409);
       assert.equal(getHedgeDiagnostics(error)?.arms.length, 1);
       assert.deepEqual(fromHeaderAlone(error.headers), summary(getHedgeDiagnostics(error)));
+    });
+  });
+
+  describe("plugins of the user's appended to the list withHedging returns", function () {
+    const preferred = ["West US", "East US", "North Europe"];
+
+    /** Appends a plugin to the list withHedging returned, as a user would after the call. */
+    function appendPlugin(options: CosmosClientOptions, plugin: PluginConfig): void {
+      const { plugins } = options as { plugins?: PluginConfig[] };
+      assert.ok(plugins !== undefined);
+      plugins.push(plugin);
+    }
+
+    /** A client of `options` as the user made it, warmed up, its counters reset. */
+    async function containerOf(options: CosmosClientOptions): Promise<Container> {
+      const client = new CosmosClient(options);
+      clients.push(client);
+      const container = client.database("db").container("items");
+      await container.item("item-0", "pk").read();
+      emulator.resetCounters();
+      diagnostics = [];
+      return container;
+    }
+
+    it("an operation plugin that freezes what the SDK returns: the hedged client reads as plain @azure/cosmos does, records and all", async function () {
+      const freezing: PluginConfig = {
+        on: PluginOn.operation,
+        plugin: async (context, _node, next) => {
+          const response = await next(context);
+          return { ...response, headers: Object.freeze({ ...response.headers }) };
+        },
+      };
+      // @azure/cosmos types its plugins option as internal; it takes it all the same.
+      const plain = await containerOf({ ...optionsFor(emulator, preferred), plugins: [freezing] } as CosmosClientOptions);
+      assert.equal((await plain.item("item-1", "pk").read()).resource?.value, 1);
+      const options = withHedging(optionsFor(emulator, preferred), { crossRegion: { threshold }, onDiagnostics: (record) => diagnostics.push(record) });
+      appendPlugin(options, freezing);
+      const hedged = await containerOf(options);
+      const read = await hedged.item("item-1", "pk").read();
+      assert.equal(read.resource?.value, 1);
+      assert.equal(Object.isFrozen(read.headers), true);
+      assert.equal(diagnostics.at(-1)?.terminalState, "primaryWon");
+    });
+
+    it("a request plugin that re-points the attempt to another region: the record's primary is where the request went, and no hedge goes there again", async function () {
+      const eastUs = emulator.region("East US").endpoint;
+      const repoint: PluginConfig = {
+        on: PluginOn.request,
+        plugin: (context, _node, next) => {
+          if (context.resourceType === "docs") context.endpoint = eastUs;
+          return next(context);
+        },
+      };
+      const options = withHedging(optionsFor(emulator, preferred), { crossRegion: { threshold, thresholdStep: threshold }, onDiagnostics: (record) => diagnostics.push(record) });
+      appendPlugin(options, repoint);
+      const container = await containerOf(options);
+      emulator.region("East US").addFault({ operations: ["pointRead"], delayMs: slow });
+      const read = await container.item("item-1", "pk").read();
+      assert.equal(read.resource?.value, 1);
+      const record = getHedgeDiagnostics(read);
+      assert.equal(record?.arms[0]?.region, "East US", "the primary went where the plugin sent it");
+      assert.equal(record?.hedgeWon, true);
+      assert.deepEqual(arrivals(["pointRead"]), { "East US": 1, "West US": 1, "North Europe": 0 }, "the hedge went to the next region, not back to East US");
     });
   });
 

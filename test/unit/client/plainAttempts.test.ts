@@ -57,7 +57,7 @@ function sdkClient(transport: FakeTransport, plain: boolean, hedging: HedgingOpt
     request.agent = { sockets: {}, maxSockets: Infinity, maxTotalSockets: Infinity } as unknown as NonNullable<PipelineRequest["agent"]>;
     // The SDK copies initialHeaders into the request it builds.
     for (const [name, value] of Object.entries(options.initialHeaders ?? {})) request.headers.set(name, value);
-    const context = { headers: {}, options, httpClient: client, method: request.method, ...kind, ...(retry ? { retryCount: Number.NaN } : {}) };
+    const context = { headers: {}, options, httpClient: client, plugins, method: request.method, ...kind, ...(retry ? { retryCount: Number.NaN } : {}) };
     const outcome = phase("operation", context, () =>
       phase("request", context, async () => {
         const response = await client.sendRequest(request);

@@ -5,6 +5,9 @@ import { takeHandedOver } from "../../../src/cosmos/attemptHandoff.js";
 import { getHedgingDetection, OperationDetection } from "../../../src/diagnostics/detection.js";
 import { linkAttempt, nameOperation, operationHeaderName, operationNamedIn, registerOperation } from "../../../src/diagnostics/dispatchRecording.js";
 import { pointRead, westUs } from "../../support/hedgingFixtures.js";
+import { getHedgeDiagnostics, SkippedHeaders } from "../../../src/diagnostics/diagnostics.js";
+import { DeferredSkippedRecord, skippedRecord } from "../../../src/diagnostics/diagnosticsRecord.js";
+import { hedgeDiagnosticsHeaderName } from "../../../src/cosmos/headers.js";
 
 describe("operationPlugin", () => {
   it("names the operation on its context's headers while the SDK runs it, and unnames it after", async () => {
@@ -23,6 +26,37 @@ describe("operationPlugin", () => {
     assert.equal(detection, seen, "the record is on the response");
     assert.equal(detection.final, true);
     assert.equal(detection.hedgingStarted(), false);
+  });
+
+  it("writes the header of a deferred last record on the headers the SDK returns, and leaves headers that refuse it as they are, the outcome and the operation's end untouched", async () => {
+    const deferred = () => new DeferredSkippedRecord(new SkippedHeaders(skippedRecord({ policy: "crossRegion", operation: "pointRead", primaryRegion: "West US" }, "disabled", 0)), 2);
+    const run = async (headers: object): Promise<{ returned: unknown; detection: ReturnType<typeof getHedgingDetection> }> => {
+      const context = { headers: {} };
+      const outcome = { headers };
+      const returned = await operationPlugin().plugin(context, undefined, async () => {
+        const operation = operationNamedIn(context.headers);
+        if (operation !== undefined) operation.lastRecord = deferred();
+        return outcome;
+      });
+      return { returned, detection: getHedgingDetection(returned) };
+    };
+    const open: Record<string, unknown> = {};
+    const written = await run(open);
+    assert.equal(JSON.parse(String(open[hedgeDiagnosticsHeaderName])).totalRequestCharge, 2);
+    assert.equal(getHedgeDiagnostics(written.returned)?.terminalState, "skipped");
+    const frozen = Object.freeze({ "x-ms-request-charge": "2" });
+    const fromFrozen = await run(frozen);
+    assert.deepEqual(Object.keys(frozen), ["x-ms-request-charge"]);
+    assert.equal(getHedgeDiagnostics(fromFrozen.returned)?.totalRequestCharge, 2, "the record is attached all the same");
+    assert.equal(fromFrozen.detection?.final, true);
+    const refusing = new Proxy<Record<string, unknown>>({}, {
+      set: () => {
+        throw new TypeError("read-only headers");
+      },
+    });
+    const fromProxy = await run(refusing);
+    assert.equal((fromProxy.returned as { headers: unknown }).headers, refusing);
+    assert.equal(fromProxy.detection?.final, true, "the operation ended");
   });
 
   it("each operation gets a record of its own", async () => {

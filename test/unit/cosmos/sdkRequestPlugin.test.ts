@@ -14,7 +14,8 @@ describe("trustworthiness: what users hit", function () {
     /** Runs the plugin as @azure/cosmos does without a pipeline of its own: the hedging client is called in the same run. */
     async function handedOver(plugin: ReturnType<typeof sdkRequestPlugin>, client: object, context: Record<string, unknown>): Promise<SdkAttempt | undefined> {
       let handed: SdkAttempt | undefined;
-      await plugin.plugin({ ...context, httpClient: client }, undefined, async () => {
+      // The plugin last of the client's, as withHedging leaves it, unless the context says otherwise.
+      await plugin.plugin({ plugins: [plugin], ...context, httpClient: client }, undefined, async () => {
         handed = takeHandedOver(client);
         return "response";
       });
@@ -53,6 +54,21 @@ describe("trustworthiness: what users hit", function () {
       assert.equal((await handedOver(plugin, client, point))?.endpoint, endpoint);
       assert.equal((await handedOver(plugin, client, { ...point, retryCount: Number.NaN }))?.endpoint, undefined, "a retry goes the full way, by its URL");
       assert.equal((await handedOver(plugin, client, { ...point, endpoint: new URL(endpoint) }))?.endpoint, undefined);
+    });
+
+    it("marks no attempt plain while a plugin of the user's runs after it (appended to the list withHedging returns), which may change the context the SDK builds the request from", async () => {
+      const client = {};
+      const plugin = sdkRequestPlugin(client, () => true);
+      const headers = {};
+      nameOperation(headers, new OperationDetection());
+      const point = { headers, options: {}, resourceType: "docs", operationType: "read", method: "GET", endpoint: "https://acct-westus.documents.azure.com:443/" };
+      const appended = { on: "request", plugin: (context: unknown, _node: unknown, next: (context: unknown) => Promise<unknown>) => next(context) };
+      assert.equal((await handedOver(plugin, client, point))?.plain, true);
+      const after = await handedOver(plugin, client, { ...point, plugins: [plugin, appended] });
+      assert.equal(after?.plain, false);
+      assert.equal(after?.endpoint, undefined);
+      assert.equal((await handedOver(plugin, client, { ...point, plugins: [appended, plugin] }))?.plain, true, "one before it is withHedging's to know of");
+      assert.equal((await handedOver(plugin, client, { ...point, plugins: undefined }))?.plain, false, "no list: nothing can be told");
     });
 
     it("hands the SDK's excludedLocations and retry marker to the hedging client it calls in the same run, and writes no header", async function () {

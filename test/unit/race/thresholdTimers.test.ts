@@ -99,6 +99,22 @@ describe("ThresholdTimers", function () {
     assert.equal(clock.countTimers(), 0);
   });
 
+  it("still tells the reads behind one whose threshold handling threw, as a timer of each read's own would", function () {
+    const timers = new ThresholdTimers();
+    const passed = new Map<string, number>();
+    timers.add(
+      read(100, passed, "a", () => {
+        throw new Error("a's threshold handling failed");
+      }),
+    );
+    clock.tick(10);
+    timers.add(read(100, passed, "b"));
+    assert.throws(() => clock.tick(90), /a's threshold handling failed/);
+    clock.tick(10);
+    assert.equal(passed.get("b"), 110);
+    assert.equal(clock.countTimers(), 0);
+  });
+
   it("waits again for a read added after the others had all passed", function () {
     const timers = new ThresholdTimers();
     const passed = new Map<string, number>();
