@@ -60,21 +60,26 @@ describe("as users call it, through the real CosmosClient", function () {
     emulator.clearFaults();
   });
 
-  /** A hedging CosmosClient made with withHedging, warmed so that each test sees only its own operation. */
-  async function hedgingContainer(preferred: string[], hedging: HedgingOptions = {}, extra: Partial<CosmosClientOptions> = {}): Promise<Container> {
-    const client = new CosmosClient(
-      withHedging(optionsFor(emulator, preferred, extra), {
-        crossRegion: { threshold, thresholdStep: threshold },
-        onDiagnostics: (record) => diagnostics.push(record),
-        ...hedging,
-      }),
-    );
+  /** A CosmosClient of `options`, warmed so that each test sees only its own operation, its counters and records reset. */
+  async function containerOf(options: CosmosClientOptions): Promise<Container> {
+    const client = new CosmosClient(options);
     clients.push(client);
     const container = client.database("db").container("items");
     await container.item("item-0", "pk").read();
     emulator.resetCounters();
     diagnostics = [];
     return container;
+  }
+
+  /** A hedging CosmosClient made with withHedging (see {@link containerOf}). */
+  function hedgingContainer(preferred: string[], hedging: HedgingOptions = {}, extra: Partial<CosmosClientOptions> = {}): Promise<Container> {
+    return containerOf(
+      withHedging(optionsFor(emulator, preferred, extra), {
+        crossRegion: { threshold, thresholdStep: threshold },
+        onDiagnostics: (record) => diagnostics.push(record),
+        ...hedging,
+      }),
+    );
   }
 
   function arrivals(kinds: OperationKind[]): Record<string, number> {
@@ -258,17 +263,6 @@ describe("as users call it, through the real CosmosClient", function () {
       const { plugins } = options as { plugins?: PluginConfig[] };
       assert.ok(plugins !== undefined);
       plugins.push(plugin);
-    }
-
-    /** A client of `options` as the user made it, warmed up, its counters reset. */
-    async function containerOf(options: CosmosClientOptions): Promise<Container> {
-      const client = new CosmosClient(options);
-      clients.push(client);
-      const container = client.database("db").container("items");
-      await container.item("item-0", "pk").read();
-      emulator.resetCounters();
-      diagnostics = [];
-      return container;
     }
 
     it("an operation plugin that freezes what the SDK returns: the hedged client reads as plain @azure/cosmos does, records and all", async function () {

@@ -91,6 +91,16 @@ function startedWithFault(step: "promote" | "conclude", message: string) {
 describe("PendingRead", () => {
   const harness = useRaceHarness();
 
+  /** A pending read over a held transport and a recording host, its threshold just passed. */
+  async function pastThreshold() {
+    const request = pointRead(eastUs);
+    const host = recordingHost();
+    const transport = heldTransport();
+    const answered = observe(new PendingRead(request, eastUs, threshold, host.host).start(transport.send));
+    await harness.clock.tickAsync(threshold);
+    return { request, host, transport, answered };
+  }
+
   it("sends the caller's request itself, and ends alone on a final answer before the threshold: no race built, its timer gone", async () => {
     const request = pointRead(eastUs);
     const host = recordingHost();
@@ -109,11 +119,7 @@ describe("PendingRead", () => {
   });
 
   it("becomes a race when the threshold passes, adopting the primary in flight: its settlement goes to the race, whose answer the caller gets", async () => {
-    const request = pointRead(eastUs);
-    const host = recordingHost();
-    const transport = heldTransport();
-    const answered = observe(new PendingRead(request, eastUs, threshold, host.host).start(transport.send));
-    await harness.clock.tickAsync(threshold);
+    const { request, host, transport, answered } = await pastThreshold();
     assert.deepEqual(host.calls, ["promote(true)"]);
     transport.answer(200);
     await harness.clock.tickAsync(0);
@@ -126,11 +132,7 @@ describe("PendingRead", () => {
   });
 
   it("answers from the race as soon as it decides, while the adopted primary still runs", async () => {
-    const request = pointRead(eastUs);
-    const host = recordingHost();
-    const transport = heldTransport();
-    const answered = observe(new PendingRead(request, eastUs, threshold, host.host).start(transport.send));
-    await harness.clock.tickAsync(threshold);
+    const { request, host, transport, answered } = await pastThreshold();
     host.raceAnswers(response(request, 201));
     await harness.clock.tickAsync(0);
     const state = answered.state();

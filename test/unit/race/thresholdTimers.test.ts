@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import sinon from "sinon";
+import type { SinonFakeTimers } from "sinon";
 import { ThresholdTimers } from "../../../src/race/thresholdTimers.js";
 import type { WaitingRead } from "../../../src/race/thresholdTimers.js";
+import { useFakeClock } from "../../support/leakCheck.js";
 
 /** A read that notes when its threshold passed, by the fake clock. */
 function read(thresholdMs: number, passedAt: Map<string, number>, name: string, onPassed?: () => void): WaitingRead {
@@ -19,10 +20,10 @@ function read(thresholdMs: number, passedAt: Map<string, number>, name: string, 
 }
 
 describe("ThresholdTimers", function () {
-  let clock: sinon.SinonFakeTimers;
+  let clock: SinonFakeTimers;
 
   beforeEach(function () {
-    clock = sinon.useFakeTimers();
+    clock = useFakeClock();
   });
 
   afterEach(function () {
