@@ -151,31 +151,34 @@ export function recordingSend(attempt: Attempt, regions: RegionCache, next: Send
   return (request) => {
     const region = regions.regionOf(request.url)?.name;
     const sdkRequest = !attempt.sent;
-    const reason = sdkRequest ? sdkReason(operation, region) : "hedging";
     attempt.sent = true;
-    operation.requestSent(region, reason);
+    if (sdkRequest) noteSdkRequestSent(operation, region);
+    else operation.requestSent(region, "hedging");
     let sent: Promise<PipelineResponse>;
     try {
       sent = next(request);
     } catch (error) {
       // A policy of the user's below that throws rather than rejects: the request ended unsent, and the record must
       // say so to become final.
-      operation.requestEnded(region, false, undefined);
-      if (sdkRequest) operation.lastStatus = undefined;
+      noteRequestEnded(operation, region, undefined, sdkRequest);
       return Promise.reject(error);
     }
     return sent.then(
       (response) => {
-        operation.requestEnded(region, true, requestChargeOf(response));
         // The pipeline returns every status as a response: the service replied, whatever it said.
-        if (sdkRequest) operation.lastStatus = response.status;
+        noteRequestEnded(operation, region, response, sdkRequest);
         return response;
       },
       (error: unknown) => {
-        operation.requestEnded(region, false, undefined);
-        if (sdkRequest) operation.lastStatus = undefined;
+        noteRequestEnded(operation, region, undefined, sdkRequest);
         throw error;
       },
     );
   };
+}
+
+/** Notes the end of a request of an attempt: the SDK's own (see {@link noteSdkRequestEnded}) or a hedge. */
+function noteRequestEnded(operation: OperationDetection, region: string | undefined, response: PipelineResponse | undefined, sdkRequest: boolean): void {
+  if (sdkRequest) noteSdkRequestEnded(operation, region, response);
+  else operation.requestEnded(region, response !== undefined, response === undefined ? undefined : requestChargeOf(response));
 }
