@@ -113,7 +113,17 @@ function descendants(spans: readonly Span[], rootName: string): string[] {
     const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", app], { cwd: root });
     const [packed] = JSON.parse(stdout) as [{ filename: string }];
     writeFileSync(join(app, "package.json"), JSON.stringify({ name: "traced-app", private: true }));
-    await run("npm", ["install", "--no-audit", "--no-fund", join(app, packed.filename), ...userPackages], { cwd: app });
+    const install = (...flags: string[]) => run("npm", ["install", "--no-audit", "--no-fund", ...flags, join(app, packed.filename), ...userPackages], { cwd: app });
+    try {
+      await install();
+    } catch (error) {
+      // On Node 22.15 and later the latest @opentelemetry/instrumentation wants an @opentelemetry/api that the latest
+      // @opentelemetry/sdk-trace-node's peer range leaves out, and npm stops (ERESOLVE); the user retries as npm suggests
+      // and docs/tracing.md says, and the spans must still come out.
+      if (!String((error as { stderr?: unknown }).stderr).includes("ERESOLVE")) throw error;
+      console.log("      npm stopped with ERESOLVE (the latest OpenTelemetry packages disagree on @opentelemetry/api); installed again with --legacy-peer-deps.");
+      await install("--legacy-peer-deps");
+    }
   });
 
   after(function () {
