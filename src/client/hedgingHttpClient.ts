@@ -256,6 +256,14 @@ export interface SdkWiring {
    * every attempt; unset, none is.
    */
   readonly mayBePlain: (() => boolean) | undefined;
+  /**
+   * The client's partition-level circuit breaker, when its options may turn
+   * it on: `always` with `enablePartitionLevelCircuitBreaker`,
+   * `withAccountFailover` with `enablePartitionLevelFailover` (on while the
+   * account reports per-partition automatic failover), and the SDK's
+   * per-attempt timeout of a read while it is on.
+   */
+  readonly circuitBreaker?: { readonly always: boolean; readonly withAccountFailover: boolean; readonly readTimeoutMs: number } | undefined;
 }
 
 /** A hedging client, and the `@azure/cosmos` plugins that hand it each attempt when it is wired to the SDK. */
@@ -297,7 +305,13 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
     ...(options.onDiagnostics !== undefined ? { onDiagnostics: options.onDiagnostics } : {}),
   };
   loadOpenTelemetryMetrics();
-  const crossRegion = crossRegionHedging({ ...crossRegionOptions(options.crossRegion), ...shared });
+  const breaker = sdk?.circuitBreaker;
+  const crossRegion = crossRegionHedging(
+    { ...crossRegionOptions(options.crossRegion), ...shared },
+    breaker === undefined
+      ? undefined
+      : { active: () => breaker.always || (breaker.withAccountFailover && regions.topology?.perPartitionFailover === true), readTimeoutMs: breaker.readTimeoutMs },
+  );
   const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared });
   const pipeline = createEmptyPipeline();
   // One layer: steering, both hedging policies, the detection record and the arms' spans (see hedgingLayer).

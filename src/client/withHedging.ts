@@ -1,7 +1,7 @@
 import type { HttpClient } from "@azure/core-rest-pipeline";
 import { describe, optionsObject, positiveMilliseconds, readOnce, regionNameList } from "../options.js";
 import { masterKeySigner } from "../cosmos/masterKeySigner.js";
-import type { HedgingHttpClient, HedgingOptions } from "./hedgingHttpClient.js";
+import type { HedgingHttpClient, HedgingOptions, SdkWiring } from "./hedgingHttpClient.js";
 import { buildHedgingHttpClient, hedgingOptionKeys } from "./hedgingHttpClient.js";
 import { namesPackageHeader } from "../cosmos/sdkRequestPlugin.js";
 import { logger } from "../log.js";
@@ -61,6 +61,20 @@ function checkThresholdAgainstSdkTimeout(crossRegion: HedgingOptions["crossRegio
       `crossRegion.threshold must be below ${timeout} ms, the per-attempt timeout @azure/cosmos applies to reads with ${partitionLevel} on; got ${describe(crossRegion.threshold)}.`,
     );
   }
+}
+
+/**
+ * The SDK's partition-level circuit breaker as the client's options may turn
+ * it on (see `SdkBreakerWatch`), or `undefined` when they cannot.
+ */
+function sdkCircuitBreaker(
+  connectionPolicy: HedgeableCosmosClientOptions["connectionPolicy"],
+  requestTimeout: number | undefined,
+): SdkWiring["circuitBreaker"] {
+  const always = connectionPolicy?.enablePartitionLevelCircuitBreaker === true;
+  const withAccountFailover = connectionPolicy?.enablePartitionLevelFailover === true;
+  if (!always && !withAccountFailover) return undefined;
+  return { always, withAccountFailover, readTimeoutMs: Math.min(requestTimeout ?? Number.POSITIVE_INFINITY, sdkPartitionLevelReadTimeoutMs) };
 }
 
 /**
@@ -154,7 +168,7 @@ export function withHedging<T extends HedgeableCosmosClientOptions>(
     ...(requestTimeout !== undefined ? { requestTimeout } : {}),
     ...(typeof key === "string" && isMasterKey(key) ? { signer: masterKeySigner(key) } : {}),
     ...(typeof endpoint === "string" ? { accountEndpoint: endpoint } : {}),
-  }, { mayBePlain });
+  }, { mayBePlain, circuitBreaker: sdkCircuitBreaker(connectionPolicy, requestTimeout) });
   if (hedging.preferredRegions !== undefined) hedgingClient.regions.setPreferredRegions(hedging.preferredRegions);
   // Last, so that nothing of the user's runs between the request plugin and the hedging client (see sdkRequestPlugin).
   return { ...cosmosClientOptions, httpClient: hedgingClient, plugins: [...plugins, ...sdkPlugins] };

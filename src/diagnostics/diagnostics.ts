@@ -60,7 +60,8 @@ export type HedgeSkipReason =
   | "pinnedRegion"
   | "continuationPage"
   | "regionThrottled"
-  | "sdkRetry";
+  | "sdkRetry"
+  | "sdkCircuitBreaker";
 
 /** What the region ranking did with a read. */
 export interface HedgeRanking {
@@ -190,6 +191,11 @@ export interface HedgeDiagnostics {
    * the request is a retry of `@azure/cosmos`'s own (after a 503, a timeout,
    * a 429), sent where the SDK sent it; only the first attempt is hedged, so
    * that an outage costs at most twice the requests of plain `@azure/cosmos`.
+   * `sdkCircuitBreaker`: the SDK's partition-level circuit breaker is on, and
+   * a hedge that won hid a failure of this region from it (a 503, a 403/3,
+   * no answer, or an answer past the SDK's timeout): the region's requests
+   * go unhedged for a minute after its last such failure, so that the
+   * breaker counts them and moves the partition as it would without hedging.
    */
   skipReason?: HedgeSkipReason;
 }

@@ -3,6 +3,7 @@ import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeDiagnostics } from "./diagnostics.js";
 import type { RaceArm, RaceOutcome } from "../race/race.js";
+import type { ArmResult } from "../cosmos/statusTables.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
 
 /**
@@ -66,8 +67,8 @@ export function copyHeader(header: DiagnosticsHeader): DiagnosticsHeader {
 export interface RaceLearner {
   /** Told of each response a region gave, as it arrives; a property, safe to hand on unbound. */
   readonly noteResponse: (region: string | undefined, response: PipelineResponse) => void;
-  /** A request sent unhedged, once it has ended; `region` is the one it went to, when known. */
-  learnSkipped(region: string | undefined): void;
+  /** A request sent unhedged, once it has ended; `region` is the one it went to, when known, and `failure` how it failed without an answer. */
+  learnSkipped(region: string | undefined, failure?: ArmResult): void;
   /** A race once it is decided or aborted, with what was planned for it. */
   learn(header: DiagnosticsHeader, outcome: RaceOutcome): void;
   /** A drained loser once its drain has ended. */

@@ -19,6 +19,8 @@ import type { LoserDrain } from "../race/loserDrain.js";
 import type { HedgingMetrics } from "../diagnostics/metrics.js";
 import { HedgingMetricsRecorder } from "../diagnostics/metrics.js";
 import type { RaceArm, RaceOutcome } from "../race/race.js";
+import type { SdkBreakerSettings } from "./sdkBreakerWatch.js";
+import { SdkBreakerWatch } from "./sdkBreakerWatch.js";
 import type { HealthyTails } from "../race/raceStrategies.js";
 
 /** The percentile of a region's healthy latencies that a read must outlast to count as a likely straggler. */
@@ -79,6 +81,8 @@ export interface RegionHealthSettings {
     /** The longest `x-ms-retry-after-ms` honoured, in milliseconds. */
     readonly maxRetryAfterMs: number;
   };
+  /** The SDK's partition-level circuit breaker, when the client may have it on (see {@link SdkBreakerWatch}). */
+  readonly sdkBreaker?: SdkBreakerSettings | undefined;
 }
 
 /**
@@ -104,6 +108,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
   private readonly runningDrains = new WeakSet<RaceArm>();
   private readonly adaptive: AdaptiveThresholdSettings | undefined;
   private readonly throttling: RegionHealthSettings["throttling"];
+  private readonly breaker: SdkBreakerWatch | undefined;
 
   constructor(
     private readonly regions: RegionCache,
@@ -114,6 +119,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     this.benefitRule = settings.adaptive !== undefined ? new HedgeDecisions(this.latencies) : undefined;
     this.demotions = settings.routing === "demotion" ? new DemotionTracker(regions) : undefined;
     this.thompson = settings.routing === "thompson" ? new ThompsonRanking() : undefined;
+    this.breaker = settings.sdkBreaker !== undefined ? new SdkBreakerWatch(settings.sdkBreaker) : undefined;
   }
 
   /**
@@ -122,6 +128,8 @@ export class RegionHealth implements RaceLearner, HealthyTails {
    * be handed it without binding it per request.
    */
   readonly noteResponse = (region: string | undefined, response: PipelineResponse): void => {
+    // Only a 503 or a 403 can be a failure the SDK's breaker counts (see breakerCounts): a success costs one comparison.
+    if ((response.status === 503 || response.status === 403) && region !== undefined) this.breaker?.seen(region, { response }, undefined);
     if (response.status !== 429 || region === undefined) return;
     const header = Number.parseFloat(response.headers.get(CosmosHeaders.retryAfterMs) ?? "");
     const waitMs = Number.isFinite(header) && header >= 0 ? Math.min(header, this.throttling.maxRetryAfterMs) : this.throttling.throttleWithoutRetryAfterMs;
@@ -172,9 +180,18 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     return this.latencies.baseline(region, latencyClass, healthyTailQuantile, this.adaptive?.minSamples ?? adaptiveThresholdDefaults.minSamples);
   }
 
-  learnSkipped(region: string | undefined): void {
+  learnSkipped(region: string | undefined, failure?: ArmResult): void {
     this.settle();
     this.recorder.recordSkipped(region);
+    if (failure !== undefined && region !== undefined) this.breaker?.seen(region, failure, undefined);
+  }
+
+  /**
+   * Whether the requests addressed to `region` go unhedged now, so that the
+   * SDK's circuit breaker sees its failures (see {@link SdkBreakerWatch}).
+   */
+  deferringToSdkBreaker(region: string): boolean {
+    return this.breaker?.deferring(region) === true;
   }
 
   /** Learns from a finished race: metrics, latency windows, Thompson posteriors and demotion streaks. */
@@ -184,8 +201,14 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     this.recorder.record(outcome, header.primaryRegion);
     const { thresholdMs } = header;
     const latencyClass = latencyClassOf(header.operation);
-    if (latencyClass === undefined || primaryArm === undefined) return;
     const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
+    // The SDK gets the hedge's answer for the region it addressed: a failure of that attempt it never sees. A drained
+    // primary is watched while it runs, and told of when its drain ends (see learnDrained).
+    if (this.breaker !== undefined && primaryArm !== undefined && returnedIndex !== undefined && returnedIndex !== 0) {
+      if (primaryArm.drain === undefined) this.breaker.hidden(primaryArm.region.name, primaryArm.result, decidedDurationMs(primaryArm));
+      else this.breaker.lost(primaryArm.region.name, primaryArm, primaryArm.startedAt);
+    }
+    if (latencyClass === undefined || primaryArm === undefined) return;
     const returned = returnedIndex === undefined ? undefined : outcome.arms[returnedIndex];
     const winner = returned !== undefined && isSuccessResult(returned.result) ? returned : undefined;
     const winnerMs = winner === undefined ? undefined : decidedDurationMs(winner);
@@ -310,6 +333,8 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     this.recorder.recordDrainEnd(arm);
     const latencyClass = latencyClassOf(operation);
     const duration = drainedDurationMs(arm);
+    // A drained primary lost to a hedge whose answer the SDK got: how it ended at last is hidden from the SDK's breaker.
+    if (arm.index === 0) this.breaker?.hidden(arm.region.name, arm.drain?.result, duration, performance.now(), arm);
     if (latencyClass !== undefined && this.runningDrains.delete(arm)) this.latencies.stopRunning(arm.region.name, latencyClass);
     if (latencyClass === undefined || duration === undefined) return;
     // The region's percentiles show what its losers really took: an answer as a tail latency (never the healthy

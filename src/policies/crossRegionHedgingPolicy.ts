@@ -35,6 +35,7 @@ import { HedgePlanner } from "../planning/planner.js";
 import { DocumentRaceStrategy } from "../race/raceStrategies.js";
 import type { RacePrimary } from "../race/raceStrategies.js";
 import { RegionHealth } from "../learning/regionHealth.js";
+import type { SdkBreakerSettings } from "../learning/sdkBreakerWatch.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
 import type { CrossRegionTimingSettings } from "../planning/timing.js";
 import { CrossRegionTiming, crossRegionTimings } from "../planning/timing.js";
@@ -374,11 +375,26 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   return { ...policyOver(crossRegionHedgingPolicyName, hedging.regions, hedging), metrics: hedging.metrics };
 }
 
-/** The hedging of a {@link crossRegionHedgingPolicy}, for a layer that reads each request's controls and classifies it itself. */
-export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): RequestHandler & Pick<CrossRegionHedgingPolicy, "metrics"> & { readonly regions: RegionCache } {
+/**
+ * The hedging of a {@link crossRegionHedgingPolicy}, for a layer that reads each request's controls and classifies it itself.
+ * @param sdkBreaker - the `@azure/cosmos` client's partition-level circuit breaker, which `withHedging` knows of (see `SdkBreakerWatch`).
+ */
+export function crossRegionHedging(
+  options: CrossRegionHedgingPolicyOptions,
+  sdkBreaker?: SdkBreakerSettings,
+): RequestHandler & Pick<CrossRegionHedgingPolicy, "metrics"> & { readonly regions: RegionCache } {
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
-  const health = new RegionHealth(regions, { routing: settings.routing, adaptive: settings.adaptive, throttling: crossRegionHedgingDefaults });
+  const onDeferral = (region: string): void =>
+    logger.info(
+      `${region}: a hedge hid a failure of this region from @azure/cosmos's partition-level circuit breaker; requests addressed to it go unhedged (skipReason "sdkCircuitBreaker") until a minute after its last failure, so that the breaker counts them as it would without hedging.`,
+    );
+  const health = new RegionHealth(regions, {
+    routing: settings.routing,
+    adaptive: settings.adaptive,
+    throttling: crossRegionHedgingDefaults,
+    sdkBreaker: sdkBreaker === undefined ? undefined : { ...sdkBreaker, onDeferral },
+  });
   const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), health);
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };
   /** The strategy of the latest timing (a batch's judges its answer apart): nearly every request has the same one, and a strategy keeps no state of a race. */
@@ -485,6 +501,10 @@ export function crossRegionHedging(options: CrossRegionHedgingPolicyOptions): Re
     }
     const now = performance.now();
     const reserveCovered = budget === undefined || budget.depositCoveringReserve(now);
+    // Rare (see SdkBreakerWatch): planned afresh, the full way, where the plan says why the read goes unhedged.
+    if (health.deferringToSdkBreaker(addressed.name)) {
+      return sendPlanned(request, route.prepare(request, operation, detection, false), operation, plainSdkControls, planner.plan(request, operation, addressed, plainSdkControls));
+    }
     const plain = plainPlanOf(request, operation, addressed);
     if (plain.kind === "skipped") return sendSkipped(request, route.send, plain.plan, sink, { headers: plain.skipped, operation: detection });
     // A budget short of its reserve times the first hedge by the read's healthy tail, which a race's strategy knows.

@@ -113,7 +113,7 @@ export function sendSkipped(
   const operation = lazy?.operation;
   const failed = (error: unknown): never => {
     if (operation !== undefined) noteSdkRequestEnded(operation, region, undefined);
-    sink.learner?.learnSkipped(region);
+    sink.learner?.learnSkipped(region, { error });
     const record = lazy === undefined ? skippedRecord(header, reason, 0) : new DeferredSkippedRecord(lazy.headers, 0).record;
     publish(sink, request, error, record, operation);
     throw error;

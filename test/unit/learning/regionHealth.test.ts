@@ -335,4 +335,48 @@ describe("RegionHealth", () => {
       assert.equal(regions.isDemoted("East US"), false);
     });
   });
+
+  describe("the SDK's partition-level circuit breaker", () => {
+    const withBreaker = (active = true): RegionHealth =>
+      new RegionHealth(regions, { routing: "preferred", throttling: crossRegionHedgingDefaults, sdkBreaker: { active: () => active, readTimeoutMs: 2000 } });
+
+    it("defers a primary's region when a hedge won over its 503, and only then", () => {
+      const learner = withBreaker();
+      learner.learn(header, decided([arm(0, eastUs, 20, { response: response(503) }), arm(1, westUs, 130, { response: response(200) })], 1));
+      assert.equal(learner.deferringToSdkBreaker("East US"), true);
+      assert.equal(learner.deferringToSdkBreaker("West US"), false, "a hedge's region: the SDK never sent there");
+      const other = withBreaker();
+      other.learn(header, decided([arm(0, eastUs, 20, { response: response(503) })], 0));
+      assert.equal(other.deferringToSdkBreaker("East US"), false, "the SDK got the 503 itself");
+      const off = health();
+      off.learn(header, decided([arm(0, eastUs, 20, { response: response(503) }), arm(1, westUs, 130, { response: response(200) })], 1));
+      assert.equal(off.deferringToSdkBreaker("East US"), false, "no breaker, nothing to defer to");
+    });
+
+    it("defers it when a drained primary ends past the SDK's read timeout or failing, not a drained hedge", () => {
+      const learner = withBreaker();
+      const drainedPrimary = arm(0, eastUs, undefined, undefined, { drain: { decidedAt: 530, end: "settled", endedAt: 2500, result: { response: response(200) } } });
+      const drainedHedge = arm(1, westUs, undefined, undefined, { drain: { decidedAt: 530, end: "settled", endedAt: 3000, result: { response: response(503) } } });
+      learner.learnDrained("pointRead", drainedHedge);
+      assert.equal(learner.deferringToSdkBreaker("West US"), false);
+      learner.learnDrained("pointRead", arm(0, eastUs, undefined, undefined, { drain: { decidedAt: 530, end: "settled", endedAt: 1900, result: { response: response(200) } } }));
+      assert.equal(learner.deferringToSdkBreaker("East US"), false, "answered within the SDK's timeout");
+      learner.learnDrained("pointRead", drainedPrimary);
+      assert.equal(learner.deferringToSdkBreaker("East US"), true);
+    });
+
+    it("keeps deferring while the unhedged requests fail, told by their responses and their errors", () => {
+      const learner = withBreaker();
+      learner.learn(header, decided([arm(0, eastUs, 20, { response: response(503) }), arm(1, westUs, 130, { response: response(200) })], 1));
+      clock.tick(59_000);
+      learner.noteResponse("East US", response(503));
+      clock.tick(59_000);
+      learner.learnSkipped("East US", { error: new Error("timed out") });
+      clock.tick(59_000);
+      assert.equal(learner.deferringToSdkBreaker("East US"), true);
+      learner.noteResponse("East US", response(200));
+      clock.tick(1_000);
+      assert.equal(learner.deferringToSdkBreaker("East US"), false);
+    });
+  });
 });

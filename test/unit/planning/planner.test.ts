@@ -93,6 +93,28 @@ describe("HedgePlanner", () => {
     assert.deepEqual(arms(documents), ["East US", "West US", "North Europe"]);
   });
 
+  it("sends a request addressed to a region the SDK's circuit breaker must see fail unhedged, and others as before", () => {
+    const watched = new RegionHealth(regions, { routing: "preferred", throttling: crossRegionHedgingDefaults, sdkBreaker: { active: () => true, readTimeoutMs: 2000 } });
+    const planner = new HedgePlanner(regions, new CrossRegionTiming({ enabled: true, explicit: fixed, followingAccount: fixed, enableMultiWriteRegionHedge: false }), watched);
+    const failed = { response: { request: pointRead(eastUs), status: 503, headers: createHttpHeaders() } };
+    const won = { response: { request: pointRead(westUs), status: 200, headers: createHttpHeaders() } };
+    watched.learn({ policy: "crossRegion", operation: "pointRead", thresholdMs: 100, primaryRegion: "East US" }, {
+      kind: "decided",
+      startedAt: 0,
+      result: won,
+      returnedIndex: 1,
+      fallback: false,
+      arms: [
+        { index: 0, region: eastUs, reason: "primary", startedAt: 0, endedAt: 20, result: failed },
+        { index: 1, region: westUs, reason: "transientResult", startedAt: 20, endedAt: 60, result: won },
+      ],
+      hedgeRefused: false,
+      drains: [],
+    });
+    assert.equal(arms(planner), "sdkCircuitBreaker");
+    assert.deepEqual(arms(planner, {}, pointRead(westUs)), ["West US", "East US", "North Europe"]);
+  });
+
   it("hedges a write in the write order, never ranked by the read demotions", () => {
     const multiWrite = new RegionCache({ topology: { readRegions: [eastUs, westUs, northEurope], writeRegions: [eastUs, westUs, northEurope], multipleWriteLocations: true } });
     const demoting = new RegionHealth(multiWrite, { routing: "demotion", throttling: crossRegionHedgingDefaults });

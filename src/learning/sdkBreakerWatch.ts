@@ -1,0 +1,149 @@
+import type { ArmResult } from "../cosmos/statusTables.js";
+import { subStatusOf } from "../cosmos/statusTables.js";
+import { normalizeRegionName } from "../topology/regionNames.js";
+
+/**
+ * How long a region's requests go unhedged after a failure of its that the
+ * SDK's circuit breaker did not see, or saw while they did: `@azure/cosmos`
+ * 4.10.1 forgets a partition's failure count after a minute without one
+ * (`Constants.ConsecutiveFailureCountResetIntervalInMS`), so a minute keeps
+ * every failure of a region that fails less often than that countable, as
+ * it is through plain `@azure/cosmos`.
+ */
+export const sdkBreakerDeferralMs = 60_000;
+
+/** What the SDK's partition-level circuit breaker is, as far as hedging must know it. */
+export interface SdkBreakerSettings {
+  /**
+   * Whether the breaker counts failures now: the client's
+   * `enablePartitionLevelCircuitBreaker`, or its
+   * `enablePartitionLevelFailover` while the account reports per-partition
+   * automatic failover. Asked when a failure may have been hidden.
+   */
+  readonly active: () => boolean;
+  /** The SDK's per-attempt timeout of a read while the breaker is on: an attempt that runs this long is a failure to it. */
+  readonly readTimeoutMs: number;
+  /** Told when a region starts to go unhedged (not when a deferral in force is extended), with its name as given. */
+  readonly onDeferral?: ((region: string) => void) | undefined;
+}
+
+/** Drained primaries watched per region at most (see {@link SdkBreakerWatch.lost}). */
+const maxRunningPerRegion = 1024;
+
+/** 403 sub-statuses the SDK's endpoint discovery retries (WriteForbidden, DatabaseAccountNotFound), counting a failure. */
+const countedForbiddenSubStatuses: ReadonlySet<number> = new Set([3, 1008]);
+
+/**
+ * Whether the SDK's breaker counts an attempt that ended so against its
+ * region: a 503 or a 403/3 or 403/1008 answer, no answer at all (the SDK's
+ * timeout, a name that does not resolve; a reset connection too, which the
+ * SDK retries without counting: an unhedged request more is never worse than
+ * plain), or an answer that came later than the SDK's timeout would have
+ * waited.
+ * @param durationMs - how long the attempt ran.
+ */
+export function breakerCounts(result: ArmResult | undefined, durationMs: number | undefined, settings: SdkBreakerSettings): boolean {
+  if (durationMs !== undefined && durationMs >= settings.readTimeoutMs) return true;
+  if (result === undefined) return false;
+  const { response } = result;
+  if (response === undefined) return true;
+  if (response.status === 503) return true;
+  return response.status === 403 && countedForbiddenSubStatuses.has(subStatusOf(response));
+}
+
+/**
+ * Keeps hedging from hiding a region's failures from `@azure/cosmos`'s
+ * partition-level circuit breaker. The breaker moves a partition's requests
+ * to the next region after ten failed reads (five writes) of the SDK's own
+ * attempts; a hedge that wins hands the SDK a success for the region it
+ * addressed, so a region that fails slowly (a 503 after the threshold, or
+ * past the SDK's timeout) would never trip it, and every read would keep
+ * going there first for as long as it fails. After such a hidden failure,
+ * the region's requests go unhedged for {@link sdkBreakerDeferralMs}
+ * (longer while it goes on failing), so that the breaker counts what it
+ * would count through plain `@azure/cosmos` and moves the partition as it
+ * would; once it has, the SDK addresses another region, whose requests are
+ * hedged as before.
+ */
+export class SdkBreakerWatch {
+  /** Until when (`performance.now()`) each region, by normalized name, goes unhedged. */
+  private readonly deferredUntil = new Map<string, number>();
+  /** When each primary that lost to a hedge and still runs (drained) was sent, by its region's normalized name. */
+  private readonly running = new Map<string, Map<object, number>>();
+
+  constructor(readonly settings: SdkBreakerSettings) {}
+
+  /**
+   * Whether the requests addressed to `region` go unhedged now: a deferral
+   * is in force, or a primary of the region that lost to a hedge has run as
+   * long as the SDK's read timeout (a region that does not answer at all
+   * would otherwise hide its failure until the drain's own bound cut it).
+   */
+  deferring(region: string, now = performance.now()): boolean {
+    if (this.deferredUntil.size === 0 && this.running.size === 0) return false;
+    const key = normalizeRegionName(region);
+    const until = this.deferredUntil.get(key);
+    if (until !== undefined) {
+      if (until > now) return true;
+      this.deferredUntil.delete(key);
+    }
+    const running = this.running.get(key);
+    if (running === undefined) return false;
+    for (const sentAt of running.values()) {
+      if (now - sentAt >= this.settings.readTimeoutMs && this.settings.active()) {
+        this.defer(region, key, now);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * A primary of `region`, sent at `sentAt`, lost to a hedge and drains:
+   * running past the SDK's read timeout, it defers the region (see
+   * {@link SdkBreakerWatch.deferring}) until {@link SdkBreakerWatch.hidden}
+   * is told how it ended. `primary` names it.
+   */
+  lost(region: string, primary: object, sentAt: number): void {
+    const key = normalizeRegionName(region);
+    let running = this.running.get(key);
+    if (running === undefined) this.running.set(key, (running = new Map()));
+    // Bounded by the drains in flight, which end within their own bound; a cap all the same, as a guard against a drain never told of.
+    if (running.size < maxRunningPerRegion) running.set(primary, sentAt);
+  }
+
+  /**
+   * The SDK's attempt to `region` ended as `result` after `durationMs`, and
+   * the SDK got a hedge's answer instead: a failure its breaker would have
+   * counted starts (or extends) the deferral. @returns whether it did.
+   */
+  hidden(region: string, result: ArmResult | undefined, durationMs: number | undefined, now = performance.now(), primary?: object): boolean {
+    if (primary !== undefined) this.ended(region, primary);
+    if (!breakerCounts(result, durationMs, this.settings) || !this.settings.active()) return false;
+    this.defer(region, normalizeRegionName(region), now);
+    return true;
+  }
+
+  private defer(region: string, key: string, now: number): void {
+    const until = this.deferredUntil.get(key);
+    this.deferredUntil.set(key, now + sdkBreakerDeferralMs);
+    if (until === undefined || until <= now) this.settings.onDeferral?.(region);
+  }
+
+  /** Forgets a drained primary that has ended. */
+  private ended(region: string, primary: object): void {
+    const key = normalizeRegionName(region);
+    const running = this.running.get(key);
+    if (running?.delete(primary) === true && running.size === 0) this.running.delete(key);
+  }
+
+  /**
+   * An unhedged attempt to `region` ended as `result`, seen by the SDK: a
+   * failure extends a deferral in force, so that the breaker keeps counting
+   * while the region keeps failing.
+   */
+  seen(region: string, result: ArmResult | undefined, durationMs: number | undefined, now = performance.now()): void {
+    if (this.deferredUntil.size === 0 || !this.deferring(region, now)) return;
+    if (breakerCounts(result, durationMs, this.settings)) this.deferredUntil.set(normalizeRegionName(region), now + sdkBreakerDeferralMs);
+  }
+}

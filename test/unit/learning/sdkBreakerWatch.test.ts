@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
+import type { PipelineResponse } from "@azure/core-rest-pipeline";
+import type { SinonFakeTimers } from "sinon";
+import { breakerCounts, SdkBreakerWatch, sdkBreakerDeferralMs } from "../../../src/learning/sdkBreakerWatch.js";
+import type { SdkBreakerSettings } from "../../../src/learning/sdkBreakerWatch.js";
+import { useFakeClock } from "../../support/leakCheck.js";
+
+function answer(status: number, subStatus?: number): { response: PipelineResponse } {
+  const headers = createHttpHeaders(subStatus === undefined ? {} : { "x-ms-substatus": String(subStatus) });
+  return { response: { request: createPipelineRequest({ url: "https://account-westus.documents.azure.com/" }), status, headers } };
+}
+
+const on: SdkBreakerSettings = { active: () => true, readTimeoutMs: 2000 };
+
+describe("breakerCounts", () => {
+  it("counts what @azure/cosmos 4.10.1 counts against a partition's region: a 503, a 403/3 or 403/1008, no answer, an answer past its read timeout", () => {
+    assert.equal(breakerCounts(answer(503), 800, on), true);
+    assert.equal(breakerCounts(answer(403, 3), 10, on), true);
+    assert.equal(breakerCounts(answer(403, 1008), 10, on), true);
+    assert.equal(breakerCounts({ error: Object.assign(new Error("aborted"), { name: "AbortError" }) }, 2000, on), true);
+    assert.equal(breakerCounts({ error: Object.assign(new Error("reset"), { code: "ECONNRESET" }) }, 5, on), true);
+    assert.equal(breakerCounts(answer(200), 2000, on), true, "a success the SDK's timeout would have cut first");
+    assert.equal(breakerCounts(undefined, 2500, on), true, "a drain cut at its time bound, past the SDK's timeout");
+  });
+
+  it("leaves out what it retries or returns without counting: a success in time, a 404, a 429, a 410, a 403 of another sub-status, an arm cut short with nothing known", () => {
+    for (const status of [200, 304, 404, 409, 410, 429, 500]) assert.equal(breakerCounts(answer(status), 1999, on), false, `status ${status}`);
+    assert.equal(breakerCounts(answer(403, 5), 10, on), false);
+    assert.equal(breakerCounts(undefined, 300, on), false);
+    assert.equal(breakerCounts(answer(200), undefined, on), false);
+  });
+});
+
+describe("SdkBreakerWatch", () => {
+  let clock: SinonFakeTimers;
+  beforeEach(() => {
+    clock = useFakeClock();
+  });
+  afterEach(() => {
+    clock.restore();
+  });
+
+  it("defers a region a minute after a failure a hedge hid, by its name in any spelling, and forgets it after", () => {
+    const watch = new SdkBreakerWatch(on);
+    assert.equal(watch.deferring("West US"), false);
+    assert.equal(watch.hidden("West US", answer(503), 800), true);
+    assert.equal(watch.deferring("westus"), true);
+    assert.equal(watch.deferring("East US"), false);
+    clock.tick(sdkBreakerDeferralMs - 1);
+    assert.equal(watch.deferring("West US"), true);
+    clock.tick(1);
+    assert.equal(watch.deferring("West US"), false);
+  });
+
+  it("defers nothing for an answer the breaker does not count, or while the breaker is off (PPAF not reported)", () => {
+    let active = false;
+    const watch = new SdkBreakerWatch({ active: () => active, readTimeoutMs: 2000 });
+    assert.equal(watch.hidden("West US", answer(503), 800), false);
+    assert.equal(watch.deferring("West US"), false);
+    active = true;
+    assert.equal(watch.hidden("West US", answer(200), 1500), false);
+    assert.equal(watch.hidden("West US", answer(404), 20), false);
+    assert.equal(watch.deferring("West US"), false);
+    assert.equal(watch.hidden("West US", answer(200), 2100), true);
+    assert.equal(watch.deferring("West US"), true);
+  });
+
+  it("keeps a region deferred while the failures the SDK sees go on, and lets it go a minute after the last", () => {
+    const watch = new SdkBreakerWatch(on);
+    watch.hidden("West US", answer(503), 800);
+    clock.tick(50_000);
+    watch.seen("West US", answer(503), undefined);
+    clock.tick(50_000);
+    assert.equal(watch.deferring("West US"), true, "extended by the failure seen at 50 s");
+    watch.seen("West US", answer(200), undefined);
+    clock.tick(10_000);
+    assert.equal(watch.deferring("West US"), false, "a success does not extend it");
+  });
+
+  it("defers a region once a primary that lost to a hedge has run as long as the SDK's read timeout, before its drain ends", () => {
+    const watch = new SdkBreakerWatch(on);
+    const primary = {};
+    watch.lost("West US", primary, performance.now());
+    clock.tick(1999);
+    assert.equal(watch.deferring("West US"), false, "a straggler still within the SDK's timeout");
+    clock.tick(1);
+    assert.equal(watch.deferring("West US"), true);
+    clock.tick(sdkBreakerDeferralMs);
+    watch.hidden("West US", undefined, 5000, performance.now(), primary);
+    assert.equal(watch.deferring("West US"), true, "its drain cut at 5 s: a failure the breaker would have counted");
+  });
+
+  it("forgets a lost primary that answered in time, and defers nothing for it while the breaker is off", () => {
+    const watch = new SdkBreakerWatch(on);
+    const primary = {};
+    watch.lost("West US", primary, performance.now());
+    clock.tick(900);
+    assert.equal(watch.hidden("West US", answer(200), 900, performance.now(), primary), false);
+    clock.tick(5000);
+    assert.equal(watch.deferring("West US"), false);
+    const off = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000 });
+    off.lost("West US", primary, performance.now());
+    clock.tick(3000);
+    assert.equal(off.deferring("West US"), false);
+  });
+
+  it("says when a region starts to go unhedged, once an episode, not at each failure that extends it", () => {
+    const started: string[] = [];
+    const watch = new SdkBreakerWatch({ ...on, onDeferral: (region) => started.push(region) });
+    watch.hidden("West US", answer(503), 800);
+    watch.hidden("West US", answer(503), 800);
+    watch.seen("West US", answer(503), undefined);
+    assert.deepEqual(started, ["West US"]);
+    clock.tick(sdkBreakerDeferralMs);
+    watch.hidden("westus", answer(503), 800);
+    assert.deepEqual(started, ["West US", "westus"]);
+  });
+
+  it("starts nothing from what the SDK saw itself: only a hidden failure defers a region", () => {
+    const watch = new SdkBreakerWatch(on);
+    watch.seen("West US", answer(503), undefined);
+    watch.seen("West US", { error: new Error("timeout") }, undefined);
+    assert.equal(watch.deferring("West US"), false);
+  });
+});
