@@ -30,6 +30,9 @@ export interface SdkBreakerSettings {
 /** Drained primaries watched per region at most (see {@link SdkBreakerWatch.lost}). */
 const maxRunningPerRegion = 1024;
 
+/** How many of a region's oldest drained primaries {@link SdkBreakerWatch.deferring} looks at. */
+const oldestLooked = 8;
+
 /** 403 sub-statuses the SDK's endpoint discovery retries (WriteForbidden, DatabaseAccountNotFound), counting a failure. */
 const countedForbiddenSubStatuses: ReadonlySet<number> = new Set([3, 1008]);
 
@@ -88,12 +91,16 @@ export class SdkBreakerWatch {
       this.deferredUntil.delete(key);
     }
     const running = this.running.get(key);
-    if (running === undefined) return false;
+    if (running === undefined || !this.settings.active()) return false;
+    // The oldest losers first (in the order their races were decided): one past the timeout is among them, and a read
+    // of a region with many stragglers draining looks at a few, not at all of them.
+    let looked = 0;
     for (const sentAt of running.values()) {
-      if (now - sentAt >= this.settings.readTimeoutMs && this.settings.active()) {
+      if (now - sentAt >= this.settings.readTimeoutMs) {
         this.defer(region, key, now);
         return true;
       }
+      if (++looked === oldestLooked) break;
     }
     return false;
   }
