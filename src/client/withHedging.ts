@@ -65,14 +65,17 @@ function checkThresholdAgainstSdkTimeout(crossRegion: HedgingOptions["crossRegio
 
 /**
  * The SDK's partition-level circuit breaker as the client's options may turn
- * it on (see `SdkBreakerWatch`), or `undefined` when they cannot.
+ * it on (see `SdkBreakerWatch`), or `undefined` when they cannot: with
+ * `enablePartitionLevelCircuitBreaker`, or with `enablePartitionLevelFailover`
+ * (the SDK's default) once the account reports per-partition failover.
  */
 function sdkCircuitBreaker(
   connectionPolicy: HedgeableCosmosClientOptions["connectionPolicy"],
   requestTimeout: number | undefined,
 ): SdkWiring["circuitBreaker"] {
   const always = connectionPolicy?.enablePartitionLevelCircuitBreaker === true;
-  const withAccountFailover = connectionPolicy?.enablePartitionLevelFailover === true;
+  // On by default in @azure/cosmos 4.10.1 (defaultConnectionPolicy): unset, the breaker runs once the account reports PPAF.
+  const withAccountFailover = connectionPolicy?.enablePartitionLevelFailover !== false;
   if (!always && !withAccountFailover) return undefined;
   return { always, withAccountFailover, readTimeoutMs: Math.min(requestTimeout ?? Number.POSITIVE_INFINITY, sdkPartitionLevelReadTimeoutMs) };
 }

@@ -193,7 +193,8 @@ export interface HedgeDiagnostics {
    * that an outage costs at most twice the requests of plain `@azure/cosmos`.
    * `sdkCircuitBreaker`: the SDK's partition-level circuit breaker is on, and
    * a hedge that won hid a failure of this region from it (a 503, a 403/3,
-   * no answer, or an answer past the SDK's timeout): the region's requests
+   * no answer, an answer past the SDK's timeout, or a primary aborted
+   * before either could show): the region's requests
    * go unhedged for a minute after its last such failure, so that the
    * breaker counts them and moves the partition as it would without hedging.
    */

@@ -205,8 +205,9 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     // The SDK gets the hedge's answer for the region it addressed: a failure of that attempt it never sees. A drained
     // primary is watched while it runs, and told of when its drain ends (see learnDrained).
     if (this.breaker !== undefined && primaryArm !== undefined && returnedIndex !== undefined && returnedIndex !== 0) {
-      if (primaryArm.drain === undefined) this.breaker.hidden(primaryArm.region.name, primaryArm.result, decidedDurationMs(primaryArm));
-      else this.breaker.lost(primaryArm.region.name, primaryArm, primaryArm.startedAt);
+      if (primaryArm.drain !== undefined) this.breaker.lost(primaryArm.region.name, primaryArm, primaryArm.startedAt);
+      else if (primaryArm.result !== undefined) this.breaker.hidden(primaryArm.region.name, primaryArm.result, decidedDurationMs(primaryArm));
+      else if (primaryArm.aborted === true) this.breaker.cut(primaryArm.region.name);
     }
     if (latencyClass === undefined || primaryArm === undefined) return;
     const returned = returnedIndex === undefined ? undefined : outcome.arms[returnedIndex];
@@ -334,7 +335,13 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     const latencyClass = latencyClassOf(operation);
     const duration = drainedDurationMs(arm);
     // A drained primary lost to a hedge whose answer the SDK got: how it ended at last is hidden from the SDK's breaker.
-    if (arm.index === 0) this.breaker?.hidden(arm.region.name, arm.drain?.result, duration, performance.now(), arm);
+    if (arm.index === 0 && this.breaker !== undefined) {
+      const end = arm.drain?.end;
+      // Cut at a bound of the drain's before the SDK's own timeout would have judged it: how it ends is not known.
+      const cutEarly = (end === "timeLimit" || end === "byteLimit") && arm.drain?.result === undefined && (duration ?? 0) < this.breaker.settings.readTimeoutMs;
+      if (cutEarly) this.breaker.cut(arm.region.name, performance.now(), arm);
+      else this.breaker.hidden(arm.region.name, end === "callerAborted" ? undefined : arm.drain?.result, duration, performance.now(), arm);
+    }
     if (latencyClass !== undefined && this.runningDrains.delete(arm)) this.latencies.stopRunning(arm.region.name, latencyClass);
     if (latencyClass === undefined || duration === undefined) return;
     // The region's percentiles show what its losers really took: an answer as a tail latency (never the healthy

@@ -112,6 +112,7 @@ export class SdkBreakerWatch {
    * is told how it ended. `primary` names it.
    */
   lost(region: string, primary: object, sentAt: number): void {
+    if (!this.settings.active()) return;
     const key = normalizeRegionName(region);
     let running = this.running.get(key);
     if (running === undefined) this.running.set(key, (running = new Map()));
@@ -135,6 +136,21 @@ export class SdkBreakerWatch {
     const until = this.deferredUntil.get(key);
     this.deferredUntil.set(key, now + sdkBreakerDeferralMs);
     if (until === undefined || until <= now) this.settings.onDeferral?.(region);
+  }
+
+  /**
+   * The SDK's attempt to `region` was cut by hedging before its answer and
+   * before the SDK's own timeout (a loser that may not drain, or a drain
+   * cut at a bound shorter than that timeout): how it would have ended is
+   * unknown, so it counts as a hidden failure. Without that, a region
+   * failing slowly would never trip the breaker where losers are aborted.
+   * @returns whether it deferred the region (the breaker is on).
+   */
+  cut(region: string, now = performance.now(), primary?: object): boolean {
+    if (primary !== undefined) this.ended(region, primary);
+    if (!this.settings.active()) return false;
+    this.defer(region, normalizeRegionName(region), now);
+    return true;
   }
 
   /** Forgets a drained primary that has ended. */

@@ -365,6 +365,21 @@ describe("RegionHealth", () => {
       assert.equal(learner.deferringToSdkBreaker("East US"), true);
     });
 
+    it("defers it when the race cut its primary before the SDK could judge it, not when the caller aborted", () => {
+      const learner = withBreaker();
+      learner.learn(header, decided([arm(0, eastUs, 530, undefined, { aborted: true }), arm(1, westUs, 530, { response: response(200) })], 1));
+      assert.equal(learner.deferringToSdkBreaker("East US"), true, "aborted at the hedge's win: its 503 to come is unknown");
+      const cutShort = withBreaker();
+      cutShort.learnDrained("pointRead", arm(0, eastUs, undefined, undefined, { drain: { decidedAt: 530, end: "timeLimit", endedAt: 1530 } }));
+      assert.equal(cutShort.deferringToSdkBreaker("East US"), true, "a drain bound of 1 s cut it before the SDK's 2 s");
+      const callerAborted = withBreaker();
+      callerAborted.learnDrained("pointRead", arm(0, eastUs, undefined, undefined, { drain: { decidedAt: 530, end: "callerAborted", endedAt: 700 } }));
+      assert.equal(callerAborted.deferringToSdkBreaker("East US"), false);
+      const inactive = withBreaker(false);
+      inactive.learn(header, decided([arm(0, eastUs, 530, undefined, { aborted: true }), arm(1, westUs, 530, { response: response(200) })], 1));
+      assert.equal(inactive.deferringToSdkBreaker("East US"), false, "the account does not report PPAF: no breaker runs");
+    });
+
     it("keeps deferring while the unhedged requests fail, told by their responses and their errors", () => {
       const learner = withBreaker();
       learner.learn(header, decided([arm(0, eastUs, 20, { response: response(503) }), arm(1, westUs, 130, { response: response(200) })], 1));

@@ -117,6 +117,15 @@ describe("SdkBreakerWatch", () => {
     assert.deepEqual(started, ["West US", "westus"]);
   });
 
+  it("counts a primary cut by hedging before its answer and the SDK's timeout as a hidden failure, while the breaker is on", () => {
+    const watch = new SdkBreakerWatch(on);
+    assert.equal(watch.cut("West US"), true);
+    assert.equal(watch.deferring("West US"), true);
+    const off = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000 });
+    assert.equal(off.cut("West US"), false);
+    assert.equal(off.deferring("West US"), false);
+  });
+
   it("starts nothing from what the SDK saw itself: only a hidden failure defers a region", () => {
     const watch = new SdkBreakerWatch(on);
     watch.seen("West US", answer(503), undefined);

@@ -1,0 +1,381 @@
+import assert from "node:assert/strict";
+import { CosmosClient } from "@azure/cosmos";
+import type { Container, CosmosClientOptions } from "@azure/cosmos";
+import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
+import { withHedging } from "../../src/client/withHedging.js";
+import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
+import type { Emulator, FaultRule, RecordedRequest } from "../emulator/index.js";
+import type { OperationKind } from "../../src/cosmos/operationKind.js";
+import https from "node:https";
+import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
+import type { EmulatorFixture } from "../support/emulatorFixture.js";
+
+/**
+ * Side-by-side runs that hold SdkBreakerWatch to its promise: the
+ * same reads under the same fault, through a plain `CosmosClient` and a
+ * `withHedging` one, the SDK's partition-level circuit breaker on (or, for
+ * the last angles, on by the SDK's own defaults). Faults are scoped to each
+ * client's user-agent tag, so both clients run at once under the same load.
+ * Assertions are on outcomes and on the emulator's record; timings only with
+ * wide margins.
+ *
+ * Found by a hostile review of f9dbbc6, each worse than plain there: 8a' and 8f
+ * (a loser aborted before the SDK's 2 s read timeout hid the failure from the
+ * SDK and from the watch alike), 8e (the SDK's default
+ * enablePartitionLevelFailover turns its breaker on with a PPAF account, and
+ * withHedging wired no watch unless the option was written out).
+ */
+
+const items = Array.from({ length: 12 }, (_, i) => ({ id: `item-${i}`, pk: "pk", value: i }));
+let tagCounter = 0;
+const newTag = (label: string): string => `brk${++tagCounter}-${label}~`;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const preferredLocations = ["West US", "East US", "North Europe"];
+
+function tagged(emulator: Emulator, tag: string, kinds?: readonly OperationKind[]): RecordedRequest[] {
+  return emulator.requests.filter((request) => request.headers["user-agent"]?.includes(tag) === true && (kinds === undefined || kinds.includes(request.kind)));
+}
+
+async function settledTag(emulator: Emulator, tag: string, withinMs: number): Promise<boolean> {
+  const start = performance.now();
+  for (;;) {
+    if (tagged(emulator, tag).every((request) => request.endedAt !== undefined)) return true;
+    if (performance.now() - start > withinMs) return false;
+    await sleep(20);
+  }
+}
+
+function scoped(rule: FaultRule, tag: string, kinds: OperationKind[] = ["pointRead"]): FaultRule {
+  return { ...rule, operations: kinds, ifHeaderValue: { name: "user-agent", includes: tag } };
+}
+
+function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+interface Side {
+  readonly label: "plain" | "hedged";
+  readonly tag: string;
+  readonly container: Container;
+  readonly diagnostics: HedgeDiagnostics[];
+  /** When each diagnostics record arrived (performance.now()). */
+  readonly times: number[];
+}
+
+/** A plain and a hedged client of the same options, both warm. */
+async function pairOn(
+  fixture: EmulatorFixture,
+  hedging: HedgingOptions,
+  connectionPolicy: CosmosClientOptions["connectionPolicy"] = {},
+  extra: Partial<CosmosClientOptions> = {},
+): Promise<{ plain: Side; hedged: Side }> {
+  const sides: Side[] = [];
+  for (const hedged of [false, true]) {
+    const tag = newTag(hedged ? "hedged" : "plain");
+    const diagnostics: HedgeDiagnostics[] = [];
+    const times: number[] = [];
+    const options: CosmosClientOptions = {
+      endpoint: fixture.emulator.endpoint,
+      key: fixture.emulator.key,
+      userAgentSuffix: tag,
+      ...extra,
+      connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...connectionPolicy },
+    };
+    const client = fixture.adopt(new CosmosClient(hedged ? withHedging(options, { ...hedging, onDiagnostics: (record) => void (diagnostics.push(record), times.push(performance.now())) }) : options));
+    const container = client.database("db").container("items");
+    await container.item("item-0", "pk").read();
+    await settledTag(fixture.emulator, tag, 6_000);
+    diagnostics.length = 0;
+    times.length = 0;
+    sides.push({ label: hedged ? "hedged" : "plain", tag, container, diagnostics, times });
+  }
+  return { plain: sides[0]!, hedged: sides[1]! };
+}
+
+interface Read {
+  readonly sentAt: number;
+  readonly ms: number;
+  readonly ok: boolean;
+}
+
+interface Run {
+  readonly reads: Read[];
+  readonly failures: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  /** Point reads that reached each region. */
+  readonly byRegion: Record<string, number>;
+  /** Point reads to West US that came after `afterMs` into the run. */
+  readonly westUsAfter: (afterMs: number) => number;
+  /** When the last point read to the region arrived, ms into the run (-1: none). */
+  readonly lastAt: (region: string) => number;
+  readonly start: number;
+  readonly skipReasons: Record<string, number>;
+  readonly hedgesFired: number;
+  readonly requests: RecordedRequest[];
+  /** When the first and last point read skipped for `reason` was recorded, ms into the run (-1: none). */
+  readonly skipSpan: (reason: string) => [number, number];
+}
+
+/**
+ * Open-loop reads: every `everyMs`, `batch` reads at once, for `durationMs`.
+ * `beforeEach(i)` runs before the i-th batch (to change faults mid-run).
+ */
+async function steady(
+  emulator: Emulator,
+  side: Side,
+  { everyMs, durationMs, batch = 1, onBatch }: { everyMs: number; durationMs: number; batch?: number; onBatch?: (index: number, elapsedMs: number) => void },
+): Promise<Run> {
+  const since = emulator.requests.length;
+  const diagSince = side.diagnostics.length;
+  const start = performance.now();
+  const pending: Promise<Read>[] = [];
+  let counter = 0;
+  for (let i = 0; ; i++) {
+    const due = start + i * everyMs;
+    const now = performance.now();
+    if (due - start >= durationMs) break;
+    if (due > now) await sleep(due - now);
+    onBatch?.(i, performance.now() - start);
+    for (let j = 0; j < batch; j++) {
+      const n = (counter++ % 11) + 1;
+      const sentAt = performance.now();
+      pending.push(
+        side.container
+          .item(`item-${n}`, "pk")
+          .read()
+          .then(
+            (response) => ({ sentAt: sentAt - start, ms: performance.now() - sentAt, ok: response.statusCode === 200 && response.resource?.value === n }),
+            () => ({ sentAt: sentAt - start, ms: performance.now() - sentAt, ok: false }),
+          ),
+      );
+    }
+  }
+  const reads = await Promise.all(pending);
+  await settledTag(emulator, side.tag, 8_000);
+  const requests = emulator.requests.slice(since).filter((request) => request.headers["user-agent"]?.includes(side.tag) === true && request.kind === "pointRead");
+  const byRegion: Record<string, number> = {};
+  for (const request of requests) byRegion[request.region] = (byRegion[request.region] ?? 0) + 1;
+  const skipReasons: Record<string, number> = {};
+  const records = side.diagnostics.slice(diagSince).filter((record) => record.operation === "pointRead");
+  for (const record of records) if (record.skipReason !== undefined) skipReasons[record.skipReason] = (skipReasons[record.skipReason] ?? 0) + 1;
+  const ms = reads.map((read) => read.ms);
+  return {
+    reads,
+    failures: reads.filter((read) => !read.ok).length,
+    p50: Math.round(percentile(ms, 50)),
+    p99: Math.round(percentile(ms, 99)),
+    max: Math.round(Math.max(...ms)),
+    byRegion,
+    westUsAfter: (afterMs) => requests.filter((request) => request.region === "West US" && request.at - start >= afterMs).length,
+    lastAt: (region) => {
+      const last = requests.filter((request) => request.region === region).at(-1);
+      return last === undefined ? -1 : Math.round(last.at - start);
+    },
+    start,
+    skipReasons,
+    hedgesFired: records.filter((record) => record.hedgeFired).length,
+    requests,
+    skipSpan: (reason) => {
+      const at = side.diagnostics
+        .map((record, index) => ({ record, at: side.times[index]! - start }))
+        .slice(diagSince)
+        .filter(({ record }) => record.operation === "pointRead" && record.skipReason === reason)
+        .map(({ at: t }) => Math.round(t));
+      return at.length === 0 ? [-1, -1] : [at[0]!, at.at(-1)!];
+    },
+  };
+}
+
+function brief(run: Run): string {
+  return `reads ${run.reads.length}, failures ${run.failures}, p50 ${run.p50} p99 ${run.p99} max ${run.max} ms, byRegion ${JSON.stringify(run.byRegion)}, lastWestUs@${run.lastAt("West US")} ms, hedges ${run.hedgesFired}, skips ${JSON.stringify(run.skipReasons)}`;
+}
+
+const breakerOn = { enablePartitionLevelCircuitBreaker: true } as const;
+
+// ---------------------------------------------------------------------------------------------------------------------
+
+describe("breaker beside plain: an account without PPAF", function () {
+  this.timeout(240_000);
+  const fixture = useEmulator({ items });
+
+  it("angle 1: breaker on, West US healthy but straggly (1 read in 10 +1 s, no errors), 10 reads/s for 20 s: hedging stays on (no sdkCircuitBreaker skip) and hedged p99 is well below plain's", async function () {
+    const { plain, hedged } = await pairOn(fixture, {}, breakerOn);
+    for (const side of [plain, hedged]) fixture.emulator.region("West US").addFault(scoped({ delayMs: 1_000, every: 10 }, side.tag));
+    const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 100, durationMs: 20_000 })));
+    console.log(`      plain:  ${brief(p!)}\n      hedged: ${brief(h!)}`);
+    assert.equal(p!.failures, 0);
+    assert.equal(h!.failures, 0);
+    assert.equal(h!.skipReasons["sdkCircuitBreaker"] ?? 0, 0, "healthy stragglers (200 within 2 s) disabled hedging");
+    assert.ok(p!.p99 >= 900, `premise: plain's p99 pays the straggler: ${p!.p99}`);
+    assert.ok(h!.p99 <= p!.p99 - 250, `hedged p99 ${h!.p99} not well below plain's ${p!.p99}`);
+  });
+
+  it("angle 5: breaker OFF (default connectionPolicy), West US 503 after 800 ms to every read, 30 reads one after another: no sdkCircuitBreaker skip at all, and hedges keep winning", async function () {
+    const { plain, hedged } = await pairOn(fixture, {}, {});
+    const run = async (side: Side): Promise<Run> => {
+      fixture.emulator.region("West US").addFault(scoped({ status: 503, delayMs: 800 }, side.tag));
+      const since = side.diagnostics.length;
+      const start = performance.now();
+      const reads: Read[] = [];
+      for (let i = 0; i < 30; i++) {
+        const t = performance.now();
+        const ok = await side.container.item(`item-${(i % 11) + 1}`, "pk").read().then((r) => r.resource?.value === (i % 11) + 1, () => false);
+        reads.push({ sentAt: t - start, ms: performance.now() - t, ok });
+      }
+      await settledTag(fixture.emulator, side.tag, 8_000);
+      const records = side.diagnostics.slice(since).filter((record) => record.operation === "pointRead");
+      const skipReasons: Record<string, number> = {};
+      for (const record of records) if (record.skipReason !== undefined) skipReasons[record.skipReason] = (skipReasons[record.skipReason] ?? 0) + 1;
+      const ms = reads.map((read) => read.ms);
+      return { reads, failures: reads.filter((r) => !r.ok).length, p50: Math.round(percentile(ms, 50)), p99: Math.round(percentile(ms, 99)), max: 0, byRegion: {}, westUsAfter: () => 0, lastAt: () => 0, start, skipReasons, hedgesFired: records.filter((r) => r.hedgeFired).length, requests: [], skipSpan: () => [-1, -1] };
+    };
+    const [p, h] = await Promise.all([run(plain), run(hedged)]);
+    console.log(`      plain:  ${brief(p)}\n      hedged: ${brief(h)}`);
+    assert.equal(h.failures, 0);
+    assert.equal(h.skipReasons["sdkCircuitBreaker"] ?? 0, 0, "the breaker is off, yet hedging deferred to it");
+    assert.ok(h.p50 <= p.p50, "hedged p50 worse than plain's with the breaker off");
+  });
+
+  it("angle 8a': breaker on, drainLosers: false (default budget), West US 503 after 800 ms, 30 reads one after another: hedged's breaker trips as plain's", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { drainLosers: false } }, breakerOn);
+    await sequentialBreakerCase(fixture, plain, hedged, { status: 503, delayMs: 800 });
+  });
+
+});
+
+/** 30 reads one after another under `rule` on West US: hedged must end as plain, and its breaker must move its reads off West US as plain's does. */
+async function sequentialBreakerCase(fixture: { readonly emulator: Emulator }, plain: Side, hedged: Side, rule: FaultRule, readOptions: Record<string, unknown> = {}): Promise<void> {
+  const run = async (side: Side): Promise<{ failures: number; ms: number[]; westUs: number; lastTenWestUs: number; lastTenMs: number; skips: Record<string, number>; hedges: number; regions: string }> => {
+    fixture.emulator.region("West US").addFault(scoped(rule, side.tag));
+    const diagSince = side.diagnostics.length;
+    const since = fixture.emulator.requests.length;
+    let failures = 0;
+    const ms: number[] = [];
+    let lastTenMark = 0;
+    for (let i = 0; i < 30; i++) {
+      if (i === 20) lastTenMark = fixture.emulator.requests.length;
+      const t = performance.now();
+      const ok = await side.container.item(`item-${(i % 11) + 1}`, "pk").read(readOptions).then((r) => r.resource?.value === (i % 11) + 1, () => false);
+      ms.push(Math.round(performance.now() - t));
+      if (!ok) failures++;
+    }
+    await settledTag(fixture.emulator, side.tag, 8_000);
+    const mine = (from: number): RecordedRequest[] => fixture.emulator.requests.slice(from).filter((r) => r.headers["user-agent"]?.includes(side.tag) === true && r.kind === "pointRead");
+    const skips: Record<string, number> = {};
+    const records = side.diagnostics.slice(diagSince).filter((record) => record.operation === "pointRead");
+    for (const record of records) if (record.skipReason !== undefined) skips[record.skipReason] = (skips[record.skipReason] ?? 0) + 1;
+    return {
+      failures,
+      ms,
+      westUs: mine(since).filter((r) => r.region === "West US").length,
+      lastTenWestUs: mine(lastTenMark).filter((r) => r.region === "West US").length,
+      lastTenMs: ms.slice(20).reduce((a, b) => a + b, 0),
+      skips,
+      hedges: records.filter((record) => record.hedgeFired).length,
+      regions: mine(since).map((r) => `${r.region.split(" ").map((w) => w[0]).join("")}:${r.status ?? "x"}`).join(" "),
+    };
+  };
+  const [p, h] = await Promise.all([run(plain), run(hedged)]);
+  const summary = `plain ${JSON.stringify({ ...p, regions: undefined, ms: undefined })}\n      hedged ${JSON.stringify({ ...h, regions: undefined, ms: undefined })}\n      plain ms ${p.ms.join(",")}\n      hedged ms ${h.ms.join(",")}\n      plain ${p.regions}\n      hedged ${h.regions}`;
+  console.log(`      ${summary}`);
+  assert.equal(p.failures, 0, summary);
+  assert.equal(h.failures, 0, summary);
+  assert.equal(p.lastTenWestUs, 0, `premise: plain's breaker moved its last reads off West US\n      ${summary}`);
+  assert.ok(h.lastTenWestUs <= p.lastTenWestUs + 1, `hedged still reading the failing West US after plain's breaker tripped\n      ${summary}`);
+  assert.ok(h.lastTenMs <= p.lastTenMs + 1_000, `hedged's last 10 reads slower than plain's\n      ${summary}`);
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+
+describe("breaker beside plain: the SDK's default enablePartitionLevelFailover, an account reporting PPAF", function () {
+  this.timeout(240_000);
+  const fixture = useEmulator({ items, emulator: { perPartitionFailover: true } });
+
+  it("angle 4a: enablePartitionLevelFailover: true, the account reporting PPAF: the watch is on, hedged's breaker trips as plain's (West US 503 after 800 ms)", async function () {
+    const { plain, hedged } = await pairOn(fixture, {}, { enablePartitionLevelFailover: true });
+    await sequentialBreakerCase(fixture, plain, hedged, { status: 503, delayMs: 800 });
+  });
+
+  // @azure/cosmos 4.10.1's defaultConnectionPolicy has enablePartitionLevelFailover: true: a client that never names the
+  // option has the breaker on as soon as the account reports PPAF. withHedging reads the user's connectionPolicy only
+  // (sdkCircuitBreaker: `connectionPolicy?.enablePartitionLevelFailover === true`), so it wires no watch at all.
+  it("angle 8e: DEFAULT connectionPolicy (no breaker option named), the account reporting PPAF, West US 503 after 800 ms: hedged's breaker trips as plain's", async function () {
+    const { plain, hedged } = await pairOn(fixture, {}, {});
+    await sequentialBreakerCase(fixture, plain, hedged, { status: 503, delayMs: 800 });
+  });
+
+});
+
+describe("breaker beside plain: enablePartitionLevelFailover without PPAF", function () {
+  this.timeout(240_000);
+  const fixture = useEmulator({ items });
+
+  it("angle 4b: enablePartitionLevelFailover: true without the account reporting PPAF: the watch stays off (hedges keep winning, no sdkCircuitBreaker skip)", async function () {
+    const { plain, hedged } = await pairOn(fixture, {}, { enablePartitionLevelFailover: true });
+    const run = async (side: Side): Promise<{ ms: number[]; skips: Record<string, number>; hedgeWins: number; failures: number }> => {
+      fixture.emulator.region("West US").addFault(scoped({ status: 503, delayMs: 800 }, side.tag));
+      const since = side.diagnostics.length;
+      const ms: number[] = [];
+      let failures = 0;
+      for (let i = 0; i < 20; i++) {
+        const t = performance.now();
+        if (!(await side.container.item(`item-${(i % 11) + 1}`, "pk").read().then((r) => r.resource?.value === (i % 11) + 1, () => false))) failures++;
+        ms.push(Math.round(performance.now() - t));
+      }
+      await settledTag(fixture.emulator, side.tag, 8_000);
+      const records = side.diagnostics.slice(since).filter((record) => record.operation === "pointRead");
+      const skips: Record<string, number> = {};
+      for (const record of records) if (record.skipReason !== undefined) skips[record.skipReason] = (skips[record.skipReason] ?? 0) + 1;
+      return { ms, skips, hedgeWins: records.filter((record) => record.hedgeWon).length, failures };
+    };
+    const [p, h] = await Promise.all([run(plain), run(hedged)]);
+    console.log(`      plain ${JSON.stringify(p)}\n      hedged ${JSON.stringify(h)}`);
+    assert.equal(h.failures, 0);
+    assert.equal(h.skips["sdkCircuitBreaker"] ?? 0, 0, "the watch deferred without PPAF");
+    assert.ok(h.hedgeWins >= 5, "hedges stopped winning");
+  });
+});
+
+// An agent of the user's that bounds its sockets (maxSockets): losers are aborted rather than drained (boundsSockets),
+// exactly as with drainLosers: false, with every hedging option left at its default.
+describe("breaker beside plain: the user's https agent with maxSockets", function () {
+  this.timeout(240_000);
+  const fixture = useWanEmulator({ wan: { rttMs: { "East US": 1, "West US": 1, "North Europe": 1 } }, items });
+
+  it("angle 8f: breaker on, an https agent with maxSockets: 10, the defaults, West US 503 after 800 ms, 30 reads one after another: hedged's breaker trips as plain's", async function () {
+    const agents: https.Agent[] = [];
+    const clients: CosmosClient[] = [];
+    try {
+      const sides: Side[] = [];
+      for (const hedged of [false, true]) {
+        const agent = new https.Agent({ keepAlive: true, ca: fixture.wan.ca, maxSockets: 10 });
+        agents.push(agent);
+        const tag = newTag(hedged ? "wan-hedged" : "wan-plain");
+        const diagnostics: HedgeDiagnostics[] = [];
+        const times: number[] = [];
+        const base: CosmosClientOptions = {
+          endpoint: fixture.wan.endpoint,
+          key: fixture.emulator.key,
+          agent,
+          userAgentSuffix: tag,
+          connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...breakerOn },
+        };
+        const client = new CosmosClient(hedged ? withHedging(base, { onDiagnostics: (record) => void (diagnostics.push(record), times.push(performance.now())) }) : base);
+        clients.push(client);
+        const container = client.database("db").container("items");
+        await container.item("item-0", "pk").read();
+        await settledTag(fixture.emulator, tag, 6_000);
+        diagnostics.length = 0;
+        sides.push({ label: hedged ? "hedged" : "plain", tag, container, diagnostics, times });
+      }
+      await sequentialBreakerCase(fixture, sides[0]!, sides[1]!, { status: 503, delayMs: 800 });
+    } finally {
+      for (const client of clients) client.dispose();
+      for (const agent of agents) agent.destroy();
+    }
+  });
+});
