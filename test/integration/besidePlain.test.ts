@@ -5,9 +5,9 @@ import type { Container, CosmosClientOptions, OperationInput } from "@azure/cosm
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
-import type { Emulator, FaultRule, RecordedRequest } from "../emulator/index.js";
-import type { OperationKind } from "../../src/cosmos/operationKind.js";
+import type { RecordedRequest } from "../emulator/index.js";
 import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
+import { scoped, settledTag, tagged } from "../support/taggedRequests.js";
 import { catchUnhandled } from "../support/unhandledRejections.js";
 
 /**
@@ -24,25 +24,6 @@ import { catchUnhandled } from "../support/unhandledRejections.js";
 const items = Array.from({ length: 12 }, (_, i) => ({ id: `item-${i}`, pk: "pk", value: i }));
 let tagCounter = 0;
 const newTag = (label: string): string => `atk${++tagCounter}-${label}~`;
-
-/** Only the requests of one client, by its user-agent tag. */
-function tagged(emulator: Emulator, tag: string, kinds?: readonly OperationKind[]): RecordedRequest[] {
-  return emulator.requests.filter((request) => request.headers["user-agent"]?.includes(tag) === true && (kinds === undefined || kinds.includes(request.kind)));
-}
-
-/** Waits until every request of a tag has ended (answered, reset or cut), at most `withinMs`. @returns whether they all did. */
-async function settledTag(emulator: Emulator, tag: string, withinMs: number): Promise<boolean> {
-  const start = performance.now();
-  for (;;) {
-    if (tagged(emulator, tag).every((request) => request.endedAt !== undefined)) return true;
-    if (performance.now() - start > withinMs) return false;
-    await sleep(20);
-  }
-}
-
-function scoped(rule: FaultRule, tag: string, kinds: OperationKind[]): FaultRule {
-  return { ...rule, operations: kinds, ifHeaderValue: { name: "user-agent", includes: tag } };
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -5,9 +5,9 @@ import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { Emulator, FaultRule, RecordedRequest } from "../emulator/index.js";
-import type { OperationKind } from "../../src/cosmos/operationKind.js";
 import https from "node:https";
 import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
+import { scoped, settledTag } from "../support/taggedRequests.js";
 import type { EmulatorFixture } from "../support/emulatorFixture.js";
 
 /**
@@ -31,23 +31,6 @@ let tagCounter = 0;
 const newTag = (label: string): string => `brk${++tagCounter}-${label}~`;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const preferredLocations = ["West US", "East US", "North Europe"];
-
-function tagged(emulator: Emulator, tag: string, kinds?: readonly OperationKind[]): RecordedRequest[] {
-  return emulator.requests.filter((request) => request.headers["user-agent"]?.includes(tag) === true && (kinds === undefined || kinds.includes(request.kind)));
-}
-
-async function settledTag(emulator: Emulator, tag: string, withinMs: number): Promise<boolean> {
-  const start = performance.now();
-  for (;;) {
-    if (tagged(emulator, tag).every((request) => request.endedAt !== undefined)) return true;
-    if (performance.now() - start > withinMs) return false;
-    await sleep(20);
-  }
-}
-
-function scoped(rule: FaultRule, tag: string, kinds: OperationKind[] = ["pointRead"]): FaultRule {
-  return { ...rule, operations: kinds, ifHeaderValue: { name: "user-agent", includes: tag } };
-}
 
 function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
