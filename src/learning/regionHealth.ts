@@ -129,7 +129,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
    */
   readonly noteResponse = (region: string | undefined, response: PipelineResponse): void => {
     // Only a 503 or a 403 can be a failure the SDK's breaker counts (see breakerCounts): a success costs one comparison.
-    if ((response.status === 503 || response.status === 403) && region !== undefined) this.breaker?.seen(region, { response }, undefined);
+    if ((response.status === 503 || response.status === 403) && region !== undefined) this.breaker?.seen(region, { response });
     if (response.status !== 429 || region === undefined) return;
     const header = Number.parseFloat(response.headers.get(CosmosHeaders.retryAfterMs) ?? "");
     const waitMs = Number.isFinite(header) && header >= 0 ? Math.min(header, this.throttling.maxRetryAfterMs) : this.throttling.throttleWithoutRetryAfterMs;
@@ -183,7 +183,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
   learnSkipped(region: string | undefined, failure?: ArmResult): void {
     this.settle();
     this.recorder.recordSkipped(region);
-    if (failure !== undefined && region !== undefined) this.breaker?.seen(region, failure, undefined);
+    if (failure !== undefined && region !== undefined) this.breaker?.seen(region, failure);
   }
 
   /**
@@ -337,10 +337,10 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     // A drained primary lost to a hedge whose answer the SDK got: how it ended at last is hidden from the SDK's breaker.
     if (arm.index === 0 && this.breaker !== undefined) {
       const end = arm.drain?.end;
-      // Cut at a bound of the drain's before the SDK's own timeout would have judged it: how it ends is not known.
-      const cutEarly = (end === "timeLimit" || end === "byteLimit") && arm.drain?.result === undefined && (duration ?? 0) < this.breaker.settings.readTimeoutMs;
-      if (cutEarly) this.breaker.cut(arm.region.name, performance.now(), arm);
-      else this.breaker.hidden(arm.region.name, end === "callerAborted" ? undefined : arm.drain?.result, duration, performance.now(), arm);
+      // Cut at the drain's time bound before the SDK's own timeout would have judged it: how it ends is not known. (A
+      // drain cut at its byte bound has its answer.)
+      if (end === "timeLimit" && (duration ?? 0) < this.breaker.settings.readTimeoutMs) this.breaker.cut(arm.region.name, arm);
+      else this.breaker.hidden(arm.region.name, end === "callerAborted" ? undefined : arm.drain?.result, duration, arm);
     }
     if (latencyClass !== undefined && this.runningDrains.delete(arm)) this.latencies.stopRunning(arm.region.name, latencyClass);
     if (latencyClass === undefined || duration === undefined) return;

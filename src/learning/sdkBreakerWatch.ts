@@ -123,9 +123,11 @@ export class SdkBreakerWatch {
   /**
    * The SDK's attempt to `region` ended as `result` after `durationMs`, and
    * the SDK got a hedge's answer instead: a failure its breaker would have
-   * counted starts (or extends) the deferral. @returns whether it did.
+   * counted starts (or extends) the deferral. `primary` is the drained
+   * primary {@link SdkBreakerWatch.lost} watched, when it was one.
+   * @returns whether it did.
    */
-  hidden(region: string, result: ArmResult | undefined, durationMs: number | undefined, now = performance.now(), primary?: object): boolean {
+  hidden(region: string, result: ArmResult | undefined, durationMs: number | undefined, primary?: object, now = performance.now()): boolean {
     if (primary !== undefined) this.ended(region, primary);
     if (!breakerCounts(result, durationMs, this.settings) || !this.settings.active()) return false;
     this.defer(region, normalizeRegionName(region), now);
@@ -146,7 +148,7 @@ export class SdkBreakerWatch {
    * failing slowly would never trip the breaker where losers are aborted.
    * @returns whether it deferred the region (the breaker is on).
    */
-  cut(region: string, now = performance.now(), primary?: object): boolean {
+  cut(region: string, primary?: object, now = performance.now()): boolean {
     if (primary !== undefined) this.ended(region, primary);
     if (!this.settings.active()) return false;
     this.defer(region, normalizeRegionName(region), now);
@@ -165,8 +167,8 @@ export class SdkBreakerWatch {
    * failure extends a deferral in force, so that the breaker keeps counting
    * while the region keeps failing.
    */
-  seen(region: string, result: ArmResult | undefined, durationMs: number | undefined, now = performance.now()): void {
-    if (this.deferredUntil.size === 0 || !this.deferring(region, now)) return;
-    if (breakerCounts(result, durationMs, this.settings)) this.deferredUntil.set(normalizeRegionName(region), now + sdkBreakerDeferralMs);
+  seen(region: string, result: ArmResult, now = performance.now()): void {
+    if (this.deferredUntil.size === 0 || !breakerCounts(result, undefined, this.settings) || !this.deferring(region, now)) return;
+    this.deferredUntil.set(normalizeRegionName(region), now + sdkBreakerDeferralMs);
   }
 }

@@ -70,10 +70,10 @@ describe("SdkBreakerWatch", () => {
     const watch = new SdkBreakerWatch(on);
     watch.hidden("West US", answer(503), 800);
     clock.tick(50_000);
-    watch.seen("West US", answer(503), undefined);
+    watch.seen("West US", answer(503));
     clock.tick(50_000);
     assert.equal(watch.deferring("West US"), true, "extended by the failure seen at 50 s");
-    watch.seen("West US", answer(200), undefined);
+    watch.seen("West US", answer(200));
     clock.tick(10_000);
     assert.equal(watch.deferring("West US"), false, "a success does not extend it");
   });
@@ -87,7 +87,7 @@ describe("SdkBreakerWatch", () => {
     clock.tick(1);
     assert.equal(watch.deferring("West US"), true);
     clock.tick(sdkBreakerDeferralMs);
-    watch.hidden("West US", undefined, 5000, performance.now(), primary);
+    watch.hidden("West US", undefined, 5000, primary);
     assert.equal(watch.deferring("West US"), true, "its drain cut at 5 s: a failure the breaker would have counted");
   });
 
@@ -96,7 +96,7 @@ describe("SdkBreakerWatch", () => {
     const primary = {};
     watch.lost("West US", primary, performance.now());
     clock.tick(900);
-    assert.equal(watch.hidden("West US", answer(200), 900, performance.now(), primary), false);
+    assert.equal(watch.hidden("West US", answer(200), 900, primary), false);
     clock.tick(5000);
     assert.equal(watch.deferring("West US"), false);
     const off = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000 });
@@ -110,7 +110,7 @@ describe("SdkBreakerWatch", () => {
     const watch = new SdkBreakerWatch({ ...on, onDeferral: (region) => started.push(region) });
     watch.hidden("West US", answer(503), 800);
     watch.hidden("West US", answer(503), 800);
-    watch.seen("West US", answer(503), undefined);
+    watch.seen("West US", answer(503));
     assert.deepEqual(started, ["West US"]);
     clock.tick(sdkBreakerDeferralMs);
     watch.hidden("westus", answer(503), 800);
@@ -128,8 +128,8 @@ describe("SdkBreakerWatch", () => {
 
   it("starts nothing from what the SDK saw itself: only a hidden failure defers a region", () => {
     const watch = new SdkBreakerWatch(on);
-    watch.seen("West US", answer(503), undefined);
-    watch.seen("West US", { error: new Error("timeout") }, undefined);
+    watch.seen("West US", answer(503));
+    watch.seen("West US", { error: new Error("timeout") });
     assert.equal(watch.deferring("West US"), false);
   });
 });
