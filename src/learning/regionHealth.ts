@@ -19,7 +19,7 @@ import type { LoserDrain } from "../race/loserDrain.js";
 import type { HedgingMetrics } from "../diagnostics/metrics.js";
 import { HedgingMetricsRecorder } from "../diagnostics/metrics.js";
 import type { RaceArm, RaceOutcome } from "../race/race.js";
-import type { SdkBreakerSettings } from "./sdkBreakerWatch.js";
+import type { FixedThresholdSource, SdkBreakerSettings } from "./sdkBreakerWatch.js";
 import { SdkBreakerWatch } from "./sdkBreakerWatch.js";
 import type { HealthyTails } from "../race/raceStrategies.js";
 
@@ -192,6 +192,11 @@ export class RegionHealth implements RaceLearner, HealthyTails {
    */
   deferringToSdkBreaker(region: string): boolean {
     return this.breaker?.deferring(region) === true;
+  }
+
+  /** A read is planned to hedge after `thresholdMs` (see {@link SdkBreakerWatch.checkThreshold}). */
+  checkThresholdAgainstSdkBreaker(thresholdMs: number, source: FixedThresholdSource): void {
+    this.breaker?.checkThreshold(thresholdMs, source);
   }
 
   /** Learns from a finished race: metrics, latency windows, Thompson posteriors and demotion streaks. */

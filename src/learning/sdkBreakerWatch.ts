@@ -25,7 +25,16 @@ export interface SdkBreakerSettings {
   readonly readTimeoutMs: number;
   /** Told when a region starts to go unhedged (not when a deferral in force is extended), with its name as given. */
   readonly onDeferral?: ((region: string) => void) | undefined;
+  /**
+   * Told, once for each place a threshold comes from, when a read's first
+   * hedge is due no earlier than {@link SdkBreakerSettings.readTimeoutMs}
+   * while the breaker is on: the SDK cuts the read first, so it is never hedged.
+   */
+  readonly onUnreachableThreshold?: ((thresholdMs: number, source: FixedThresholdSource) => void) | undefined;
 }
+
+/** Where a fixed threshold was set: the client's options, the PPAF default, or the request's own options. */
+export type FixedThresholdSource = "options" | "ppafDefault" | "request";
 
 /** Drained primaries watched per region at most (see {@link SdkBreakerWatch.lost}). */
 const maxRunningPerRegion = 1024;
@@ -73,6 +82,8 @@ export class SdkBreakerWatch {
   private readonly deferredUntil = new Map<string, number>();
   /** When each primary that lost to a hedge and still runs (drained) was sent, by its region's normalized name. */
   private readonly running = new Map<string, Map<object, number>>();
+  /** The places of thresholds already told of as unreachable. */
+  private readonly unreachable = new Set<FixedThresholdSource>();
 
   constructor(readonly settings: SdkBreakerSettings) {}
 
@@ -170,5 +181,19 @@ export class SdkBreakerWatch {
   seen(region: string, result: ArmResult, now = performance.now()): void {
     if (this.deferredUntil.size === 0 || !breakerCounts(result, undefined, this.settings) || !this.deferring(region, now)) return;
     this.deferredUntil.set(normalizeRegionName(region), now + sdkBreakerDeferralMs);
+  }
+
+  /**
+   * A read's first hedge is planned `thresholdMs` after it is sent: at or
+   * past the SDK's read timeout, while the breaker is on, the SDK cuts the
+   * read first. `withHedging` refuses such a threshold in its options when
+   * the client's own options turn the breaker on; with the SDK's default
+   * `enablePartitionLevelFailover` it comes on only once the account reports
+   * per-partition failover, so it is told here, when it is known.
+   */
+  checkThreshold(thresholdMs: number, source: FixedThresholdSource): void {
+    if (thresholdMs < this.settings.readTimeoutMs || this.unreachable.has(source) || !this.settings.active()) return;
+    this.unreachable.add(source);
+    this.settings.onUnreachableThreshold?.(thresholdMs, source);
   }
 }

@@ -105,6 +105,8 @@ export class HedgePlanner {
     if (isWrite && (!this.strategy.writesAllowed(topology) || !isRepeatableWrite(request, operation))) {
       return { kind: "skip", reason: "notEligible", header };
     }
+    // The SDK's partition-level read timeout may come on with the account's PPAF, long after the options were checked.
+    if (!isWrite && timing.kind === "fixed") this.health?.checkThresholdAgainstSdkBreaker(timing.thresholdMs, timing.thresholdSource);
     if (!isResendableBody(request)) return { kind: "skip", reason: "streamBody", header };
     if (controls.region !== undefined) return { kind: "skip", reason: "pinnedRegion", header };
     // The SDK moved or repeated this attempt itself (a 503, a timeout, a 429 backoff): its first attempt had its hedges,

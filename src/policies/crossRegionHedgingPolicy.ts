@@ -35,7 +35,7 @@ import { HedgePlanner } from "../planning/planner.js";
 import { DocumentRaceStrategy } from "../race/raceStrategies.js";
 import type { RacePrimary } from "../race/raceStrategies.js";
 import { RegionHealth } from "../learning/regionHealth.js";
-import type { SdkBreakerSettings } from "../learning/sdkBreakerWatch.js";
+import type { FixedThresholdSource, SdkBreakerSettings } from "../learning/sdkBreakerWatch.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
 import type { CrossRegionTimingSettings } from "../planning/timing.js";
 import { CrossRegionTiming, crossRegionTimings } from "../planning/timing.js";
@@ -375,6 +375,22 @@ export function crossRegionHedgingPolicy(options: CrossRegionHedgingPolicyOption
   return { ...policyOver(crossRegionHedgingPolicyName, hedging.regions, hedging), metrics: hedging.metrics };
 }
 
+/** How a warning names each place a fixed threshold comes from. */
+const thresholdNames: Readonly<Record<FixedThresholdSource, string>> = {
+  options: "crossRegion.threshold",
+  ppafDefault: "The default threshold while the account reports per-partition automatic failover",
+  request: "A request's hedging threshold",
+};
+
+function unreachableThresholdLine(thresholdMs: number, source: FixedThresholdSource, readTimeoutMs: number): string {
+  return (
+    `${thresholdNames[source]} is ${thresholdMs} ms, but @azure/cosmos now cuts each read of a document at ${readTimeoutMs} ms ` +
+    "(its partition-level failover is on, as connectionPolicy.enablePartitionLevelFailover is unless set to false, and the account " +
+    "reports per-partition automatic failover; or connectionPolicy.enablePartitionLevelCircuitBreaker is on): such reads are never " +
+    `hedged. Set a threshold below ${readTimeoutMs} ms.`
+  );
+}
+
 /**
  * The hedging of a {@link crossRegionHedgingPolicy}, for a layer that reads each request's controls and classifies it itself.
  * @param sdkBreaker - the `@azure/cosmos` client's partition-level circuit breaker, which `withHedging` knows of (see `SdkBreakerWatch`).
@@ -393,7 +409,10 @@ export function crossRegionHedging(
     routing: settings.routing,
     adaptive: settings.adaptive,
     throttling: crossRegionHedgingDefaults,
-    sdkBreaker: sdkBreaker === undefined ? undefined : { ...sdkBreaker, onDeferral },
+    sdkBreaker:
+      sdkBreaker === undefined
+        ? undefined
+        : { ...sdkBreaker, onDeferral, onUnreachableThreshold: (thresholdMs, source) => logger.warning(unreachableThresholdLine(thresholdMs, source, sdkBreaker.readTimeoutMs)) },
   });
   const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), health);
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };

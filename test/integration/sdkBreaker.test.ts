@@ -7,6 +7,7 @@ import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { Emulator, FaultRule, RecordedRequest } from "../emulator/index.js";
 import https from "node:https";
 import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
+import { captureAzureLogs } from "../support/logCapture.js";
 import { scoped, settledTag } from "../support/taggedRequests.js";
 import type { EmulatorFixture } from "../support/emulatorFixture.js";
 
@@ -291,6 +292,27 @@ describe("breaker beside plain: the SDK's default enablePartitionLevelFailover, 
     await sequentialBreakerCase(fixture, plain, hedged, { status: 503, delayMs: 800 });
   });
 
+  // withHedging cannot refuse a threshold past the SDK's 2000 ms read timeout here (nothing in the options turns the
+  // timeout on); the account's PPAF does, and the client says so when it learns it.
+  it("a threshold of 2500 ms with the DEFAULT connectionPolicy: one warning names it and the SDK's 2000 ms once the account reports PPAF, and a read of a region answering after 3 s ends as plain's, unhedged", async function () {
+    const logs = captureAzureLogs("warning");
+    try {
+      const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 2_500 } }, {});
+      const warnings = logs.packageLines().filter((line) => line.includes("crossRegion.threshold"));
+      assert.equal(warnings.length, 1, logs.packageLines().join("\n"));
+      assert.match(warnings[0]!, /crossRegion\.threshold is 2500 ms, but @azure\/cosmos now cuts each read of a document at 2000 ms/);
+      const outcome = async (side: Side): Promise<string> => {
+        fixture.emulator.region("West US").addFault(scoped({ delayMs: 3_000, count: 1 }, side.tag));
+        return side.container.item("item-1", "pk").read().then((response) => `${response.statusCode} ${response.resource?.value}`, (error: { code?: unknown }) => `error ${String(error.code)}`);
+      };
+      const [p, h] = await Promise.all([outcome(plain), outcome(hedged)]);
+      assert.equal(h, p);
+      assert.equal(hedged.diagnostics.some((record) => record.hedgeFired), false, "a hedge went out after the SDK's timeout");
+      assert.equal(logs.packageLines().filter((line) => line.includes("crossRegion.threshold")).length, 1, "warned more than once");
+    } finally {
+      logs.restore();
+    }
+  });
 });
 
 describe("breaker beside plain: enablePartitionLevelFailover without PPAF", function () {

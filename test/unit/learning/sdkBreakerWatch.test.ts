@@ -132,4 +132,21 @@ describe("SdkBreakerWatch", () => {
     watch.seen("West US", { error: new Error("timeout") });
     assert.equal(watch.deferring("West US"), false);
   });
+
+  it("tells of a threshold at or past the SDK's read timeout once for each place thresholds come from, and only while the breaker is on", () => {
+    const told: string[] = [];
+    let active = false;
+    const watch = new SdkBreakerWatch({ active: () => active, readTimeoutMs: 2000, onUnreachableThreshold: (ms, source) => void told.push(`${source} ${ms}`) });
+    watch.checkThreshold(2500, "options");
+    assert.deepEqual(told, []);
+    active = true;
+    watch.checkThreshold(1999, "options");
+    assert.deepEqual(told, []);
+    watch.checkThreshold(2000, "options");
+    watch.checkThreshold(3000, "options");
+    watch.checkThreshold(4000, "request");
+    watch.checkThreshold(2000, "ppafDefault");
+    watch.checkThreshold(5000, "request");
+    assert.deepEqual(told, ["options 2000", "request 4000", "ppafDefault 2000"]);
+  });
 });

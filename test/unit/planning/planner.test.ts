@@ -115,6 +115,26 @@ describe("HedgePlanner", () => {
     assert.deepEqual(arms(planner, {}, pointRead(westUs)), ["West US", "East US", "North Europe"]);
   });
 
+  it("tells the SDK's breaker watch of a read's fixed threshold where it comes from, and of no write's", () => {
+    const told: string[] = [];
+    let active = false;
+    const sdkBreaker = { active: () => active, readTimeoutMs: 2000, onUnreachableThreshold: (ms: number, source: string) => void told.push(`${source} ${ms}`) };
+    const watched = new RegionHealth(regions, { routing: "preferred", throttling: crossRegionHedgingDefaults, sdkBreaker });
+    const slow = { ...fixed, thresholdMs: 2000 };
+    const planner = new HedgePlanner(regions, new CrossRegionTiming({ enabled: true, explicit: slow, followingAccount: slow, enableMultiWriteRegionHedge: false }), watched);
+    assert.deepEqual(arms(planner), ["East US", "West US", "North Europe"], "the read is hedged as planned all the same");
+    assert.deepEqual(told, [], "the breaker is off: the SDK does not cut the read");
+    active = true;
+    const write = requestTo(eastUs, "POST", "dbs/db/colls/c/docs");
+    planner.plan(write, "create", regions.regionOf(write.url), {});
+    assert.deepEqual(told, [], "the SDK's 2000 ms are a read's");
+    arms(planner, { hedging: { threshold: 1999 } });
+    assert.deepEqual(told, []);
+    arms(planner);
+    arms(planner, { hedging: { threshold: 2500 } });
+    assert.deepEqual(told, ["options 2000", "request 2500"]);
+  });
+
   it("hedges a write in the write order, never ranked by the read demotions", () => {
     const multiWrite = new RegionCache({ topology: { readRegions: [eastUs, westUs, northEurope], writeRegions: [eastUs, westUs, northEurope], multipleWriteLocations: true } });
     const demoting = new RegionHealth(multiWrite, { routing: "demotion", throttling: crossRegionHedgingDefaults });
