@@ -13,10 +13,10 @@ export type HedgePolicyKind = "crossRegion" | "metadata";
 /**
  * Why an arm was sent: `primary` is the request the SDK made; `threshold`, a
  * hedge launched when its threshold elapsed; `transientResult`, a hedge
- * launched early because another arm came back transient; `regionalFailure`,
- * a metadata hedge launched early because the primary failed regionally.
+ * launched early because a hedge before it came back transient (the
+ * primary's transient answer goes back to the SDK's retry instead).
  */
-export type HedgeArmReason = "primary" | "threshold" | "transientResult" | "regionalFailure";
+export type HedgeArmReason = "primary" | "threshold" | "transientResult";
 
 /**
  * How an arm ended: `returned`, its outcome is what the caller got;

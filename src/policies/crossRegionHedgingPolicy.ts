@@ -352,11 +352,11 @@ class DocumentRead extends PendingRead {
 /**
  * Hedges Cosmos DB document reads across regions: when the region the SDK
  * chose has not answered within the threshold, the same request goes to the
- * next applicable region, then the next after each step, and the first final
- * result wins; the other arms are aborted. A transient result or a transport
- * error launches the next hedge at once. When no arm produces a final result,
- * the primary's outcome is returned, so the SDK's retry policy reasons about
- * the region it addressed. Writes are hedged only on multi-write accounts with
+ * next applicable region, then the next after each step, and a hedge's
+ * success wins; the other arms are aborted. A hedge's transient result or
+ * transport error launches the next hedge at once. The primary's answer,
+ * whatever it is, is returned as soon as it comes unless a hedge succeeded
+ * first, so the SDK's retry policy reasons about the region it addressed. Writes are hedged only on multi-write accounts with
  * `enableMultiWriteRegionHedge`.
  *
  * Every arm's latency feeds per-region windows, from which an adaptive

@@ -60,7 +60,7 @@ export interface MetadataHedgingPolicyOptions {
   /**
    * Milliseconds to wait for the primary before the hedge; must be below
    * `requestTimeout`. Default 1500, or half of `requestTimeout` when that is
-   * smaller. A primary that fails regionally sooner launches the hedge at once.
+   * smaller. A primary that fails sooner goes back to the SDK's retry, unhedged.
    */
   threshold?: number;
   /**
@@ -160,14 +160,13 @@ function validate(given: MetadataHedgingPolicyOptions): MetadataSettings {
  * Hedges the two metadata reads every Cosmos DB operation waits on when a
  * client starts cold or refreshes its caches: the Collection read and the
  * first page of the PartitionKeyRange read feed. When the primary has not
- * answered within the threshold, or fails regionally before it, one hedge
- * goes to the next applicable read region.
+ * answered within the threshold, one hedge goes to the next applicable read
+ * region.
  *
- * The primary is authoritative: its success or definitive error (every 404
- * included) is returned verbatim, even with a hedge in flight; a hedge wins
- * only with a success while the primary has produced nothing better than a
- * regional failure; when neither is good, the primary's outcome is returned
- * or rethrown. A later page of a PartitionKeyRange feed goes where the SDK
+ * The primary is authoritative: its answer (every 404 included, and a
+ * regional failure, for the SDK's retry) is returned or rethrown verbatim
+ * when it comes, even with a hedge in flight; a hedge wins only with a
+ * success before it. A later page of a PartitionKeyRange feed goes where the SDK
  * sent it: its etag is valid in every region of the account.
  */
 export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}): PipelinePolicy {

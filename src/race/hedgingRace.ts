@@ -106,20 +106,19 @@ function askAgain(race: { askAgain(): void }): void {
  * - {@link HedgingRace.run}: the caller's request goes out as the primary,
  *   as it is, and the threshold timer starts. Nothing listens to the
  *   caller's signal: aborting it aborts the primary by itself.
- * - {@link HedgingRace.thresholdPassed}, or the primary settling with a
- *   `next` verdict: {@link HedgingRace.beginHedging} asks for the plan (the
+ * - {@link HedgingRace.thresholdPassed}: {@link HedgingRace.beginHedging} asks for the plan (the
  *   hedges' regions), starts listening to the caller's signal and launches
  *   the first hedge, a copy of the request.
  * - {@link HedgingRace.launch}: each further hedge goes
  *   `strategy.delayBefore(i)` after the previous one, or at once when a
- *   transient result brings it forward; at most one brought-forward hedge is
+ *   hedge's transient result brings it forward; at most one brought-forward hedge is
  *   in flight at a time, so a total outage never fans out to every region.
  *   A hedge the strategy refuses stops the hedging, unless the strategy
  *   names a later time to ask again ({@link HedgingRace.askAgain}).
- * - {@link HedgingRace.settle}: the first `win` verdict decides the race;
- *   when every arm launched so far has settled without a winner, the
- *   primary's outcome is returned (no further hedge is launched for it), so
- *   that the caller's own retry moves on.
+ * - {@link HedgingRace.settle}: a hedge's `win` decides the race, and so
+ *   does the primary's answer, whatever its verdict (as the fallback when it
+ *   is no `win`): a transient one is the caller's retry policy's to act on,
+ *   which a hedge held for would delay.
  * - {@link HedgingRace.decide} and {@link HedgingRace.end}: no more hedges;
  *   each loser drains (see `drain`) or is aborted. A primary sent without
  *   `eager` has no signal of the race's, so it drains whatever `drain`
@@ -156,8 +155,6 @@ export class HedgingRace<T = RaceOutcome> {
   private hedgeRefused = false;
   /** Whether that refusal is final (see `RaceStrategy.admitAfter`); it implies `hedgeRefused`. */
   private refusedForGood = false;
-  /** The first arm held back by a `hold` verdict, while the primary was in flight. */
-  private held: number | undefined;
   private draining = 0;
 
   /**
@@ -280,10 +277,8 @@ export class HedgingRace<T = RaceOutcome> {
         this.abortAlone();
         return;
       }
-      const verdict = this.input.strategy.judge({ index: 0, region: this.input.primaryRegion, result });
-      // A transient primary brings the first hedge forward, unless the plan already found none.
-      if (verdict === "next" && this.skipReason === undefined) this.beginHedging(this.input.strategy.earlyLaunchReason);
-      else this.decideAlone(verdict !== "win");
+      // Whatever the primary brought goes back as it came: a transient answer is the SDK's to retry, as it would unhedged.
+      this.decideAlone(this.input.strategy.judge({ index: 0, region: this.input.primaryRegion, result }) !== "win");
     } catch (error) {
       this.fault(error);
     }
@@ -295,7 +290,6 @@ export class HedgingRace<T = RaceOutcome> {
     const hedges = this.input.hedges();
     if (typeof hedges === "string") {
       this.skipReason = hedges;
-      if (this.primaryResult !== undefined) this.decideAlone(true);
       return;
     }
     const { request, primaryRegion } = this.input;
@@ -309,23 +303,10 @@ export class HedgingRace<T = RaceOutcome> {
       startedAt: this.startedAt,
       sent: true,
     };
-    if (this.primaryResult !== undefined) {
-      primary.result = this.primaryResult;
-      if (this.primaryEndedAt !== undefined) primary.endedAt = this.primaryEndedAt;
-    }
     this.arms = [primary];
     this.listen();
-    if (this.launch(reason)) return;
-    // The budget refused the first hedge: the primary's own settlement decides, as it would have alone.
-    if (primary.result !== undefined) this.settleAlone(primary);
-  }
-
-  /** A primary that settled before the first hedge could go out, and now has nothing to race. */
-  private settleAlone(primary: ArmState): void {
-    const result = primary.result;
-    if (result === undefined) return;
-    const verdict = this.input.strategy.judge({ index: 0, region: primary.region, result });
-    this.decide(0, verdict !== "win");
+    // Refused by the budget, the primary's own settlement decides, as it would have alone.
+    this.launch(reason);
   }
 
   private listen(): void {
@@ -473,30 +454,17 @@ export class HedgingRace<T = RaceOutcome> {
     const { strategy } = this.input;
     if (arm.index > 0) strategy.release?.(arm.index);
     const verdict = strategy.judge({ index: arm.index, region: arm.region, result });
-    const primarySettled = arms[0]?.result !== undefined;
-    if (verdict === "win" || (verdict === "hold" && primarySettled)) {
-      this.decide(arm.index, false);
+    // The primary's answer goes back as soon as it comes, unless a hedge succeeded first: a transient one is the SDK's to
+    // retry (a 429 in the same region after its back-off, a reset a second later), which a hedge held for would delay,
+    // and an error of a region the SDK did not choose (a replica behind the writes, a 401) must not replace it.
+    if (verdict === "win" || arm.index === 0) {
+      this.decide(arm.index, verdict !== "win");
       return;
     }
-    if (verdict === "hold") this.held ??= arm.index;
-    // The primary settled without winning: an answer held back for it wins now.
-    if (arm.index === 0 && this.held !== undefined) {
-      this.decide(this.held, false);
-      return;
-    }
-    const inFlight = arms.some((other) => other.result === undefined);
-    // Every arm launched so far (a hedge among them) settled without a winner: the primary's outcome goes back, and the
-    // caller's own retry moves on, rather than the race asking every region left at once.
-    if (!inFlight && arms.length > 1) {
-      this.decide(0, true);
-      return;
-    }
-    // A transient result brings the next hedge forward, one at a time: never while another brought forward is out.
+    // A hedge's transient result brings the next hedge forward, one at a time: never while another brought forward is out.
     if (verdict === "next" && !arms.some((other) => other.early === true && other.result === undefined)) {
       this.launch(strategy.earlyLaunchReason);
     }
-    if (this.decided || arms.some((other) => other.result === undefined)) return;
-    this.decide(0, true);
   }
 
   /** The race decided before any hedge went out: the primary is the only arm. */

@@ -12,8 +12,9 @@ export interface PendingReadHost {
   /** The timers its reads wait for their thresholds by: one a threshold, shared by its reads. */
   readonly timers: ThresholdTimers;
   /**
-   * Whether a response of the primary ends the race at once: a final answer
-   * (the strategy's `win`), to a caller that has not aborted.
+   * Whether a response of the primary ends the read without a race: a final
+   * answer (the strategy's `win`), to a caller that has not aborted. Any other
+   * answer ends it too, through the race, which records it as its fallback.
    */
   endsAlone(read: PendingRead, response: PipelineResponse): boolean;
   /**

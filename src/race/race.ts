@@ -5,12 +5,12 @@ import type { HedgeArmReason, HedgeDrainEnd, HedgeSkipReason } from "../diagnost
 import type { LoserDrain } from "./loserDrain.js";
 
 /**
- * What a strategy makes of a settled arm: it wins; the next arm launches
- * now; the race waits; or (`hold`) it is an answer that may not beat a
- * primary still in flight: it wins once the primary has settled without
- * winning, or when no arm does better.
+ * What a strategy makes of a settled arm: it wins; the next hedge launches
+ * now; or the race waits. The primary's answer ends the race whatever the
+ * verdict (`win` or not says whether it is the race's fallback): a hedge
+ * wins only before it.
  */
-export type Verdict = "win" | "next" | "wait" | "hold";
+export type Verdict = "win" | "next" | "wait";
 
 /** An arm that has settled, as a strategy sees it. */
 export interface SettledArm {
@@ -71,8 +71,8 @@ export interface RaceInput<T = RaceOutcome> {
   readonly primaryRegion: RegionEndpoint;
   /**
    * The hedges' regions in launch order, or why there are none. Asked once,
-   * when the first hedge is due (the threshold passed, or the primary came
-   * back transient), so that a request that never hedges plans nothing.
+   * when the first hedge is due (the threshold passed), so that a request
+   * that never hedges plans nothing.
    */
   readonly hedges: () => readonly RegionEndpoint[] | HedgeSkipReason;
   /**

@@ -21,10 +21,11 @@ export interface RacePrimary {
 
 /**
  * The race of a document request: a hedge after the threshold, then one per
- * step; a transient result launches the next hedge at once; the first final
- * result wins, except that a hedge's final error may not beat a primary
- * still in flight, and neither may a hedge's batch or bulk answer that
- * reports a failed operation. The load budget, when there is one, admits each hedge,
+ * step; a hedge's transient result launches the next hedge at once; the
+ * primary's answer, or a hedge's success before it, ends the race (a hedge's
+ * final error never does, and neither does its batch or bulk answer that
+ * reports a failed operation): a transient answer of the primary goes back
+ * to the SDK, whose own retry policy moves on as it would unhedged. The load budget, when there is one, admits each hedge,
  * by how far past its primary's healthy tail the read has waited (see
  * `stragglerEvidence`): when the budget is short, the first hedge waits
  * until the read has the evidence the budget asks for, and the reads most
@@ -78,7 +79,7 @@ export class DocumentRaceStrategy implements RaceStrategy {
     // nor may its 200 that reports 409s for documents the primary created.
     const response = arm.result.response;
     const succeeded = isSuccessResult(arm.result) && !(this.batch && response !== undefined && carriesOperationErrors(response));
-    return succeeded ? "win" : "hold";
+    return succeeded ? "win" : "wait";
   }
 
   admit(index = 1): boolean {
@@ -131,13 +132,15 @@ export class DocumentRaceStrategy implements RaceStrategy {
 }
 
 /**
- * The race of a metadata read: the primary is authoritative. Its success or
- * definitive error wins even with the hedge in flight; a regional failure
- * launches the hedge at once; the hedge wins only with a success. The
+ * The race of a metadata read: the primary is authoritative. Its answer
+ * ends the race even with the hedge in flight (a regional failure goes back
+ * to the SDK's retry as it would unhedged); the hedge wins only with a
+ * success before it. The
  * client's cap on metadata hedges in flight admits the hedge.
  */
 export class MetadataRaceStrategy implements RaceStrategy {
-  readonly earlyLaunchReason = "regionalFailure";
+  /** Never used: the one hedge goes at the threshold, and only the primary's answer could have brought it forward. */
+  readonly earlyLaunchReason = "transientResult";
 
   constructor(
     private readonly thresholdMs: number,
@@ -150,7 +153,8 @@ export class MetadataRaceStrategy implements RaceStrategy {
 
   judge(arm: SettledArm): Verdict {
     const outcome = classifyMetadataResult(arm.result);
-    if (arm.index === 0) return outcome === "regionalFailure" ? "next" : "win";
+    // A regional failure is no win: it goes back as the race's fallback, for the SDK's retry.
+    if (arm.index === 0) return outcome === "regionalFailure" ? "wait" : "win";
     return outcome === "success" ? "win" : "wait";
   }
 

@@ -126,15 +126,15 @@ describe("the hedging detection API through the real CosmosClient", function () 
     assert.equal(emulator.region("East US").count("pointRead"), 1);
   });
 
-  it("describes the same 503 when hedging is on: the transient reply launches a hedge at once, and no SDK retry is needed", async function () {
+  it("describes the same 503 when hedging is on as when it is off: the reply goes back to the SDK, whose failover answers it", async function () {
     emulator.region("West US").addFault({ operations: ["pointRead"], status: 503 });
     const response = await container.item("item-2", "pk-2").read(hedgingRequestOptions({ hedging: { threshold: slow } }));
     assert.equal(response.statusCode, 200);
     const detection = getHedgingDetection(response);
-    assert.equal(detection?.hedgingStarted(), true);
+    assert.equal(detection?.hedgingStarted(), false);
     assert.deepEqual(pairs(detection), [
       ["West US", "initial"],
-      ["East US", "hedging"],
+      ["East US", "regionFailover"],
     ]);
     assert.deepEqual(detection?.respondedRegions(), ["West US", "East US"]);
   });
@@ -180,8 +180,8 @@ describe("the hedging detection API through the real CosmosClient", function () 
       (thrown: unknown) => thrown,
     );
     assert.equal((failing as { code?: unknown }).code, 500);
-    const requested = pairs(getHedgingDetection(failing));
-    assert.deepEqual(requested.slice(0, 2), [["West US", "initial"], ["East US", "hedging"]], JSON.stringify(requested));
+    // @azure/cosmos 4.10.1 retries no 500: the page fails where the SDK sent it, as without hedging.
+    assert.deepEqual(pairs(getHedgingDetection(failing)), [["West US", "initial"]]);
   });
 });
 

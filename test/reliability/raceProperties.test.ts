@@ -105,16 +105,14 @@ interface Prediction {
 }
 
 /**
- * Data-plane race (DESIGN.md section 3): the primary at 0; hedge 1 after the
- * threshold, each later hedge a step after the previous launch; a transient
- * result or transport error brings the next hedge forward, one at a time (not
- * while another brought forward is in flight), and once every arm launched
- * (a hedge among them) has settled without a winner, the primary's outcome
- * returns without launching more (issue 22 item 5); the first final
- * result wins, except that a hedge's final error (status 400 and up) is held
- * while the primary is in flight and wins only once the primary has settled
- * without a final result; with none, the primary's outcome once every arm
- * has settled.
+ * Data-plane race (DESIGN.md section 3, made additive): the primary at 0;
+ * hedge 1 after the threshold, each later hedge a step after the previous
+ * launch; a hedge's transient result or transport error brings the next
+ * hedge forward, one at a time (not while another brought forward is in
+ * flight); a hedge's success wins; the primary's outcome, whatever it is,
+ * wins when it comes first (as a fallback when it is not final): a
+ * transient one is the SDK's to retry, and a hedge's final error never
+ * replaces it.
  */
 function modelDataPlane(arms: readonly ArmSpec[], armCount: number, threshold: number, step: number): Prediction {
   const launchedAt: number[] = [0];
@@ -123,7 +121,6 @@ function modelDataPlane(arms: readonly ArmSpec[], armCount: number, threshold: n
   const early = new Set<number>();
   let timerAt: number | undefined = armCount > 1 ? threshold : undefined;
   let ambiguous = false;
-  let held: number | undefined;
   const launch = (now: number): void => {
     launchedAt.push(now);
     timerAt = launchedAt.length < armCount ? now + step : undefined;
@@ -146,49 +143,39 @@ function modelDataPlane(arms: readonly ArmSpec[], armCount: number, threshold: n
     settled.add(first.arm);
     const base = { launched: launchedAt.length, decidedAt: now, settled, ambiguous };
     const outcome = arms[first.arm]!.outcome;
-    if (isFinal(outcome)) {
-      const success = outcome.kind === "response" && outcome.status < 400;
-      if (first.arm === 0 || success || settled.has(0)) return { ...base, returned: first.arm, fallback: false };
-      held ??= first.arm;
-      continue;
-    }
-    if (first.arm === 0 && held !== undefined) return { ...base, returned: held, fallback: false };
-    if (settled.size === launchedAt.length && launchedAt.length > 1) return { ...base, returned: 0, fallback: true };
+    const final = isFinal(outcome);
+    if (first.arm === 0) return { ...base, returned: 0, fallback: !final };
+    if (final && outcome.kind === "response" && outcome.status < 400) return { ...base, returned: first.arm, fallback: false };
+    if (final) continue;
     const earlyInFlight = [...early].some((arm) => !settled.has(arm));
     if (launchedAt.length < armCount && !earlyInFlight) {
       early.add(launchedAt.length);
       launch(now);
-      continue;
     }
-    if (settled.size === launchedAt.length) return { ...base, returned: 0, fallback: true };
   }
 }
 
 /**
- * Metadata race (DESIGN.md section 4): one hedge, after the threshold or at
- * once on a regional failure of the primary. The primary's non-regional
- * outcome wins verbatim; a hedge wins only with a success, and only while the
- * primary has produced nothing but a regional failure; otherwise the
- * primary's outcome.
+ * Metadata race (DESIGN.md section 4, made additive): one hedge, after the
+ * threshold. The primary's outcome wins verbatim when it comes (a regional
+ * failure as a fallback, for the SDK's retry); the hedge wins only with a
+ * success before it.
  */
 function modelMetadata(arms: readonly ArmSpec[], threshold: number): Prediction {
   const primaryAt = arms[0]!.delayMs;
   const primary = metadataClass(arms[0]!.outcome);
-  const hedgeLaunch = primary === "regional" ? Math.min(primaryAt, threshold) : primaryAt > threshold ? threshold : undefined;
+  const fallback = primary === "regional";
   let ambiguous = primaryAt === threshold;
-  if (hedgeLaunch === undefined) {
-    return { launched: 1, returned: 0, fallback: false, decidedAt: primaryAt, settled: new Set([0]), ambiguous };
+  if (primaryAt < threshold) {
+    return { launched: 1, returned: 0, fallback, decidedAt: primaryAt, settled: new Set([0]), ambiguous };
   }
-  const hedgeAt = hedgeLaunch + arms[1]!.delayMs;
+  const hedgeAt = threshold + arms[1]!.delayMs;
   ambiguous ||= hedgeAt === primaryAt;
   const hedge = metadataClass(arms[1]!.outcome);
-  if (hedge === "success" && (primary === "regional" || hedgeAt < primaryAt)) {
-    return { launched: 2, returned: 1, fallback: false, decidedAt: hedgeAt, settled: new Set(primaryAt < hedgeAt ? [0, 1] : [1]), ambiguous };
+  if (hedge === "success" && hedgeAt < primaryAt) {
+    return { launched: 2, returned: 1, fallback: false, decidedAt: hedgeAt, settled: new Set([1]), ambiguous };
   }
-  if (primary !== "regional") {
-    return { launched: 2, returned: 0, fallback: false, decidedAt: primaryAt, settled: new Set(hedgeAt < primaryAt ? [0, 1] : [0]), ambiguous };
-  }
-  return { launched: 2, returned: 0, fallback: true, decidedAt: Math.max(primaryAt, hedgeAt), settled: new Set([0, 1]), ambiguous };
+  return { launched: 2, returned: 0, fallback, decidedAt: primaryAt, settled: new Set(hedgeAt < primaryAt ? [0, 1] : [0]), ambiguous };
 }
 
 const armArbitrary: fc.Arbitrary<ArmSpec> = fc.record({
@@ -314,7 +301,7 @@ describe("race properties (fast-check, fake clock)", function () {
     else process.env[metadataHedgingEnvironmentVariable] = savedSwitch;
   });
 
-  it("the data-plane race returns the first final result in settle order, else the primary's outcome", async function () {
+  it("the data-plane race returns a hedge's success that comes before the primary's answer, else the primary's outcome", async function () {
     const dataCase = fc
       .record({
         regionCount: fc.integer({ min: 2, max: 4 }),

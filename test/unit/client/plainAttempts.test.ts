@@ -170,12 +170,35 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
     assert.deepEqual(record.arms.map((arm) => [arm.region, arm.reason, arm.startOffsetMs]), [["East US", "primary", 0], ["West US", "threshold", threshold]]);
   });
 
-  it("a fast 503: the hedge goes at once, as the full way's does", async () => {
+  it("a fast 503: it goes back at once, unhedged, as the full way's does", async () => {
     const { lazy } = await both(
       primaryThenHedge({ status: 503, delayMs: 5 }, { status: 200, delayMs: 10 }),
       (run) => settle(run, pointRead(eastUs)),
     );
-    assert.equal((lazy.outcome.record as { arms: Array<{ reason: string }> }).arms[1]?.reason, "transientResult");
+    assert.equal(lazy.outcome.error, "Error: 503", "the SDK gets the 503 to retry, as it would unhedged");
+    const record = lazy.outcome.record as { hedgeFired: boolean; terminalState: string; arms: Array<{ region: string; reason: string; status?: number; durationMs?: number }> };
+    assert.equal(record.hedgeFired, false);
+    assert.equal(record.terminalState, "primaryOutcome");
+    assert.deepEqual(record.arms.map((arm) => [arm.region, arm.reason, arm.status, arm.durationMs]), [["East US", "primary", 503, 5]]);
+    assert.deepEqual(lazy.received, [`${new URL(eastUs.endpoint).origin} response`], "no hedge sent");
+  });
+
+  it("a hedge's fast 503: the next hedge goes at once, as the full way's does", async () => {
+    const { lazy } = await both(
+      (transport) => {
+        transport.script(eastUs.endpoint, { status: 200, delayMs: 1_000 });
+        transport.script(westUs.endpoint, { status: 503, delayMs: 5 });
+        transport.script(northEurope.endpoint, { status: 200, delayMs: 10 });
+      },
+      (run) => settle(run, pointRead(eastUs)),
+    );
+    const record = lazy.outcome.record as { terminalState: string; arms: Array<{ region: string; reason: string; startOffsetMs: number }> };
+    assert.equal(record.terminalState, "hedgeWon");
+    assert.deepEqual(record.arms.map((arm) => [arm.region, arm.reason, arm.startOffsetMs]), [
+      ["East US", "primary", 0],
+      ["West US", "threshold", threshold],
+      ["North Europe", "transientResult", threshold + 5],
+    ]);
   });
 
   it("a fast final error (404/0) ends the race alone, and the SDK gets it", async () => {
@@ -183,11 +206,16 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
     assert.equal(lazy.outcome.error, "Error: 404");
   });
 
-  it("a transport error before the threshold hedges at once", async () => {
-    await both(
+  it("a transport error before the threshold goes back at once, unhedged", async () => {
+    const { lazy } = await both(
       primaryThenHedge({ error: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), delayMs: 5 }, { status: 200, delayMs: 10 }),
       (run) => settle(run, pointRead(eastUs)),
     );
+    assert.equal(lazy.outcome.error, "Error: connect ECONNREFUSED", "the SDK gets the transport error to retry, as it would unhedged");
+    const record = lazy.outcome.record as { hedgeFired: boolean; arms: Array<{ region: string; durationMs?: number }> };
+    assert.equal(record.hedgeFired, false);
+    assert.deepEqual(record.arms.map((arm) => [arm.region, arm.durationMs]), [["East US", 5]]);
+    assert.deepEqual(lazy.received, [`${new URL(eastUs.endpoint).origin} error`], "no hedge sent");
   });
 
   it("the caller's abort before the threshold: an AbortError, the primary aborted, nothing hedged", async () => {

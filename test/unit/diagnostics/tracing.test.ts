@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { AsyncResource } from "node:async_hooks";
 import { readFileSync } from "node:fs";
 import { createEmptyPipeline, RestError } from "@azure/core-rest-pipeline";
 import { createTracingClient } from "@azure/core-tracing";
@@ -121,12 +122,23 @@ describe("tracing", () => {
     );
   });
 
-  it("starts the race span under the caller's active span when a transient primary brings the hedge forward", async () => {
-    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10 });
+  it("starts the race span under the caller's active span when the hedge goes at the threshold", async () => {
+    // The primary answers 503 only after the hedge won: it drains, and its span ends with its status.
+    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 150 });
     harness.transport.script(westUs.endpoint, { status: 200, delayMs: 20 });
-    const pending = observe(recording.inSpan("GET /orders/42", () => hedgingClient().sendRequest(signedPointRead())));
-    await harness.clock.tickAsync(30);
-    const { span: caller } = await pending.result();
+    // Node's timers run their callback in the async context that set them, where the caller's span is active; the fake
+    // clock's do not, so the threshold's timer is bound to that context here as Node binds it.
+    const fakeSetTimeout = globalThis.setTimeout;
+    globalThis.setTimeout = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) =>
+      fakeSetTimeout(AsyncResource.bind(callback), ms, ...args)) as typeof setTimeout;
+    let caller: RecordedSpan;
+    try {
+      const pending = observe(recording.inSpan("GET /orders/42", () => hedgingClient().sendRequest(signedPointRead())));
+      await harness.clock.tickAsync(150);
+      caller = (await pending.result()).span;
+    } finally {
+      globalThis.setTimeout = fakeSetTimeout;
+    }
     const race = only(ours().filter((span) => span.name === "hedge pointRead"), "race span");
     assert.equal(race.parent, caller, "the race span is a child of the caller's active span");
     assert.equal(race.attributes["cosmos.hedging.terminal_state"], "hedgeWon");
@@ -135,7 +147,7 @@ describe("tracing", () => {
       arms.map((arm) => [arm.attributes["cosmos.hedging.arm.reason"], arm.attributes["cosmos.hedging.arm.status_code"], arm.ended]),
       [
         ["primary", 503, true],
-        ["transientResult", 200, true],
+        ["threshold", 200, true],
       ],
     );
   });
@@ -175,12 +187,13 @@ describe("tracing", () => {
   });
 
   it("puts no header value, credential or URL in any attribute or status, even when an arm's error echoes the authorization header", async () => {
-    harness.transport.script(eastUs.endpoint, { error: new RestError(`connect ECONNRESET while sending authorization: ${authorization}`, { code: "ECONNRESET" }), delayMs: 5 });
+    // The primary fails after the threshold; the hedge sent then fails first, and the primary's error decides.
+    harness.transport.script(eastUs.endpoint, { error: new RestError(`connect ECONNRESET while sending authorization: ${authorization}`, { code: "ECONNRESET" }), delayMs: 150 });
     harness.transport.script(westUs.endpoint, { error: new RestError(`socket hang up; sig=${secretSignature}`, { code: "ECONNRESET" }), delayMs: 5 });
     const request = signedPointRead();
     const headerValues = Object.values(request.headers.toJSON());
     const pending = observe(hedgingClient().sendRequest(request));
-    await harness.clock.tickAsync(50);
+    await harness.clock.tickAsync(150);
     await assert.rejects(pending.result(), RestError);
 
     assert.ok(ours().length >= 3, "the race and both arms were traced");

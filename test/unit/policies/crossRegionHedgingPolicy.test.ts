@@ -899,10 +899,11 @@ describe("crossRegionHedgingPolicy", () => {
       const onDiagnostics = sinon.spy();
       const pipeline = pipelineWith({ regions: regionsWith({ readRegions: [eastUs, westUs] }), threshold: 100, onDiagnostics });
       const failure = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
-      harness.transport.script(eastUs.endpoint, { error: failure, delayMs: 10 });
+      // The hedge goes at the threshold and answers 503 first; East's failure then ends the race.
+      harness.transport.script(eastUs.endpoint, { error: failure, delayMs: 150 });
       harness.transport.script(westUs.endpoint, { status: 503, delayMs: 10, requestCharge: 1 });
       const pending = send(pipeline, pointRead(eastUs, signal()));
-      await harness.clock.tickAsync(20);
+      await harness.clock.tickAsync(150);
       const error = errorOf(pending);
       assert.equal(error, failure);
       const diagnostics = diagnosticsOf(error);
@@ -923,15 +924,16 @@ describe("crossRegionHedgingPolicy", () => {
       });
       const request = pointRead(eastUs, signal());
       request.headers.set("authorization", encoded);
-      // West fails at the threshold and brings North Europe forward; East fails while North is out.
-      harness.transport.script(eastUs.endpoint, {
+      // West, hedged at the threshold, fails and brings North Europe forward; North fails too, and East, slow, answers last.
+      // (A failing primary would now end the race with its own error: the arms that echo the secret are the hedges.)
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 130, headers: { "x-ms-echo": "nothing secret" } });
+      harness.transport.script(westUs.endpoint, {
         error: new Error(`401 from gateway; request headers: authorization: type=master&ver=1.0&sig=${secret}`),
-        delayMs: 115,
+        delayMs: 10,
       });
-      harness.transport.script(westUs.endpoint, { error: new Error(`rejected ${encoded}`), delayMs: 10 });
-      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 10, headers: { "x-ms-echo": "nothing secret" } });
+      harness.transport.script(northEurope.endpoint, { error: new Error(`rejected ${encoded}`), delayMs: 10 });
       const pending = send(pipeline, request);
-      await harness.clock.tickAsync(120);
+      await harness.clock.tickAsync(130);
       const response = responseOf(pending);
       const attachedRecord = diagnosticsOf(response);
       assert.equal(attachedRecord.arms.length, 3, "both failing arms are described");
@@ -945,7 +947,7 @@ describe("crossRegionHedgingPolicy", () => {
         assert.ok(!text.includes(encoded), `the authorization header leaked: ${text}`);
         assert.ok(!/sig=|sig%3D/i.test(text), `a sig= fragment leaked: ${text}`);
       }
-      assert.ok(attachedRecord.arms[0]?.error?.message.startsWith("401 from gateway"), "the rest of the message is kept");
+      assert.ok(attachedRecord.arms[1]?.error?.message.startsWith("401 from gateway"), "the rest of the message is kept");
     });
 
     it("never contain an authorization value that an arm's error carries in its name or code", async () => {
@@ -1080,7 +1082,7 @@ describe("trustworthiness: what users hit", function () {
       assert.equal(metrics.hedgesWon, 0);
     });
 
-    it("a hedge that wins with an error once the primary failed does not count toward demotion either", async function () {
+    it("a hedge's fast error never wins, even when the primary then fails, and does not count toward demotion either", async function () {
       const policy = crossRegionHedgingPolicy({
         regions: new RegionCache({ topology: { readRegions: [eastUs, westUs] } }),
         threshold: 50,
@@ -1095,10 +1097,16 @@ describe("trustworthiness: what users hit", function () {
         const pending = observe(pipeline.sendRequest(harness.transport, pointRead(eastUs, harness.leaks.controller().signal)));
         await harness.clock.tickAsync(100);
         const response = await pending.result();
-        assert.equal(response.status, 401);
-        assert.equal(getHedgeDiagnostics(response)?.terminalState, "hedgeWon");
+        assert.equal(response.status, 503, `read ${i} returns the primary's 503, for the SDK's retry`);
+        const diagnostics = getHedgeDiagnostics(response);
+        assert.equal(diagnostics?.terminalState, "primaryOutcome");
+        assert.deepEqual(diagnostics?.arms.map((arm) => [arm.region, arm.status, arm.outcome]), [
+          ["East US", 503, "returned"],
+          ["West US", 401, "lost"],
+        ]);
       }
       assert.equal(policy.metrics().regions.find((region) => region.region === "East US")?.demotedInFavourOf, undefined);
+      assert.equal(policy.metrics().hedgesWon, 0);
     });
   });
 });
@@ -1421,7 +1429,8 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
 
     it("a throttled primary is still sent; with no other region left the request is not hedged: regionThrottled", async () => {
       const target = setup({ threshold: 10 });
-      await send(target, { east: { status: 429, delayMs: 1, headers: { "x-ms-retry-after-ms": "abc" } }, west: { status: 429, delayMs: 1 } });
+      // East's 429 comes past the threshold, after the hedge's, so that both regions answer 429.
+      await send(target, { east: { status: 429, delayMs: 15, headers: { "x-ms-retry-after-ms": "abc" } }, west: { status: 429, delayMs: 1 } });
       const { diagnostics } = await send(target, { east: ok(30) });
       assert.equal(diagnostics.skipReason, "regionThrottled");
       assert.equal(diagnostics.terminalState, "skipped");
@@ -1540,9 +1549,10 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       const target = setup({ threshold: 10, routing: "demotion" }, threeRegions);
       await demoteEast(target);
       await harness.clock.tickAsync(1000);
-      // A probe read goes to East and is throttled, with a long retry-after.
+      // A probe read goes to East and is throttled, with a long retry-after; the 429 comes past the threshold, with
+      // West's hedge in flight, so that the race plans its hedges (and records the ranking) before the 429 ends it.
       const probe = await send(target, {
-        east: { status: 429, delayMs: 1, headers: { "x-ms-retry-after-ms": "30000" } },
+        east: { status: 429, delayMs: 15, headers: { "x-ms-retry-after-ms": "30000" } },
         west: ok(20),
       });
       assert.equal(probe.diagnostics.ranking?.reason, "probe");
@@ -1686,8 +1696,8 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
       const target = setup({ threshold: 10, routing: "preferred" });
       for (let i = 0; i < 10; i++) await send(target, { east: ok(4, { requestCharge: 1 }) });
       await send(target, { east: ok(100, { requestCharge: 1 }), west: ok(20, { requestCharge: 1 }) });
-      // Both arms transient: the primary's outcome is returned, West's charge is the cost of hedging.
-      await send(target, { east: { status: 503, delayMs: 1, requestCharge: 0.5 }, west: { status: 503, delayMs: 1, requestCharge: 2 } });
+      // Both arms transient, West's (hedged at the threshold) first: the primary's outcome is returned, West's charge is the cost of hedging.
+      await send(target, { east: { status: 503, delayMs: 15, requestCharge: 0.5 }, west: { status: 503, delayMs: 1, requestCharge: 2 } });
       const metrics = target.policy.metrics();
       assert.equal(metrics.requests, 12);
       assert.equal(metrics.hedgesFired, 2);

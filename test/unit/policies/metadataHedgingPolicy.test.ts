@@ -200,19 +200,31 @@ describe("metadataHedgingPolicy", () => {
       assert.deepEqual(seen, [diagnostics]);
     });
 
-    it("a primary 503 before the threshold fires the hedge at once, and the hedge wins", async () => {
+    it("a primary 503 before the threshold goes back at once, unhedged, for the SDK's retry", async () => {
       transport.script(eastUs.endpoint, { status: 503, delayMs: 100 });
       transport.script(westUs.endpoint, { status: 200, delayMs: 30 });
       const pending = client()();
       await clock.tickAsync(100);
+      const response = responseOf(pending);
+      assert.equal(response.status, 503);
+      await clock.tickAsync(threshold * 2);
+      assert.deepEqual(hostsOf(transport), ["meta-eastus"], "no hedge is sent");
+      const diagnostics = diagnosticsOf(response);
+      assert.equal(diagnostics.hedgeFired, false);
+      assert.equal(diagnostics.hedgeWon, false);
+      assert.equal(diagnostics.terminalState, "primaryOutcome");
+      assert.equal(diagnostics.winningRegion, "East US");
       assert.deepEqual(
-        transport.received.map((record) => [new URL(record.url).hostname.split(".")[0], record.receivedAt]),
-        [
-          ["meta-eastus", 0],
-          ["meta-westus", 100],
-        ],
+        diagnostics.arms.map((arm) => [arm.reason, arm.status, arm.outcome]),
+        [["primary", 503, "returned"]],
       );
-      await clock.tickAsync(30);
+    });
+
+    it("a hedge that succeeds before the primary's 503 wins", async () => {
+      transport.script(eastUs.endpoint, { status: 503, delayMs: threshold + 100 });
+      transport.script(westUs.endpoint, { status: 200, delayMs: 30 });
+      const pending = client()();
+      await clock.tickAsync(threshold + 30);
       const response = responseOf(pending);
       assert.equal(response.status, 200);
       const diagnostics = diagnosticsOf(response);
@@ -220,31 +232,58 @@ describe("metadataHedgingPolicy", () => {
       assert.deepEqual(
         diagnostics.arms.map((arm) => [arm.reason, arm.status, arm.outcome]),
         [
-          ["primary", 503, "lost"],
-          ["regionalFailure", 200, "returned"],
+          ["primary", undefined, "aborted"],
+          ["threshold", 200, "returned"],
         ],
       );
     });
 
-    it("a primary connection failure fires the hedge at once, and the hedge wins", async () => {
-      transport.script(eastUs.endpoint, { error: transportError("ECONNRESET"), delayMs: 20 });
+    it("a primary connection failure before the threshold goes back at once, unhedged, for the SDK's retry", async () => {
+      const primaryError = transportError("ECONNRESET");
+      transport.script(eastUs.endpoint, { error: primaryError, delayMs: 20 });
       transport.script(westUs.endpoint, { status: 200, delayMs: 30 });
       const pending = client()();
-      await clock.tickAsync(50);
-      const response = responseOf(pending);
-      assert.equal(response.status, 200);
-      const diagnostics = diagnosticsOf(response);
-      assert.equal(diagnostics.hedgeWon, true);
+      await clock.tickAsync(20);
+      const error = errorOf(pending);
+      assert.equal(error, primaryError);
+      await clock.tickAsync(threshold * 2);
+      assert.deepEqual(hostsOf(transport), ["meta-eastus"], "no hedge is sent");
+      const diagnostics = diagnosticsOf(error);
+      assert.equal(diagnostics.hedgeFired, false);
+      assert.equal(diagnostics.hedgeWon, false);
+      assert.equal(diagnostics.terminalState, "primaryOutcome");
       assert.deepEqual(diagnostics.arms[0]?.error, { name: "RestError", code: "ECONNRESET", message: "read ECONNRESET" });
-      assert.equal(diagnostics.arms[1]?.reason, "regionalFailure");
+    });
+
+    it("a primary connection failure past the threshold goes back with the hedge in flight, which is aborted", async () => {
+      const primaryError = transportError("ECONNRESET");
+      transport.script(eastUs.endpoint, { error: primaryError, delayMs: threshold + 20 });
+      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      const pending = client()();
+      await clock.tickAsync(threshold + 20);
+      const error = errorOf(pending);
+      assert.equal(error, primaryError);
+      const diagnostics = diagnosticsOf(error);
+      assert.equal(diagnostics.terminalState, "primaryOutcome");
+      assert.equal(diagnostics.hedgeFired, true);
+      assert.equal(diagnostics.hedgeWon, false);
+      assert.deepEqual(
+        diagnostics.arms.map((arm) => [arm.reason, arm.outcome]),
+        [
+          ["primary", "returned"],
+          ["threshold", "aborted"],
+        ],
+      );
+      assert.equal(transport.received[1]?.signalAborted, true);
     });
 
     it("when both arms fail at transport, the primary's error is rethrown", async () => {
       const primaryError = transportError("ECONNRESET");
-      transport.script(eastUs.endpoint, { error: primaryError, delayMs: 20 });
+      // The primary fails past the threshold, after the hedge sent then has failed.
+      transport.script(eastUs.endpoint, { error: primaryError, delayMs: threshold + 20 });
       transport.script(westUs.endpoint, { error: transportError("ECONNREFUSED"), delayMs: 10 });
       const pending = client()();
-      await clock.tickAsync(30);
+      await clock.tickAsync(threshold + 20);
       const error = errorOf(pending);
       assert.equal(error, primaryError);
       const diagnostics = diagnosticsOf(error);

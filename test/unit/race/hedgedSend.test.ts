@@ -205,11 +205,11 @@ describe("hedgedSend", () => {
     });
 
     it("a hedge that wins: its response as the answer to the caller's request, the charges of every arm summed", async () => {
-      harness.transport.script(eastUs.endpoint, { status: 503, requestCharge: 1, delayMs: 150 });
-      harness.transport.script(westUs.endpoint, { status: 200, requestCharge: 2.5, activityId: "west-activity", delayMs: 100 });
-      harness.transport.script(northEurope.endpoint, { status: 200, requestCharge: 4, delayMs: 500 });
+      harness.transport.script(eastUs.endpoint, { status: 200, requestCharge: 4, delayMs: 500 });
+      harness.transport.script(northEurope.endpoint, { status: 503, requestCharge: 1, delayMs: 50 });
+      harness.transport.script(westUs.endpoint, { status: 200, requestCharge: 2.5, activityId: "west-activity", delayMs: 50 });
       const request = read();
-      const pending = hedged(request, plan());
+      const pending = hedged(request, plan({ planner: plannerOf([northEurope, westUs]) }));
       await harness.clock.tickAsync(200);
       const response = await pending.result();
       assert.equal(response.request, request, "the answer to the request the caller sent, not to its copy");
@@ -219,11 +219,12 @@ describe("hedgedSend", () => {
       assert.equal(diagnostics?.hedgeWon, true);
       assert.equal(diagnostics?.winningRegion, "West US");
       assert.equal(diagnostics?.winningActivityId, "west-activity");
-      // East's 503 (1) at 150 ms brought North Europe forward; West's answer (2.5) came at 200 ms; North Europe, aborted, is charged nothing.
-      assert.deepEqual(diagnostics?.arms.map((arm) => [arm.region, arm.outcome]), [
-        ["East US", "lost"],
-        ["West US", "returned"],
-        ["North Europe", "aborted"],
+      // North Europe, the hedge sent at the threshold, answered 503 (1) at 150 ms and brought West US forward; West's answer (2.5)
+      // came at 200 ms; East US, the primary still in flight, aborted, is charged nothing.
+      assert.deepEqual(diagnostics?.arms.map((arm) => [arm.region, arm.reason, arm.outcome]), [
+        ["East US", "primary", "aborted"],
+        ["North Europe", "threshold", "lost"],
+        ["West US", "transientResult", "returned"],
       ]);
       assert.equal(diagnostics?.totalRequestCharge, 3.5);
     });

@@ -190,53 +190,55 @@ describe("HedgingRace: the lazy race", () => {
 describe("HedgingRace: bounded load in an outage (issue 22)", () => {
   const harness = useRaceHarness();
 
-  function hedged() {
+  function hedged(readRegions: RegionEndpoint[] = [eastUs, westUs, northEurope]) {
     const pipeline = createEmptyPipeline();
-    const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs, northEurope] } });
+    const regions = new RegionCache({ topology: { readRegions } });
     pipeline.addPolicy(crossRegionHedgingPolicy({ regions, threshold, thresholdStep: 50, drainLosers: false, budget: false }));
     return (request: PipelineRequest) => observe(pipeline.sendRequest(harness.transport, request));
   }
 
-  it("a transient primary brings one hedge forward; when it is transient too, the primary's outcome returns and no other region is asked", async () => {
+  it("a transient primary goes back at once, unhedged: the SDK's own retry moves on, and no other region is asked", async () => {
     harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 5 });
     harness.transport.script(westUs.endpoint, { status: 503, delayMs: 5 });
     // North Europe is not scripted: a request to it would fail the test (every region at once is what this forbids).
     const pending = hedged()(pointRead(eastUs, harness.leaks.controller().signal));
-    await harness.clock.tickAsync(10);
+    await harness.clock.tickAsync(5);
     const state = pending.state();
-    assert.ok(state.done && "value" in state);
+    assert.ok(state.done && "value" in state, "answered as soon as the primary's 503 came");
     assert.equal(state.value.status, 503);
     const diagnostics = getHedgeDiagnostics(state.value);
     assert.equal(diagnostics?.terminalState, "primaryOutcome");
+    assert.equal(diagnostics?.hedgeFired, false);
     assert.deepEqual(
       diagnostics?.arms.map((arm) => [arm.region, arm.reason, arm.status]),
-      [
-        ["East US", "primary", 503],
-        ["West US", "transientResult", 503],
-      ],
+      [["East US", "primary", 503]],
     );
-    assert.equal(harness.transport.received.length, 2);
+    assert.equal(harness.transport.received.length, 1, "no hedge sent, West US's script untouched");
   });
 
   it("brings hedges forward one at a time: a transient result while a brought-forward hedge is out launches nothing more", async () => {
-    // East hangs; West, at the threshold, answers 503, which brings North Europe forward; East's own 503 then comes while North is out.
-    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: threshold + 20 });
-    harness.transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
-    harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 30 });
-    const pending = hedged()(pointRead(eastUs, harness.leaks.controller().signal));
-    await harness.clock.tickAsync(threshold + 40);
+    // East hangs. West goes at the threshold, North Europe a step later; North's 503 brings UK South forward; West's own 503
+    // then comes while UK South is out, and Japan East (not scripted: a request to it would fail the test) is not asked.
+    const japanEast: RegionEndpoint = { name: "Japan East", endpoint: "https://acct-japaneast.documents.azure.com:443/" };
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
+    harness.transport.script(westUs.endpoint, { status: 503, delayMs: 70 });
+    harness.transport.script(northEurope.endpoint, { status: 503, delayMs: 10 });
+    harness.transport.script(ukSouth.endpoint, { status: 200, delayMs: 40 });
+    const pending = hedged([eastUs, westUs, northEurope, ukSouth, japanEast])(pointRead(eastUs, harness.leaks.controller().signal));
+    await harness.clock.tickAsync(threshold + 100);
     const state = pending.state();
     assert.ok(state.done && "value" in state);
     const diagnostics = getHedgeDiagnostics(state.value);
     assert.deepEqual(
       diagnostics?.arms.map((arm) => [arm.region, arm.reason, arm.startOffsetMs, arm.outcome]),
       [
-        ["East US", "primary", 0, "lost"],
+        ["East US", "primary", 0, "aborted"],
         ["West US", "threshold", threshold, "lost"],
-        ["North Europe", "transientResult", threshold + 10, "returned"],
+        ["North Europe", "threshold", threshold + 50, "lost"],
+        ["UK South", "transientResult", threshold + 60, "returned"],
       ],
     );
-    assert.equal(harness.transport.received.length, 3);
+    assert.equal(harness.transport.received.length, 4);
   });
 
   it("a hedge that answers transient while the primary is still out brings the next forward, and the primary's outcome returns once every arm has settled", async () => {
@@ -267,7 +269,7 @@ describe("race engine at its edges", () => {
     return {
       delayBefore: () => 100,
       judge: (arm): Verdict => (arm.result.response !== undefined && arm.result.response.status < 400 ? "win" : "next"),
-      earlyLaunchReason: "regionalFailure",
+      earlyLaunchReason: "transientResult",
       ...overrides,
     };
   }
@@ -376,10 +378,10 @@ describe("race engine at its edges", () => {
     );
   });
 
-  it("a transient primary whose plan finds no hedge: the primary's outcome, as a fallback, with the reason", async () => {
-    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10 });
+  it("a transient primary whose plan found no hedge at the threshold: the primary's outcome, as a fallback, with the reason", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 150 });
     const outcome = raceFor(harness.leaks.controller(), strategy(), { hedges: () => "regionThrottled" });
-    await harness.clock.tickAsync(10);
+    await harness.clock.tickAsync(150);
     const state = outcome.state();
     assert.ok(state.done && "value" in state);
     assert.ok(state.value.kind === "decided");
@@ -388,12 +390,12 @@ describe("race engine at its edges", () => {
     assert.equal(harness.clock.countTimers(), 0);
   });
 
-  it("a transient primary whose first hedge the budget refuses: the primary's outcome, as a fallback, the refusal recorded", async () => {
-    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10 });
+  it("a transient primary whose first hedge the budget refused at the threshold: the primary's outcome, as a fallback, the refusal recorded", async () => {
+    harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 150 });
     const outcome = raceFor(harness.leaks.controller(), strategy({ admit: () => false }));
-    await harness.clock.tickAsync(10);
+    await harness.clock.tickAsync(150);
     const state = outcome.state();
-    assert.ok(state.done && "value" in state, "decided as soon as the budget refused");
+    assert.ok(state.done && "value" in state, "decided as soon as the primary answered");
     assert.ok(state.value.kind === "decided");
     assert.deepEqual([state.value.returnedIndex, state.value.fallback, state.value.hedgeRefused, state.value.arms.length], [0, true, true, 1]);
     assert.equal(harness.transport.received.length, 1);
@@ -420,10 +422,10 @@ describe("race engine at its edges", () => {
 
   it("keeps at most 300 characters of an arm's error, thrown as an Error or as anything else", async () => {
     const long = `connect ECONNREFUSED ${"x".repeat(1000)}`;
-    // West goes out at the threshold (100 ms); East's error at 103 ms brings North Europe forward; West fails while North is out.
-    harness.transport.script(eastUs.endpoint, { error: new Error(long), delayMs: 103 });
+    // West goes out at the threshold (100 ms); its error at 105 ms brings North Europe forward; East fails while North is out.
+    harness.transport.script(eastUs.endpoint, { error: new Error(long), delayMs: 108 });
     harness.transport.script(westUs.endpoint, { error: long, delayMs: 5 });
-    harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 5 });
+    harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 50 });
     const outcome = race(strategy());
     await harness.clock.tickAsync(110);
     const state = outcome.state();

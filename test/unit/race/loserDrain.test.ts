@@ -318,29 +318,29 @@ describe("losers of a decided race (drainLosers)", () => {
   });
 
   /**
-   * A streamed read whose primary loses with a 503 of `loserBody` (at 20 ms)
-   * to the hedge's 200 (sent at 10, answered at 10 ms), run until the race
-   * and the lost body's handling are over.
+   * A streamed read whose hedge (sent at the threshold) loses with a 503 of
+   * `loserBody` (10 ms later) to the primary's 200 (at the threshold + 50 ms),
+   * run until the race and the lost body's handling are over.
    */
-  async function streamedReadWithLostPrimary(loserBody: string, options: CrossRegionHedgingPolicyOptions = {}) {
+  async function streamedReadWithLostHedge(loserBody: string, options: CrossRegionHedgingPolicyOptions = {}) {
     const { send, armResponses } = hedging(options);
-    harness.transport.script(eastUs.endpoint, { status: 503, body: loserBody, delayMs: 20 });
-    harness.transport.script(westUs.endpoint, { status: 200, body: "ok", delayMs: 10 });
+    harness.transport.script(eastUs.endpoint, { status: 200, body: "ok", delayMs: threshold + 50 });
+    harness.transport.script(westUs.endpoint, { status: 503, body: loserBody, delayMs: 10 });
     const request = pointRead(eastUs, harness.leaks.controller().signal);
     request.streamResponseStatusCodes = new Set([Number.POSITIVE_INFINITY]);
     const pending = send(request);
-    await harness.clock.tickAsync(30);
+    await harness.clock.tickAsync(threshold + 50);
     await new Promise((resolve) => setImmediate(resolve));
     return { pending, armResponses };
   }
 
   it("discards the streamed body of a lost arm that settled before the decision", async () => {
-    const { pending, armResponses } = await streamedReadWithLostPrimary("unavailable");
+    const { pending, armResponses } = await streamedReadWithLostHedge("unavailable");
     const [lost, winner] = armResponses;
     assert.equal(lost?.status, 503);
     assert.deepEqual(
       getHedgeDiagnostics(winner)?.arms.map((arm) => arm.outcome),
-      ["lost", "returned"],
+      ["returned", "lost"],
     );
     assert.equal((lost?.readableStreamBody as Readable | undefined)?.readableEnded, true, "the lost arm's body was read and dropped");
     const state = pending.state();
@@ -349,7 +349,7 @@ describe("losers of a decided race (drainLosers)", () => {
   });
 
   it("destroys the streamed body of a lost arm past maxDrainBytes instead of reading it", async () => {
-    const { pending, armResponses } = await streamedReadWithLostPrimary("u".repeat(100), { drainLosers: { maxDrainBytes: 20 } });
+    const { pending, armResponses } = await streamedReadWithLostHedge("u".repeat(100), { drainLosers: { maxDrainBytes: 20 } });
     const lost = armResponses[0]?.readableStreamBody as Readable | undefined;
     assert.deepEqual([lost?.destroyed, lost?.readableEnded], [true, false]);
     const state = pending.state();

@@ -102,7 +102,9 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
     }
   });
 
-  describe("a transient result from the primary launches the hedge at once", () => {
+  // The SDK's retry policy takes a transient answer from there (a 429 in the same region after its back-off, a 503 in
+  // the next region), as it would unhedged: a hedge sent now would race that retry, or hold it back.
+  describe("a transient result from the primary before the threshold goes back at once, unhedged", () => {
     const transients: ReadonlyArray<readonly [string, ScriptStep]> = [
       ["403/0", { status: 403 }],
       ["403/3 (write forbidden)", { status: 403, subStatus: 3 }],
@@ -123,24 +125,21 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
         harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
         const pending = hedged()();
         await harness.clock.tickAsync(29);
-        assert.equal(harness.transport.received.length, 1);
+        assert.equal(pending.state().done, false);
         await harness.clock.tickAsync(1);
-        assert.equal(harness.transport.received.length, 2, "the hedge went out when the primary's transient result arrived");
-        assert.equal(harness.transport.received[1]?.origin, new URL(westUs.endpoint).origin);
-        await harness.clock.tickAsync(10);
-        const response = await responseOf(pending);
-        assert.equal(response.status, 200);
-        const diagnostics = diagnosticsOf(response);
-        assert.equal(diagnostics.terminalState, "hedgeWon");
-        assert.equal(diagnostics.winningRegion, "West US");
+        const state = pending.state();
+        assert.ok(state.done, "the primary's answer went back as it came");
+        if ("error" in step) assert.equal(errorOf(pending), step.error);
+        else assert.equal((await responseOf(pending)).status, step.status);
+        const diagnostics = diagnosticsOf("value" in state ? state.value : errorOf(pending));
+        assert.equal(diagnostics.terminalState, "primaryOutcome");
+        assert.equal(diagnostics.hedgeFired, false);
         assert.deepEqual(
-          diagnostics.arms.map((arm) => [arm.region, arm.reason, arm.startOffsetMs, arm.outcome]),
-          [
-            ["East US", "primary", 0, "lost"],
-            ["West US", "transientResult", 30, "returned"],
-          ],
+          diagnostics.arms.map((arm) => [arm.region, arm.reason, arm.outcome]),
+          [["East US", "primary", "returned"]],
         );
-        assert.equal(harness.transport.received.length, 2, "the winner ended the race before the next threshold");
+        await harness.clock.tickAsync(1000);
+        assert.equal(harness.transport.received.length, 1, "no hedge went out");
       });
     }
   });
@@ -215,20 +214,26 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
       assert.equal(diagnostics.winningRegion, "UK South");
     });
 
-    it("times the second hedge from an early first hedge, not from the threshold", async () => {
-      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 30 });
+    it("a transient answer of the primary after the threshold ends the race at once: the hedge in flight loses, nothing more goes", async () => {
+      harness.transport.script(eastUs.endpoint, { status: 429, subStatus: 3200, delayMs: 130 });
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
       harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 5 });
       const pending = hedged()();
-      await harness.clock.tickAsync(30);
-      assert.equal(harness.transport.received.length, 2);
-      await harness.clock.tickAsync(thresholdStep - 1);
-      assert.equal(harness.transport.received.length, 2);
-      await harness.clock.tickAsync(1);
-      assert.equal(harness.transport.received.length, 3);
-      assert.equal(harness.transport.received[2]?.receivedAt, 80);
-      await harness.clock.tickAsync(5);
-      assert.equal((await responseOf(pending)).status, 200);
+      await harness.clock.tickAsync(130);
+      const response = await responseOf(pending);
+      assert.equal(response.status, 429);
+      assert.equal(harness.transport.received[1]?.signalAborted, true, "the hedge in flight is a loser");
+      const diagnostics = diagnosticsOf(response);
+      assert.equal(diagnostics.terminalState, "primaryOutcome");
+      assert.deepEqual(
+        diagnostics.arms.map((arm) => [arm.region, arm.reason, arm.startOffsetMs, arm.outcome]),
+        [
+          ["East US", "primary", 0, "returned"],
+          ["West US", "threshold", 100, "aborted"],
+        ],
+      );
+      await harness.clock.tickAsync(1000);
+      assert.equal(harness.transport.received.length, 2, "North Europe's turn (150 ms) never came");
     });
   });
 
@@ -296,30 +301,29 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
       );
     });
 
-    it("a held hedge answer wins once the primary settles without a final result", async () => {
+    // Through plain @azure/cosmos the SDK retries the 503 (or a 429, a reset) and reads the document; a lagging region's 404
+    // or a 401 of a region it did not choose is no answer to give it instead.
+    it("a hedge's final error never wins: the primary's transient answer goes back when it comes", async () => {
       harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 200 });
       harness.transport.script(westUs.endpoint, { status: 404, delayMs: 20 });
       harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 500 });
       const pending = hedged()();
-      await harness.clock.tickAsync(200);
+      await harness.clock.tickAsync(199);
+      assert.equal(pending.state().done, false, "the 404 at 120 ms waits for the primary");
+      await harness.clock.tickAsync(1);
       const response = await responseOf(pending);
-      assert.equal(response.status, 404);
+      assert.equal(response.status, 503);
       const diagnostics = diagnosticsOf(response);
-      assert.equal(diagnostics.terminalState, "hedgeWon");
-      assert.equal(diagnostics.winningRegion, "West US");
-    });
-
-    it("a hedge's final error wins at once when the primary has already settled without a final result", async () => {
-      harness.transport.script(eastUs.endpoint, { status: 503, subStatus: 0, delayMs: 110 });
-      harness.transport.script(westUs.endpoint, { status: 404, delayMs: 20 });
-      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: 500 });
-      const pending = hedged()();
-      await harness.clock.tickAsync(110);
-      // The primary's 503 launched North Europe early; West US answers 404 at 120 ms with no primary left to wait for.
-      await harness.clock.tickAsync(10);
-      const response = await responseOf(pending);
-      assert.equal(response.status, 404);
-      assert.equal(diagnosticsOf(response).winningRegion, "West US");
+      assert.equal(diagnostics.terminalState, "primaryOutcome");
+      assert.equal(diagnostics.winningRegion, "East US");
+      assert.deepEqual(
+        diagnostics.arms.map((arm) => [arm.region, arm.status, arm.outcome]),
+        [
+          ["East US", 503, "returned"],
+          ["West US", 404, "lost"],
+          ["North Europe", undefined, "aborted"],
+        ],
+      );
     });
 
     it("the primary's own final error wins over a held hedge error", async () => {
@@ -335,15 +339,17 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
   });
 
   describe("when no arm produces a final result, the primary's outcome is returned", () => {
-    it("returns the primary's transient response even though a hedge answered after it, and asks no region more (issue 22)", async () => {
-      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 10, body: "primary" });
+    it("returns the primary's transient response though a hedge answered transient before it, and asks no region more (issue 22)", async () => {
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 130, body: "primary" });
       harness.transport.script(westUs.endpoint, { status: 429, subStatus: 3200, delayMs: 10 });
+      harness.transport.script(northEurope.endpoint, { status: 200, delayMs: slow });
       const pending = hedged()();
-      await harness.clock.tickAsync(30);
+      await harness.clock.tickAsync(130);
       const response = await responseOf(pending);
       assert.equal(response.status, 503);
       assert.equal(response.bodyAsText, "primary");
-      assert.equal(harness.transport.received.length, 2, "every arm launched so far was transient: North Europe is left to the SDK's own retry");
+      await harness.clock.tickAsync(1000);
+      assert.equal(harness.transport.received.length, 3, "the race ended with the primary's answer: the rest is left to the SDK's own retry");
       const diagnostics = diagnosticsOf(response);
       assert.equal(diagnostics.terminalState, "primaryOutcome");
       assert.equal(diagnostics.hedgeWon, false);
@@ -352,18 +358,19 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
         diagnostics.arms.map((arm) => [arm.region, arm.reason, arm.startOffsetMs, arm.status, arm.outcome]),
         [
           ["East US", "primary", 0, 503, "returned"],
-          ["West US", "transientResult", 10, 429, "lost"],
+          ["West US", "threshold", 100, 429, "lost"],
+          ["North Europe", "transientResult", 110, undefined, "aborted"],
         ],
       );
     });
 
-    it("rethrows the primary's error even when a hedge's error came last", async () => {
+    it("rethrows the primary's error even when a hedge's error came first", async () => {
       const primaryError = transportError("ECONNRESET");
       const lastError = transportError("ETIMEDOUT");
-      harness.transport.script(eastUs.endpoint, { error: primaryError, delayMs: 10 });
+      harness.transport.script(eastUs.endpoint, { error: primaryError, delayMs: 130 });
       harness.transport.script(westUs.endpoint, { error: lastError, delayMs: 15 });
-      const pending = hedged()();
-      await harness.clock.tickAsync(35);
+      const pending = hedged([eastUs, westUs])();
+      await harness.clock.tickAsync(130);
       const error = errorOf(pending);
       assert.equal(error, primaryError);
       const diagnostics = diagnosticsOf(error);
@@ -487,7 +494,7 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
     return {
       delayBefore: (index) => (index === 1 ? threshold : thresholdStep),
       judge: (arm): Verdict => (arm.result.response !== undefined && arm.result.response.status < 400 ? "win" : "next"),
-      earlyLaunchReason: "regionalFailure",
+      earlyLaunchReason: "transientResult",
       ...overrides,
     };
   }
@@ -519,24 +526,34 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
     assert.equal(state.value.fallback, false);
   });
 
-  it("when nothing is in flight and no arm won, the primary's outcome is returned: what is left does not launch at once (issue 22)", async () => {
+  it("the primary's answer decides whatever its verdict, as a fallback when it does not win: what is left does not launch (issue 22)", async () => {
     transport.script(eastUs.endpoint, { status: 503, delayMs: 10 });
     transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
     const outcome = observe(race({ strategy: strategy({ judge: (arm) => (arm.index === 0 ? "next" : "wait") }) }));
     await clock.tickAsync(30);
-    assert.deepEqual(
-      transport.received.map((record) => record.receivedAt),
-      [0, 10],
-      "the primary's transient result brought one hedge forward; its failure launched nothing more",
-    );
     const state = outcome.state();
     assert.ok(state.done && "value" in state && state.value.kind === "decided");
     assert.equal(state.value.returnedIndex, 0);
     assert.equal(state.value.fallback, true);
-    assert.deepEqual(
-      describedArms(state.value).map((arm) => arm.reason),
-      ["primary", "regionalFailure"],
-    );
+    await clock.tickAsync(1000);
+    assert.deepEqual(transport.received.map((record) => record.receivedAt), [0], "the primary's `next` brought no hedge forward");
+    assert.deepEqual(describedArms(state.value).map((arm) => arm.reason), ["primary"]);
+  });
+
+  it("a hedge's `next` brings the next hedge forward; the primary's answer, when it comes, decides (issue 22)", async () => {
+    transport.script(eastUs.endpoint, { status: 503, delayMs: 200 });
+    transport.script(westUs.endpoint, { status: 503, delayMs: 10 });
+    transport.script(northEurope.endpoint, { status: 503, delayMs: 10 });
+    const outcome = observe(race({ strategy: strategy() }));
+    await clock.tickAsync(199);
+    assert.deepEqual(transport.received.map((record) => record.receivedAt), [0, 100, 110]);
+    assert.equal(outcome.state().done, false, "with every hedge failed, the race waits for the primary");
+    await clock.tickAsync(1);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state && state.value.kind === "decided");
+    assert.equal(state.value.returnedIndex, 0);
+    assert.equal(state.value.fallback, true);
+    assert.deepEqual(describedArms(state.value).map((arm) => arm.reason), ["primary", "threshold", "transientResult"]);
   });
 
   it("a hedge whose preparation throws settles with that error, which launches the next arm; the primary is never prepared", async () => {
@@ -563,7 +580,7 @@ describe("race engine, directly (strategy hooks the policies rely on)", () => {
       [
         ["primary", undefined, "aborted"],
         ["threshold", "signing failed", "lost"],
-        ["regionalFailure", undefined, "returned"],
+        ["transientResult", undefined, "returned"],
       ],
     );
   });

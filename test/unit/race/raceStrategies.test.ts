@@ -23,7 +23,7 @@ describe("writeSafety", function () {
 
     it("holds a hedge's 200 that reports failed operations, so a primary in flight decides; a clean 200 wins", function () {
       const strategy = new DocumentRaceStrategy(100, 100, undefined, undefined, undefined, true);
-      assert.equal(strategy.judge({ index: 1, region: eastUs, result: conflicts }), "hold");
+      assert.equal(strategy.judge({ index: 1, region: eastUs, result: conflicts }), "wait");
       assert.equal(strategy.judge({ index: 1, region: eastUs, result: created }), "win");
       assert.equal(strategy.judge({ index: 0, region: westUs, result: conflicts }), "win", "the primary's own answer is the SDK's to read");
     });
@@ -154,7 +154,7 @@ describe("DocumentRaceStrategy", () => {
     it("a hedge's success wins; its final error is held, so a primary still in flight decides", () => {
       assert.equal(strategy.judge({ index: 1, region: westUs, result: answer(200) }), "win");
       assert.equal(strategy.judge({ index: 2, region: westUs, result: answer(304) }), "win");
-      for (const status of [400, 401, 404, 409, 412]) assert.equal(strategy.judge({ index: 1, region: westUs, result: answer(status) }), "hold", `${status}`);
+      for (const status of [400, 401, 404, 409, 412]) assert.equal(strategy.judge({ index: 1, region: westUs, result: answer(status) }), "wait", `${status}`);
     });
   });
 
@@ -236,19 +236,18 @@ describe("DocumentRaceStrategy", () => {
 });
 
 describe("MetadataRaceStrategy", () => {
-  it("launches early on a regional failure, and sends its one hedge at the threshold", () => {
+  it("sends its one hedge at the threshold", () => {
     const strategy = new MetadataRaceStrategy(1500, new HedgeBudget(1));
-    assert.equal(strategy.earlyLaunchReason, "regionalFailure");
     assert.equal(strategy.delayBefore(), 1500);
   });
 
-  it("the primary is authoritative: its success or definitive error wins, a regional failure launches the hedge", () => {
+  it("the primary is authoritative: its success or definitive error wins, a regional failure does not (the race's fallback)", () => {
     const strategy = new MetadataRaceStrategy(1500, new HedgeBudget(1));
     assert.equal(strategy.judge({ index: 0, region: eastUs, result: answer(200) }), "win");
     assert.equal(strategy.judge({ index: 0, region: eastUs, result: answer(404) }), "win");
     assert.equal(strategy.judge({ index: 0, region: eastUs, result: answer(401) }), "win");
-    assert.equal(strategy.judge({ index: 0, region: eastUs, result: answer(503) }), "next");
-    assert.equal(strategy.judge({ index: 0, region: eastUs, result: answer(403, 1008) }), "next");
+    assert.equal(strategy.judge({ index: 0, region: eastUs, result: answer(503) }), "wait");
+    assert.equal(strategy.judge({ index: 0, region: eastUs, result: answer(403, 1008) }), "wait");
   });
 
   it("the hedge wins only with a success; anything else waits for the primary", () => {

@@ -643,21 +643,40 @@ describe("faultInjectionPolicy", function () {
       assert.equal(clock.countTimers(), 0);
     });
 
-    it("lets a 503 on the primary region launch the hedge at once", async function () {
+    it("lets a 503 on the primary region go back at once, unhedged, for the SDK's retry", async function () {
       const { send, transport } = hedgedPipeline([{ region: "East US", operations: ["pointRead"], result: { status: 503 } }]);
       transport.script(westUs.endpoint, { status: 200, activityId: "from-west" });
       const pending = observe(send(pointRead(eastUs)));
-      await clock.tickAsync(1);
       const response = await pending.result();
-      assert.equal(response.headers.get("x-ms-activity-id"), "from-west");
+      assert.equal(response.status, 503);
+      const diagnostics = getHedgeDiagnostics(response);
+      assert.equal(diagnostics?.hedgeFired, false);
+      assert.equal(diagnostics?.terminalState, "primaryOutcome");
+      assert.deepEqual(
+        diagnostics?.arms.map((arm) => [arm.region, arm.status, arm.outcome]),
+        [["East US", 503, "returned"]],
+      );
+      assert.equal(transport.received.length, 0, "the 503 was injected and no hedge was sent");
+      assert.equal(clock.countTimers(), 0, "no hedge is left to come");
+    });
+
+    it("lets a 503 on the primary region past the threshold go back with the hedge in flight, which is aborted", async function () {
+      const { send, transport } = hedgedPipeline([{ region: "East US", operations: ["pointRead"], delayMs: 60, result: { status: 503 } }]);
+      transport.script(westUs.endpoint, { status: 200, delayMs: 100, activityId: "from-west" });
+      const pending = observe(send(pointRead(eastUs)));
+      await clock.tickAsync(60);
+      const response = await pending.result();
+      assert.equal(response.status, 503);
       assert.deepEqual(
         getHedgeDiagnostics(response)?.arms.map((arm) => [arm.region, arm.status, arm.outcome]),
         [
-          ["East US", 503, "lost"],
-          ["West US", 200, "returned"],
+          ["East US", 503, "returned"],
+          ["West US", undefined, "aborted"],
         ],
       );
+      assert.equal(transport.receivedBy(westUs.endpoint)[0]?.signalAborted, true);
       assert.equal(transport.receivedBy(eastUs.endpoint).length, 0);
+      assert.equal(clock.countTimers(), 0);
     });
   });
 });

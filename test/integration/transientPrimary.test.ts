@@ -1,0 +1,157 @@
+import assert from "node:assert/strict";
+import { CosmosClient } from "@azure/cosmos";
+import type { Container, CosmosClientOptions } from "@azure/cosmos";
+import { withHedging } from "../../src/client/withHedging.js";
+import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
+import type { OperationKind } from "../../src/cosmos/operationKind.js";
+import type { FaultRule, RecordedRequest } from "../emulator/index.js";
+import { useEmulator } from "../support/emulatorFixture.js";
+import type { EmulatorFixture } from "../support/emulatorFixture.js";
+import { scoped, settledTag, tagged } from "../support/taggedRequests.js";
+import { catchUnhandled } from "../support/unhandledRejections.js";
+
+/**
+ * A transient answer of the region the SDK addressed (a 429, a reset, a
+ * 503) is @azure/cosmos's to retry: a 429 in the same region after its
+ * back-off, a reset a second later, a 503 in the next region. Found by a
+ * hostile review beside plain: the race used to send a hedge at once and
+ * hold the answer back for it, so a lagging region's 404/0 or a 401 came
+ * back instead of the document the SDK's retry read, and a hung hedge region
+ * held the SDK's retry for its whole requestTimeout. Each case runs a plain
+ * and a hedged client side by side, each meeting the fault through its own
+ * user agent.
+ */
+
+let tagCounter = 0;
+const newTag = (label: string): string => `trn${++tagCounter}-${label}~`;
+
+const items = Array.from({ length: 12 }, (_, i) => ({ id: `item-${i}`, pk: "pk", value: i }));
+const throttledOnce: FaultRule = { status: 429, substatus: 3200, headers: { "x-ms-retry-after-ms": "50" }, count: 1 };
+
+interface Side {
+  readonly tag: string;
+  readonly container: Container;
+  readonly diagnostics: HedgeDiagnostics[];
+}
+
+type Outcome = { ok: true; status: number; value: unknown } | { ok: false; code: unknown };
+
+async function outcomeOf(run: () => Promise<{ statusCode: number; resource?: unknown }>): Promise<Outcome> {
+  try {
+    const response = await run();
+    return { ok: true, status: response.statusCode, value: (response.resource as { value?: unknown } | undefined)?.value };
+  } catch (error) {
+    return { ok: false, code: (error as { code?: unknown }).code };
+  }
+}
+
+/** A plain and a hedged client with the defaults, each warmed by a read. */
+async function sides(fixture: EmulatorFixture, connectionPolicy: CosmosClientOptions["connectionPolicy"] = {}): Promise<[Side, Side]> {
+  const made: Side[] = [];
+  for (const hedged of [false, true]) {
+    const tag = newTag(hedged ? "hedged" : "plain");
+    const diagnostics: HedgeDiagnostics[] = [];
+    const options: CosmosClientOptions = {
+      endpoint: fixture.emulator.endpoint,
+      key: fixture.emulator.key,
+      userAgentSuffix: tag,
+      connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: ["West US", "East US", "North Europe"], ...connectionPolicy },
+    };
+    const client = fixture.adopt(new CosmosClient(hedged ? withHedging(options, { onDiagnostics: (record) => void diagnostics.push(record) }) : options));
+    const container = client.database("db").container("items");
+    await container.item("item-0", "pk").read();
+    await settledTag(fixture.emulator, tag, 6_000);
+    diagnostics.length = 0;
+    made.push({ tag, container, diagnostics });
+  }
+  return [made[0]!, made[1]!];
+}
+
+const wire = (requests: readonly RecordedRequest[], since: number): string =>
+  requests.map((r) => `+${Math.round(r.at - since)} ${r.region} ${r.kind} ${r.status ?? (r.cutByClient ? "cut" : "?")}`).join(", ");
+
+/** Installs `faults` (region, rule) for `side` only, runs `read`, and waits for every request it sent. */
+async function besidePlain(
+  fixture: EmulatorFixture,
+  [plain, hedged]: [Side, Side],
+  faults: ReadonlyArray<readonly [string, FaultRule]>,
+  read: (container: Container) => Promise<Outcome>,
+  kinds: OperationKind[] = ["pointRead"],
+): Promise<{ plain: { outcome: Outcome; ms: number }; hedged: { outcome: Outcome; ms: number }; summary: string }> {
+  const unhandled = catchUnhandled();
+  try {
+    const run = async (side: Side): Promise<{ outcome: Outcome; ms: number; wire: string }> => {
+      const since = tagged(fixture.emulator, side.tag).length;
+      for (const [region, rule] of faults) fixture.emulator.region(region).addFault(scoped(rule, side.tag, kinds));
+      const start = performance.now();
+      const outcome = await read(side.container);
+      const ms = Math.round(performance.now() - start);
+      await settledTag(fixture.emulator, side.tag, 6_000);
+      return { outcome, ms, wire: wire(tagged(fixture.emulator, side.tag).slice(since), start) };
+    };
+    const [p, h] = await Promise.all([run(plain), run(hedged)]);
+    const summary = `plain ${JSON.stringify(p.outcome)} ${p.ms} ms (${p.wire}); hedged ${JSON.stringify(h.outcome)} ${h.ms} ms (${h.wire})`;
+    console.log(`      ${summary}`);
+    assert.deepEqual(unhandled.seen, [], summary);
+    return { plain: p, hedged: h, summary };
+  } finally {
+    unhandled.stop();
+  }
+}
+
+describe("a transient answer of the region the SDK addressed, beside plain", function () {
+  this.timeout(60_000);
+  const fixture = useEmulator({ items });
+  const readItem = (id: number) => (container: Container) => outcomeOf(() => container.item(`item-${id}`, "pk").read());
+
+  for (const [label, fault] of [
+    ["429 once (retry after 50 ms)", throttledOnce],
+    ["a connection reset once", { connectionReset: true, count: 1 }],
+  ] as const) {
+    it(`West US answers ${label}, East US and North Europe lag behind the writes (404/0): the document, as plain's retry reads it`, async function () {
+      const { plain, hedged, summary } = await besidePlain(fixture, await sides(fixture), [["West US", fault], ["East US", { status: 404 }], ["North Europe", { status: 404 }]], readItem(3));
+      assert.deepEqual(plain.outcome, { ok: true, status: 200, value: 3 }, `premise: ${summary}`);
+      assert.deepEqual(hedged.outcome, plain.outcome, summary);
+    });
+  }
+
+  it("West US answers 429 once, East US and North Europe answer 401 (a region misconfigured): the document, as plain's", async function () {
+    const { plain, hedged, summary } = await besidePlain(fixture, await sides(fixture), [["West US", throttledOnce], ["East US", { status: 401 }], ["North Europe", { status: 401 }]], readItem(3));
+    assert.deepEqual(plain.outcome, { ok: true, status: 200, value: 3 }, `premise: ${summary}`);
+    assert.deepEqual(hedged.outcome, plain.outcome, summary);
+  });
+
+  it("West US answers 429 once, the other regions healthy but 1500 ms away: no slower than plain, and no hedge sent", async function () {
+    const pair = await sides(fixture);
+    const { plain, hedged, summary } = await besidePlain(fixture, pair, [["West US", throttledOnce], ["East US", { delayMs: 1_500 }], ["North Europe", { delayMs: 1_500 }]], readItem(4));
+    assert.deepEqual(hedged.outcome, plain.outcome, summary);
+    assert.ok(hedged.ms <= plain.ms + 300, summary);
+    assert.equal(pair[1].diagnostics.some((record) => record.hedgeFired), false, summary);
+  });
+
+  it("query pages meeting 429 once in West US, the other regions 3 s away: every page as plain's, no slower", async function () {
+    const query = (container: Container) =>
+      container.items.query("SELECT * FROM c", { maxItemCount: 5 }).fetchAll().then(
+        (response): Outcome => ({ ok: true, status: 200, value: response.resources.map((resource) => (resource as { value?: unknown }).value) }),
+        (error: { code?: unknown }): Outcome => ({ ok: false, code: error.code }),
+      );
+    const { plain, hedged, summary } = await besidePlain(fixture, await sides(fixture), [["West US", throttledOnce], ["East US", { delayMs: 3_000 }], ["North Europe", { delayMs: 3_000 }]], query, ["query"]);
+    assert.equal(plain.outcome.ok, true, `premise: ${summary}`);
+    assert.deepEqual(hedged.outcome, plain.outcome, summary);
+    assert.ok(hedged.ms <= plain.ms + 300, summary);
+  });
+});
+
+describe("a transient answer of the region the SDK addressed, the other region hung, beside plain", function () {
+  this.timeout(60_000);
+  const fixture = useEmulator({ items, emulator: { regions: [{ name: "West US" }, { name: "East US" }] } });
+
+  it("requestTimeout 4000, West US answers 429 once, East US hangs: as fast as plain (was twice the requestTimeout)", async function () {
+    const pair = await sides(fixture, { requestTimeout: 4_000, preferredLocations: ["West US", "East US"] });
+    const read = (container: Container) => outcomeOf(() => container.item("item-5", "pk").read());
+    const { plain, hedged, summary } = await besidePlain(fixture, pair, [["West US", throttledOnce], ["East US", { delayMs: 25_000 }]], read);
+    assert.deepEqual(plain.outcome, { ok: true, status: 200, value: 5 }, `premise: ${summary}`);
+    assert.deepEqual(hedged.outcome, plain.outcome, summary);
+    assert.ok(hedged.ms <= plain.ms + 300, summary);
+  });
+});
