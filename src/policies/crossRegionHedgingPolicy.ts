@@ -426,7 +426,7 @@ export function crossRegionHedging(
   };
   /**
    * A race's strategy: the shared one while the budget covers its reserve (nearly always); one of the race's own,
-   * which knows its primary's healthy tail, when the budget asks for straggler evidence, and for a batch.
+   * which knows its primary's healthy tail, when the budget asks for straggler evidence, and for a write or a batch.
    */
   const strategyOf = (
     header: { readonly thresholdMs?: number | undefined; readonly primaryRegion?: string | undefined },
@@ -434,9 +434,9 @@ export function crossRegionHedging(
     operation: OperationKind,
   ): DocumentRaceStrategy => {
     const thresholdMs = header.thresholdMs ?? 0;
-    const batch = operation === "batch";
-    if (!batch && (budget === undefined || budget.evidenceNeeded() === 0)) return strategyFor(thresholdMs, thresholdStepMs);
-    return new DocumentRaceStrategy(thresholdMs, thresholdStepMs, budget, budget && racePrimary(health, header.primaryRegion, operation), performance.now(), batch);
+    const kind = operation === "batch" ? "batch" : documentWriteKinds.has(operation) ? "write" : "read";
+    if (kind === "read" && (budget === undefined || budget.evidenceNeeded() === 0)) return strategyFor(thresholdMs, thresholdStepMs);
+    return new DocumentRaceStrategy(thresholdMs, thresholdStepMs, budget, budget && racePrimary(health, header.primaryRegion, operation), performance.now(), kind);
   };
 
   function sendDocumentRequest(

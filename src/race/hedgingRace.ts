@@ -454,11 +454,22 @@ export class HedgingRace<T = RaceOutcome> {
     const { strategy } = this.input;
     if (arm.index > 0) strategy.release?.(arm.index);
     const verdict = strategy.judge({ index: arm.index, region: arm.region, result });
+    if (verdict === "win") {
+      this.decide(arm.index, false);
+      return;
+    }
+    const inFlight = arms.some((other) => other.result === undefined);
     // The primary's answer goes back as soon as it comes, unless a hedge succeeded first: a transient one is the SDK's to
     // retry (a 429 in the same region after its back-off, a reset a second later), which a hedge held for would delay,
-    // and an error of a region the SDK did not choose (a replica behind the writes, a 401) must not replace it.
-    if (verdict === "win" || arm.index === 0) {
-      this.decide(arm.index, verdict !== "win");
+    // and an error of a region the SDK did not choose (a replica behind the writes, a 401) must not replace it. A write's
+    // waits for its hedges in flight instead (see `RaceStrategy.primaryWaitsForHedges`), and the race asks no more regions.
+    if (arm.index === 0) {
+      if (strategy.primaryWaitsForHedges === true && inFlight) this.cancelTimer();
+      else this.decide(0, true);
+      return;
+    }
+    if (arms[0]?.result !== undefined) {
+      if (!inFlight) this.decide(0, true);
       return;
     }
     // A hedge's transient result brings the next hedge forward, one at a time: never while another brought forward is out.

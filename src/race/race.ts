@@ -33,6 +33,14 @@ export interface RaceStrategy {
   /** Why a hedge that launches early (on a `next` verdict) was sent. */
   readonly earlyLaunchReason: HedgeArmReason;
   /**
+   * Whether the primary's answer that does not win waits for the hedges in
+   * flight, and launches no more: a hedged write's hedge that went out may
+   * have applied the write, so its success is the write's answer, where the
+   * SDK's retry of the primary would meet the write already done (a 409, a
+   * 412, a 404). Unset, the primary's answer decides as it comes.
+   */
+  readonly primaryWaitsForHedges?: boolean;
+  /**
    * Asked before hedge `index` launches; `false` refuses it, and stops all
    * further hedges unless {@link RaceStrategy.admitAfter} names a later time
    * to ask again.

@@ -25,7 +25,9 @@ export interface RacePrimary {
  * primary's answer, or a hedge's success before it, ends the race (a hedge's
  * final error never does, and neither does its batch or bulk answer that
  * reports a failed operation): a transient answer of the primary goes back
- * to the SDK, whose own retry policy moves on as it would unhedged. The load budget, when there is one, admits each hedge,
+ * to the SDK, whose own retry policy moves on as it would unhedged. A
+ * write's primary that answers without winning waits for the hedges in
+ * flight, which may have applied the write. The load budget, when there is one, admits each hedge,
  * by how far past its primary's healthy tail the read has waited (see
  * `stragglerEvidence`): when the budget is short, the first hedge waits
  * until the read has the evidence the budget asks for, and the reads most
@@ -47,7 +49,8 @@ export class DocumentRaceStrategy implements RaceStrategy {
   /**
    * @param primary - where the healthy tail comes from; without it every read counts as a likely straggler, as before.
    * @param primaryStartedAt - when the primary launched (`performance.now()`); by default, when the strategy is made.
-   * @param batch - a batch or bulk request, whose 2xx may carry failed operations.
+   * @param kind - what the race sends: a read; a write, whose hedges in flight the primary's answer waits for (see
+   *   `RaceStrategy.primaryWaitsForHedges`); or a batch or bulk request, a write whose 2xx may carry failed operations.
    */
   constructor(
     readonly thresholdMs: number,
@@ -55,8 +58,12 @@ export class DocumentRaceStrategy implements RaceStrategy {
     private readonly budget: LoadBudget | undefined,
     private readonly primary?: RacePrimary | undefined,
     private readonly primaryStartedAt: number = performance.now(),
-    private readonly batch = false,
-  ) {}
+    private readonly kind: "read" | "write" | "batch" = "read",
+  ) {
+    this.primaryWaitsForHedges = kind !== "read";
+  }
+
+  readonly primaryWaitsForHedges: boolean;
 
   /** The hedge `admit` refused last, and the one whose one ask again `admitAfter` named: a strategy with a primary belongs to one race. */
   private refusedFor: number | undefined;
@@ -78,7 +85,7 @@ export class DocumentRaceStrategy implements RaceStrategy {
     // A hedge's final error (a lagging region's 404/0, a 401, a 409) must not beat a primary that may still succeed;
     // nor may its 200 that reports 409s for documents the primary created.
     const response = arm.result.response;
-    const succeeded = isSuccessResult(arm.result) && !(this.batch && response !== undefined && carriesOperationErrors(response));
+    const succeeded = isSuccessResult(arm.result) && !(this.kind === "batch" && response !== undefined && carriesOperationErrors(response));
     return succeeded ? "win" : "wait";
   }
 

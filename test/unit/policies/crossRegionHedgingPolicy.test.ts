@@ -186,6 +186,58 @@ describe("crossRegionHedgingPolicy", () => {
     }
   });
 
+  describe("a hedged write whose primary answers without winning", () => {
+    const multiWriteRegions: AccountTopologyInit = {
+      readRegions: [eastUs, westUs, northEurope],
+      writeRegions: [eastUs, westUs],
+      multipleWriteLocations: true,
+    };
+    const create = () => requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: '{"id":"1"}', abortSignal: signal() });
+
+    // The hedge in flight may have created the document: the SDK's retry of the 503 would meet it (a 409) through
+    // the hedged client where plain's retry creates it.
+    it("past the threshold, a 503 waits for the hedge in flight, whose 201 is the write's answer, and asks no region more", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 50, enableMultiWriteRegionHedge: true });
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 130 });
+      harness.transport.script(westUs.endpoint, { status: 201, delayMs: 300 });
+      const pending = send(pipeline, create());
+      await harness.clock.tickAsync(130);
+      assert.equal(pending.state().done, false, "the 503 waits for West US");
+      await harness.clock.tickAsync(270);
+      const diagnostics = diagnosticsOf(responseOf(pending));
+      assert.equal(diagnostics.terminalState, "hedgeWon");
+      assert.deepEqual(diagnostics.arms.map((arm) => [arm.region, arm.status, arm.outcome]), [
+        ["East US", 503, "lost"],
+        ["West US", 201, "returned"],
+      ]);
+      assert.equal(harness.transport.received.length, 2);
+    });
+
+    it("past the threshold, a 503 waits for the hedge in flight, and goes back as the race's fallback when the hedge fails too", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, enableMultiWriteRegionHedge: true });
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 130 });
+      harness.transport.script(westUs.endpoint, { status: 503, delayMs: 300 });
+      const pending = send(pipeline, create());
+      await harness.clock.tickAsync(400);
+      const response = responseOf(pending);
+      assert.equal(response.status, 503);
+      const diagnostics = diagnosticsOf(response);
+      assert.equal(diagnostics.terminalState, "primaryOutcome");
+      assert.equal(diagnostics.winningRegion, "East US");
+    });
+
+    it("before the threshold, a 503 goes back at once, unhedged, as a read's does: no hedge went out", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, enableMultiWriteRegionHedge: true });
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 30 });
+      harness.transport.script(westUs.endpoint, { status: 201, delayMs: 10 });
+      const pending = send(pipeline, create());
+      await harness.clock.tickAsync(30);
+      assert.equal(responseOf(pending).status, 503);
+      await harness.clock.tickAsync(1000);
+      assert.equal(harness.transport.received.length, 1);
+    });
+  });
+
   describe("requests that pass through unhedged", () => {
     it("a retry of the SDK's (marked by its plugin): one send where the SDK sent it, skipReason sdkRetry; its first attempt is hedged", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(), threshold: 100 });

@@ -22,7 +22,7 @@ describe("writeSafety", function () {
     }
 
     it("holds a hedge's 200 that reports failed operations, so a primary in flight decides; a clean 200 wins", function () {
-      const strategy = new DocumentRaceStrategy(100, 100, undefined, undefined, undefined, true);
+      const strategy = new DocumentRaceStrategy(100, 100, undefined, undefined, undefined, "batch");
       assert.equal(strategy.judge({ index: 1, region: eastUs, result: conflicts }), "wait");
       assert.equal(strategy.judge({ index: 1, region: eastUs, result: created }), "win");
       assert.equal(strategy.judge({ index: 0, region: westUs, result: conflicts }), "win", "the primary's own answer is the SDK's to read");
