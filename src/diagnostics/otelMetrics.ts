@@ -3,6 +3,8 @@ import type { HedgeArmDiagnostics, HedgeDiagnostics } from "./diagnostics.js";
 import { logger } from "../log.js";
 import { packageInfo } from "../packageInfo.js";
 import { whenFinal } from "./final.js";
+import { useOpenTelemetryContext } from "./traceContext.js";
+import type { OpenTelemetryContextApi } from "./traceContext.js";
 
 /**
  * The names of the OpenTelemetry instruments, under `azure.cosmosdb.client.`
@@ -86,7 +88,7 @@ interface Meter {
   createCounter(name: string, options?: InstrumentOptions): Counter;
   createHistogram(name: string, options?: InstrumentOptions): Histogram;
 }
-interface OpenTelemetryApi {
+interface OpenTelemetryApi extends OpenTelemetryContextApi {
   metrics: { getMeterProvider(): { getMeter(name: string, version?: string): Meter } };
   createNoopMeter(): Meter;
 }
@@ -146,6 +148,7 @@ export function loadOpenTelemetryMetrics(): void {
       // The namespace has every export; an ES module's default export holds only the API objects (a bundler may hand over either).
       const namespace = module as Partial<OpenTelemetryApi> & { default?: Partial<OpenTelemetryApi> };
       const api = (typeof namespace.createNoopMeter === "function" ? namespace : (namespace.default ?? namespace)) as OpenTelemetryApi;
+      if (typeof api.context?.active === "function" && typeof api.context.with === "function") useOpenTelemetryContext(api);
       if (typeof api.metrics?.getMeterProvider !== "function" || typeof api.createNoopMeter !== "function") return;
       loaded = { api, noopMeter: api.createNoopMeter().constructor };
     },

@@ -2,6 +2,7 @@ import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core
 import type { ArmResult } from "../cosmos/statusTables.js";
 import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { ThresholdTimers, WaitingRead } from "./thresholdTimers.js";
+import { activeTraceContext, inTraceContext } from "../diagnostics/traceContext.js";
 
 /**
  * What a {@link PendingRead} asks of the policy that sent it. A policy
@@ -81,6 +82,8 @@ export class PendingRead implements WaitingRead {
   private race: PendingRace | undefined;
   /** Whether the caller has its answer from the read itself (alone, or the host's fault). */
   private done = false;
+  /** The tracing context the read started in, where its race is built (see `activeTraceContext`). */
+  private readonly traceContext = activeTraceContext();
   private readonly answer: Promise<PipelineResponse>;
   private readonly resolve: (response: PipelineResponse) => void;
   private readonly reject: (error: unknown) => void;
@@ -166,7 +169,7 @@ export class PendingRead implements WaitingRead {
     this.clearTimer();
     if (this.done) return undefined;
     try {
-      const race = this.host.promote(this, thresholdPassed);
+      const race = inTraceContext(this.traceContext, () => this.host.promote(this, thresholdPassed));
       this.race = race;
       race.answer.then(this.resolve, this.reject);
       return race;

@@ -59,6 +59,18 @@ async function main() {
       span.end();
     }
   });
+  // Three reads at once, each in a span of its own: they wait for their threshold on one timer, which fires in the
+  // context of the first; each race's span must still be under its own read's span.
+  await Promise.all(["A", "B", "C"].map(async (name, i) => {
+    await new Promise((resolve) => setTimeout(resolve, 20 * i));
+    await trace.getTracer("app").startActiveSpan("order " + name, async (span) => {
+      try {
+        await container.item("item-1", "pk-1").read();
+      } finally {
+        span.end();
+      }
+    });
+  }));
   // The drained loser's spans end after the read returns.
   await new Promise((resolve) => setTimeout(resolve, 1500));
   client.dispose();
@@ -141,6 +153,10 @@ function descendants(spans: readonly Span[], rootName: string): string[] {
     const under = descendants(spans, "load order");
     assert.ok(under.includes("hedge pointRead"), `the race's span is under the user's span: ${JSON.stringify(under)}`);
     assert.ok(under.filter((name) => name === "hedge pointRead arm").length >= 2, `with a span per arm: ${JSON.stringify(under)}`);
+    for (const read of ["order A", "order B", "order C"]) {
+      const races = descendants(spans, read).filter((name) => name === "hedge pointRead");
+      assert.equal(races.length, 1, `${read}: its own race's span under it, of three reads at once: ${JSON.stringify(descendants(spans, read))}`);
+    }
   }
 
   it("records the hedge spans under the user's span in an ES module app that registers the loader hook of the Azure instrumentation's own @opentelemetry/instrumentation", async function () {
