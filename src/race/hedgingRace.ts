@@ -527,7 +527,7 @@ export class HedgingRace<T = RaceOutcome> {
     const arms = this.arms ?? [];
     const result = arms[returnedIndex]?.result;
     if (result === undefined) throw new Error("A race was decided on an arm without a result.");
-    const drains = this.end(returnedIndex);
+    const drains = this.end(returnedIndex, fallback);
     this.resolve({
       kind: "decided",
       startedAt: this.startedAt,
@@ -542,7 +542,7 @@ export class HedgingRace<T = RaceOutcome> {
   }
 
   /** Ends the race: no more hedges; losers drain or are aborted. @returns the drains started. */
-  private end(returnedIndex: number | undefined): Promise<RaceArm>[] {
+  private end(returnedIndex: number | undefined, fallback = false): Promise<RaceArm>[] {
     this.decided = true;
     this.cancelTimer();
     const now = performance.now();
@@ -560,8 +560,10 @@ export class HedgingRace<T = RaceOutcome> {
       } else if (arm.controller === undefined) {
         // A primary sent with the caller's signal only: the race cannot abort it, so it drains.
         drains.push(this.startDrain(arm, now, drain?.tryStart() === true));
-      } else if (drain !== undefined && arm.sent === true && drain.tryStart()) {
-        // A loser not yet sent never goes out: aborting it costs no connection.
+      } else if (drain !== undefined && arm.sent === true && !fallback && drain.tryStart()) {
+        // A loser not yet sent never goes out: aborting it costs no connection. Nor does a hedge drain past the primary's
+        // answer that did not win: the SDK retries that attempt, and once it has the caller's abort no longer reaches the
+        // attempt's signal, the only one a drain listens to.
         drains.push(this.startDrain(arm, now, true));
       } else {
         this.abortArm(arm, now);

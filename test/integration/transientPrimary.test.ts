@@ -71,6 +71,14 @@ async function sides(fixture: EmulatorFixture, connectionPolicy: CosmosClientOpt
 const wire = (requests: readonly RecordedRequest[], since: number): string =>
   requests.map((r) => `+${Math.round(r.at - since)} ${r.region} ${r.kind} ${r.status ?? (r.cutByClient ? "cut" : "?")}`).join(", ");
 
+interface Run {
+  readonly outcome: Outcome;
+  readonly ms: number;
+  readonly wire: string;
+  /** What its client sent, as the emulator recorded it. */
+  readonly requests: readonly RecordedRequest[];
+}
+
 /** Installs `faults` (region, rule) for `side` only, runs `read`, and waits for every request it sent. */
 async function besidePlain(
   fixture: EmulatorFixture,
@@ -78,17 +86,18 @@ async function besidePlain(
   faults: ReadonlyArray<readonly [string, FaultRule]>,
   read: (container: Container) => Promise<Outcome>,
   kinds: OperationKind[] = ["pointRead"],
-): Promise<{ plain: { outcome: Outcome; ms: number }; hedged: { outcome: Outcome; ms: number }; summary: string }> {
+): Promise<{ plain: Run; hedged: Run; summary: string }> {
   const unhandled = catchUnhandled();
   try {
-    const run = async (side: Side): Promise<{ outcome: Outcome; ms: number; wire: string }> => {
+    const run = async (side: Side): Promise<Run> => {
       const since = tagged(fixture.emulator, side.tag).length;
       for (const [region, rule] of faults) fixture.emulator.region(region).addFault(scoped(rule, side.tag, kinds));
       const start = performance.now();
       const outcome = await read(side.container);
       const ms = Math.round(performance.now() - start);
       await settledTag(fixture.emulator, side.tag, 6_000);
-      return { outcome, ms, wire: wire(tagged(fixture.emulator, side.tag).slice(since), start) };
+      const requests = tagged(fixture.emulator, side.tag).slice(since);
+      return { outcome, ms, wire: wire(requests, start), requests };
     };
     const [p, h] = await Promise.all([run(plain), run(hedged)]);
     const summary = `plain ${JSON.stringify(p.outcome)} ${p.ms} ms (${p.wire}); hedged ${JSON.stringify(h.outcome)} ${h.ms} ms (${h.wire})`;
@@ -140,6 +149,37 @@ describe("a transient answer of the region the SDK addressed, beside plain", fun
     assert.equal(plain.outcome.ok, true, `premise: ${summary}`);
     assert.deepEqual(hedged.outcome, plain.outcome, summary);
     assert.ok(hedged.ms <= plain.ms + 300, summary);
+  });
+});
+
+describe("a transient answer of the region the SDK addressed after the threshold, the caller aborting during the SDK's back-off, beside plain", function () {
+  this.timeout(60_000);
+  const fixture = useEmulator({ items });
+
+  // The hedges in flight lose to the 429; left to drain, they ran on for their 5 s bound, as the caller's abort no
+  // longer reaches the attempt's signal once the SDK has its answer (found by the second hostile review).
+  it("West US answers 429 (retry after 2 s) after 700 ms, East US and North Europe hung, the caller aborting at 900 ms: no request of the hedged client outlives the abort", async function () {
+    const pair = await sides(fixture);
+    const abortedAt = new Map<Container, number>();
+    const read = (container: Container) => {
+      const controller = new AbortController();
+      setTimeout(() => {
+        abortedAt.set(container, performance.now());
+        controller.abort();
+      }, 900);
+      return outcomeOf(() => container.item("item-3", "pk").read({ abortSignal: controller.signal }));
+    };
+    const faults: ReadonlyArray<readonly [string, FaultRule]> = [
+      ["West US", { status: 429, substatus: 3200, headers: { "x-ms-retry-after-ms": "2000" }, delayMs: 700, count: 1 }],
+      ["East US", { delayMs: 20_000 }],
+      ["North Europe", { delayMs: 20_000 }],
+    ];
+    const { plain, hedged, summary } = await besidePlain(fixture, pair, faults, read);
+    const lastEnd = (run: Run, container: Container) => Math.max(...run.requests.map((request) => (request.endedAt ?? Number.POSITIVE_INFINITY) - abortedAt.get(container)!));
+    assert.equal(plain.outcome.ok, false, `premise: the caller's abort ends plain's read: ${summary}`);
+    assert.deepEqual(hedged.outcome, plain.outcome, summary);
+    assert.ok(hedged.requests.length > plain.requests.length, `premise: hedges went out: ${summary}`);
+    assert.ok(lastEnd(hedged, pair[1].container) <= Math.max(lastEnd(plain, pair[0].container), 0) + 300, summary);
   });
 });
 

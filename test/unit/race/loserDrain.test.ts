@@ -262,6 +262,20 @@ describe("losers of a decided race (drainLosers)", () => {
     assert.deepEqual(policy.metrics().losers, { drained: 0, drainsCutShort: 0, aborted: 1, drainsInFlight: 0 });
   });
 
+  it("aborts a hedge in flight when the primary's answer that does not win decides: the SDK retries, and its caller's abort would not reach a drain", async () => {
+    const { policy, send } = hedging();
+    harness.transport.script(eastUs.endpoint, { status: 429, subStatus: 3200, delayMs: threshold + 30 });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10_000 });
+    const pending = send(pointRead(eastUs, harness.leaks.controller().signal));
+    await harness.clock.tickAsync(threshold + 30);
+    const west = harness.transport.receivedBy(westUs.endpoint)[0];
+    assert.deepEqual([west?.outcome, west?.settledAt], ["aborted", threshold + 30]);
+    const diagnostics = diagnosticsOf(pending);
+    assert.equal(diagnostics.terminalState, "primaryOutcome");
+    assert.deepEqual(diagnostics.arms.map((arm) => arm.outcome), ["returned", "aborted"]);
+    assert.deepEqual(policy.metrics().losers, { drained: 0, drainsCutShort: 0, aborted: 1, drainsInFlight: 0 });
+  });
+
   it("aborts the loser of a hedged write even with draining on: it may still be waiting for its connection", async () => {
     const multiWrite: AccountTopologyInit = { ...twoRegions, writeRegions: [eastUs, westUs], multipleWriteLocations: true };
     const { policy, send } = hedging({ enableMultiWriteRegionHedge: true }, multiWrite);
