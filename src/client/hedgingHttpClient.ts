@@ -16,7 +16,7 @@ import { hedgingPipeline } from "./hedgingPipeline.js";
 import { noteHandedAttempt, operationHeaderName } from "../diagnostics/dispatchRecording.js";
 import type { SdkAttempt } from "../cosmos/attemptHandoff.js";
 import { takeHandedOver } from "../cosmos/attemptHandoff.js";
-import { loadOpenTelemetryMetrics } from "../diagnostics/otelMetrics.js";
+import { loadOpenTelemetry } from "../diagnostics/otelMetrics.js";
 import { markForCoreTransport } from "../race/armAbort.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
 import { adoptSdkOptions, hasScopedControls, requestControlsOf, setRequestControls } from "../request/requestControls.js";
@@ -304,7 +304,7 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
     ...(options.signer !== undefined ? { signer: options.signer } : {}),
     ...(options.onDiagnostics !== undefined ? { onDiagnostics: options.onDiagnostics } : {}),
   };
-  loadOpenTelemetryMetrics();
+  loadOpenTelemetry();
   const breaker = sdk?.circuitBreaker;
   const crossRegion = crossRegionHedging(
     { ...crossRegionOptions(options.crossRegion), ...shared },

@@ -140,9 +140,10 @@ let loaded: Loaded | undefined;
  * Starts loading `@opentelemetry/api`, once per process, when the first
  * hedging client is created. Without the package nothing more happens; with
  * it, records are counted into the instruments of the global meter
- * provider, from the moment the import has resolved.
+ * provider, from the moment the import has resolved, and pending reads keep
+ * the active tracing context (see `traceContext`).
  */
-export function loadOpenTelemetryMetrics(): void {
+export function loadOpenTelemetry(): void {
   loading ??= import("@opentelemetry/api").then(
     (module: unknown) => {
       // The namespace has every export; an ES module's default export holds only the API objects (a bundler may hand over either).

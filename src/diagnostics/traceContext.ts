@@ -19,7 +19,7 @@ export interface OpenTelemetryContextApi {
 
 let api: OpenTelemetryContextApi | undefined;
 
-/** Called once `@opentelemetry/api` has loaded (see `loadOpenTelemetryMetrics`). */
+/** Called once `@opentelemetry/api` has loaded (see `loadOpenTelemetry`). */
 export function useOpenTelemetryContext(loaded: OpenTelemetryContextApi): void {
   api = loaded;
 }

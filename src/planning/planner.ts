@@ -13,6 +13,7 @@ import type { HedgePolicyKind, HedgeSkipReason } from "../diagnostics/diagnostic
 import type { DiagnosticsHeader } from "../diagnostics/diagnosticsHeader.js";
 import { diagnosticsHeader } from "../diagnostics/diagnosticsHeader.js";
 import type { RegionHealth } from "../learning/regionHealth.js";
+import type { FixedThresholdSource } from "../learning/sdkBreakerWatch.js";
 import type { RequestHedgingControls, RequestHedgingSetting } from "../request/requestModel.js";
 import { raceTargets } from "./targets.js";
 
@@ -23,7 +24,7 @@ export type Timing =
       readonly thresholdMs: number;
       /** Between later hedges; unset where a race has one hedge only. */
       readonly thresholdStepMs?: number | undefined;
-      readonly thresholdSource: "options" | "ppafDefault" | "request";
+      readonly thresholdSource: FixedThresholdSource;
     }
   | { readonly kind: "adaptive"; readonly thresholdStepMs: number; readonly settings: AdaptiveThresholdSettings };
 

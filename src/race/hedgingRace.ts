@@ -468,13 +468,14 @@ export class HedgingRace<T = RaceOutcome> {
       else this.decide(0, true);
       return;
     }
+    // A write's primary has answered and waits: the last hedge to settle without a success hands its answer back.
     if (arms[0]?.result !== undefined) {
       if (!inFlight) this.decide(0, true);
       return;
     }
     // A hedge's transient result brings the next hedge forward, one at a time: never while another brought forward is out.
     if (verdict === "next" && !arms.some((other) => other.early === true && other.result === undefined)) {
-      this.launch(strategy.earlyLaunchReason);
+      this.launch(strategy.earlyLaunchReason ?? "transientResult");
     }
   }
 

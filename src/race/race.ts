@@ -30,8 +30,8 @@ export interface RaceStrategy {
   delayBefore(index: number): number;
   /** What an arm's settlement means. */
   judge(arm: SettledArm): Verdict;
-  /** Why a hedge that launches early (on a `next` verdict) was sent. */
-  readonly earlyLaunchReason: HedgeArmReason;
+  /** Why a hedge that launches early (on a hedge's `next` verdict) was sent; default `transientResult`. */
+  readonly earlyLaunchReason?: HedgeArmReason;
   /**
    * Whether the primary's answer that does not win waits for the hedges in
    * flight, and launches no more: a hedged write's hedge that went out may

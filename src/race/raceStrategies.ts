@@ -59,11 +59,12 @@ export class DocumentRaceStrategy implements RaceStrategy {
     private readonly primary?: RacePrimary | undefined,
     private readonly primaryStartedAt: number = performance.now(),
     private readonly kind: "read" | "write" | "batch" = "read",
-  ) {
-    this.primaryWaitsForHedges = kind !== "read";
-  }
+  ) {}
 
-  readonly primaryWaitsForHedges: boolean;
+  /** A write's or a batch's: see `RaceStrategy.primaryWaitsForHedges`. */
+  get primaryWaitsForHedges(): boolean {
+    return this.kind !== "read";
+  }
 
   /** The hedge `admit` refused last, and the one whose one ask again `admitAfter` named: a strategy with a primary belongs to one race. */
   private refusedFor: number | undefined;
@@ -146,9 +147,6 @@ export class DocumentRaceStrategy implements RaceStrategy {
  * client's cap on metadata hedges in flight admits the hedge.
  */
 export class MetadataRaceStrategy implements RaceStrategy {
-  /** Never used: the one hedge goes at the threshold, and only the primary's answer could have brought it forward. */
-  readonly earlyLaunchReason = "transientResult";
-
   constructor(
     private readonly thresholdMs: number,
     private readonly budget: HedgeBudget,

@@ -19,6 +19,7 @@ import {
 } from "../../../src/policies/metadataHedgingPolicy.js";
 import type { MetadataHedgingPolicyOptions } from "../../../src/policies/metadataHedgingPolicy.js";
 import { FakeTransport } from "../../support/fakeTransport.js";
+import type { ScriptStep } from "../../support/fakeTransport.js";
 import { LeakCheck, checkEachTest } from "../../support/leakCheck.js";
 import { hedgingRequestOptions } from "../../../src/client/requestOptions.js";
 import { excludedRegionsPolicy } from "../../../src/policies/excludedRegionsPolicy.js";
@@ -255,10 +256,11 @@ describe("metadataHedgingPolicy", () => {
       assert.deepEqual(diagnostics.arms[0]?.error, { name: "RestError", code: "ECONNRESET", message: "read ECONNRESET" });
     });
 
-    it("a primary connection failure past the threshold goes back with the hedge in flight, which is aborted", async () => {
+    /** East US fails at transport past the threshold, after the hedge went to West US, scripted as `west`; its error is rethrown. */
+    async function primaryFailsPastThreshold(west: ScriptStep): Promise<HedgeDiagnostics> {
       const primaryError = transportError("ECONNRESET");
       transport.script(eastUs.endpoint, { error: primaryError, delayMs: threshold + 20 });
-      transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+      transport.script(westUs.endpoint, west);
       const pending = client()();
       await clock.tickAsync(threshold + 20);
       const error = errorOf(pending);
@@ -267,6 +269,11 @@ describe("metadataHedgingPolicy", () => {
       assert.equal(diagnostics.terminalState, "primaryOutcome");
       assert.equal(diagnostics.hedgeFired, true);
       assert.equal(diagnostics.hedgeWon, false);
+      return diagnostics;
+    }
+
+    it("a primary connection failure past the threshold goes back with the hedge in flight, which is aborted", async () => {
+      const diagnostics = await primaryFailsPastThreshold({ status: 200, delayMs: slow });
       assert.deepEqual(
         diagnostics.arms.map((arm) => [arm.reason, arm.outcome]),
         [
@@ -278,18 +285,8 @@ describe("metadataHedgingPolicy", () => {
     });
 
     it("when both arms fail at transport, the primary's error is rethrown", async () => {
-      const primaryError = transportError("ECONNRESET");
       // The primary fails past the threshold, after the hedge sent then has failed.
-      transport.script(eastUs.endpoint, { error: primaryError, delayMs: threshold + 20 });
-      transport.script(westUs.endpoint, { error: transportError("ECONNREFUSED"), delayMs: 10 });
-      const pending = client()();
-      await clock.tickAsync(threshold + 20);
-      const error = errorOf(pending);
-      assert.equal(error, primaryError);
-      const diagnostics = diagnosticsOf(error);
-      assert.equal(diagnostics.terminalState, "primaryOutcome");
-      assert.equal(diagnostics.hedgeFired, true);
-      assert.equal(diagnostics.hedgeWon, false);
+      const diagnostics = await primaryFailsPastThreshold({ error: transportError("ECONNREFUSED"), delayMs: 10 });
       assert.equal(diagnostics.winningRegion, "East US");
     });
 
