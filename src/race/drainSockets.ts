@@ -57,8 +57,53 @@ export function agentPoolsSockets(request: PipelineRequest): boolean {
   return typeof agent?.sockets === "object" && agent.sockets !== null && !boundsSockets(request);
 }
 
-function isBound(value: unknown): boolean {
+function isBound(value: unknown): value is number {
   return typeof value === "number" && Number.isFinite(value);
+}
+
+/** The parts of a Node.js `Agent`'s pool that {@link socketFreeFor} reads, each list by the agent's connection name. */
+interface PoolLike {
+  readonly maxSockets?: unknown;
+  readonly maxTotalSockets?: unknown;
+  readonly totalSocketCount?: unknown;
+  readonly sockets?: Readonly<Record<string, readonly unknown[] | undefined>>;
+  readonly freeSockets?: Readonly<Record<string, readonly unknown[] | undefined>>;
+  readonly requests?: Readonly<Record<string, readonly unknown[] | undefined>>;
+}
+
+/** How many entries the lists of `lists` hold for connections whose agent name starts with `origin`. */
+function countFor(lists: PoolLike["sockets"], origin: string): number {
+  let count = 0;
+  for (const name in lists) if (name.startsWith(origin)) count += lists[name]?.length ?? 0;
+  return count;
+}
+
+/**
+ * Whether a hedge of `request` to `endpoint` would get a socket of its
+ * agent at once, as Node's `Agent.addRequest` decides: a free one, or room
+ * for a new one under `maxSockets` and `maxTotalSockets`. Always, where the
+ * agent bounds neither. Where it does, a hedge that would wait in the
+ * agent's queue holds up the requests of the SDK's that queue behind it
+ * (its own retry of a failed region goes there), for a race that its
+ * primary may end before the hedge is even sent; so it is not sent. Asked
+ * only as a hedge launches.
+ */
+export function socketFreeFor(request: PipelineRequest, endpoint: string): boolean {
+  if (!boundsSockets(request)) return true;
+  const agent = request.agent as PoolLike;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return true;
+  }
+  // Node names a connection "host:port:localAddress...", the port filled in before it asks the agent.
+  const origin = `${url.hostname}:${url.port || (url.protocol === "http:" ? "80" : "443")}:`;
+  if (countFor(agent.requests, origin) > 0) return false;
+  const free = countFor(agent.freeSockets, origin);
+  if (free > 0) return true;
+  if (isBound(agent.maxSockets) && countFor(agent.sockets, origin) >= agent.maxSockets) return false;
+  return !(isBound(agent.maxTotalSockets) && isBound(agent.totalSocketCount) && agent.totalSocketCount >= agent.maxTotalSockets);
 }
 
 /** The headers that tell a feed's pages apart: the continuation, the change feed's etag, the partition key range. */

@@ -24,6 +24,7 @@ import { HedgingRace } from "./hedgingRace.js";
 import type { PendingRace } from "./pendingRead.js";
 import type { RaceTrace } from "../diagnostics/tracing.js";
 import { startRaceTrace } from "../diagnostics/tracing.js";
+import { socketFreeFor } from "./drainSockets.js";
 
 /** Where a policy's diagnostics go besides the response: its callback, guarded, and its learner. */
 export interface DiagnosticsSink {
@@ -280,6 +281,7 @@ class HedgedRequest implements RaceInput<PipelineResponse> {
   /** Whether a hedge launched now may go to `region`: it is neither excluded nor throttled now. */
   mayHedgeInto(region: RegionEndpoint): boolean {
     const { plan } = this;
+    if (!socketFreeFor(this.request, region.endpoint)) return false;
     return typeof plan.planner.stillOpen(this.request, plan.operation, this.primaryRegion, plan.controls, [region]) !== "string";
   }
 

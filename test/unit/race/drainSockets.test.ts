@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Agent } from "node:http";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { markForCoreTransport } from "../../../src/race/armAbort.js";
-import { boundsSockets, drainedConnectionOf, primaryMayDrain } from "../../../src/race/drainSockets.js";
+import { boundsSockets, drainedConnectionOf, primaryMayDrain, socketFreeFor } from "../../../src/race/drainSockets.js";
 import { makeRequest } from "../../support/requests.js";
 
 const url = "https://acct-eastus.documents.azure.com:443/dbs/db/colls/c/docs?x=1";
@@ -64,6 +64,33 @@ describe("drainSockets", () => {
     it("a request without an agent has nothing to bound", () => {
       assert.equal(boundsSockets(requestOn(undefined)), false);
       assert.equal(boundsSockets(requestOn(null)), false);
+    });
+  });
+
+  describe("socketFreeFor", () => {
+    const westUs = "https://acct-westus.documents.azure.com:443/";
+    const west = "acct-westus.documents.azure.com:443:";
+    const east = "acct-eastus.documents.azure.com:443:";
+    const pool = (lists: { sockets?: number; freeSockets?: number; requests?: number }, bounds: object): unknown => ({
+      ...bounds,
+      sockets: { [east]: [{}, {}, {}], [west]: Array.from({ length: lists.sockets ?? 0 }, () => ({})) },
+      freeSockets: { [west]: Array.from({ length: lists.freeSockets ?? 0 }, () => ({})) },
+      requests: { [east]: [{}], [west]: Array.from({ length: lists.requests ?? 0 }, () => ({})) },
+    });
+
+    it("a hedge goes where a socket of a bounded agent is free or may be opened, as Node's Agent decides, by the hedge's own origin", () => {
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 1 }, { maxSockets: 2 })), westUs), true);
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 2, freeSockets: 1 }, { maxSockets: 3 })), westUs), true);
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 2 }, { maxSockets: 2 })), westUs), false, "every socket of the origin busy");
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 1, requests: 1 }, { maxSockets: 2 })), westUs), false, "requests already queued for it");
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 1 }, { maxTotalSockets: 4, totalSocketCount: 4 })), westUs), false, "the agent's total reached");
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 1 }, { maxTotalSockets: 8, totalSocketCount: 4 })), westUs), true);
+    });
+
+    it("an agent that bounds nothing, a request without one, or an endpoint that does not parse: never held back", () => {
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 50, requests: 50 }, {})), westUs), true);
+      assert.equal(socketFreeFor(requestOn(undefined), westUs), true);
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 2 }, { maxSockets: 2 })), "not a url"), true);
     });
   });
 
