@@ -32,16 +32,20 @@ function isRepeatablePatch(body: unknown): boolean {
   return Array.isArray(operations) && operations.length > 0 && operations.every(isRepeatablePatchOperation);
 }
 
-const repeatableBatchOperations: ReadonlySet<string> = new Set(["create", "upsert", "replace", "delete", "read"]);
+const repeatableBatchOperations: ReadonlySet<string> = new Set(["create", "replace", "delete", "read"]);
 
-/** A batch or bulk body: an array of operations, each of a repeatable kind (a patch only with repeatable operations). */
+/**
+ * A batch or bulk body: an array of operations, each of a repeatable kind (a
+ * patch only with repeatable operations, an upsert only with its `ifMatch`).
+ */
 function isRepeatableBatch(body: unknown): boolean {
   if (!Array.isArray(body) || body.length === 0) return false;
   return body.every((entry: unknown) => {
     if (entry === null || typeof entry !== "object") return false;
-    const { operationType, resourceBody } = entry as { operationType?: unknown; resourceBody?: unknown };
+    const { operationType, resourceBody, ifMatch } = entry as { operationType?: unknown; resourceBody?: unknown; ifMatch?: unknown };
     if (typeof operationType !== "string") return false;
     const kind = operationType.toLowerCase();
+    if (kind === "upsert") return typeof ifMatch === "string" && ifMatch !== "";
     return repeatableBatchOperations.has(kind) || (kind === "patch" && isRepeatablePatch(resourceBody));
   });
 }
@@ -57,18 +61,23 @@ function parsedBody(request: PipelineRequest): unknown {
 
 /**
  * Whether a write may reach the service twice (once per region of a race)
- * and leave the same result as once: create, upsert, replace and delete do
+ * and give the caller the answer once would: create, replace and delete do
  * (a second create or delete is answered 409 or 404, which never beats the
- * first's success); a patch only when every operation is `set`, `replace`,
- * or an `add` or `remove` of a named property; a batch or bulk request only
- * when every operation in it is one of these. A body this cannot read is not
- * repeatable. Stored procedures are not document writes and are never
- * hedged.
+ * first's success; a second replace answers as the first); an upsert only
+ * with `If-Match` (a second is answered 412). An unconditional upsert that
+ * creates its document is answered 201, and a second application 200 (it
+ * replaced the document the first created), a success that would win the
+ * race and tell the caller its document was updated. A patch only when every
+ * operation is `set`, `replace`, or an `add` or `remove` of a named
+ * property; a batch or bulk request only when every operation in it is one
+ * of these. A body this cannot read is not repeatable. Stored procedures
+ * are not document writes and are never hedged.
  */
 export function isRepeatableWrite(request: PipelineRequest, operation: OperationKind): boolean {
   switch (operation) {
-    case "create":
     case "upsert":
+      return request.headers.has("if-match");
+    case "create":
     case "replace":
     case "delete":
       return true;

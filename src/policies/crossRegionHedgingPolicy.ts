@@ -122,9 +122,13 @@ export interface CrossRegionHedgingPolicyOptions {
   /**
    * Hedge writes too, on multi-write accounts only. Default `false`: a write
    * is never sent twice unless you opt in knowing that a hedged write can
-   * reach two regions (with 409 or 412 on one of them). A hedgeable write
-   * pays up front for an abort signal of the race's on its primary (see
-   * `drainLosers`): its losers are always aborted.
+   * reach two regions (with 409 or 412 on one of them). Only writes whose
+   * second application cannot change the caller's answer go twice: create,
+   * replace, delete, an upsert with `If-Match`, patches that read nothing,
+   * and batch or bulk of those; an upsert without `If-Match` (201 once, 200
+   * twice) is sent once. A hedgeable write pays up front for an abort signal
+   * of the race's on its primary (see `drainLosers`): its losers are always
+   * aborted.
    */
   enableMultiWriteRegionHedge?: boolean;
   /**

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { CosmosClient } from "@azure/cosmos";
-import type { Container, CosmosClientOptions } from "@azure/cosmos";
+import type { Container, CosmosClientOptions, OperationInput } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
@@ -249,6 +249,58 @@ describe("a hedged write whose region the SDK addressed answers 503 after the th
     assert.equal(plain.outcome.ok, true, `premise: ${summary}`);
     assert.deepEqual(hedged.outcome, plain.outcome, summary);
     assert.equal(await exists(pair[1].container, ids.get(pair[1].container)!), false);
+  });
+});
+
+// An unconditional upsert applied twice answers 201 and then 200: the hedge met the document the primary had created
+// and its 200, a success, won the race, telling the caller "updated" (fourth hostile review). Only an upsert with
+// If-Match (a second application answers 412) is hedged.
+describe("a hedged upsert whose region the SDK addressed applies it at once and acknowledges it late, beside plain", function () {
+  this.timeout(60_000);
+  const fixture = useEmulator({ items, emulator: { multipleWriteLocations: true } });
+  const hedging: HedgingOptions = { crossRegion: { threshold: 100, budget: false, enableMultiWriteRegionHedge: true } };
+  const slowAcknowledgement: ReadonlyArray<readonly [string, FaultRule]> = [["West US", { responseDelayMs: 800, count: 1 }]];
+
+  it("an upsert that creates its document: 201, as plain's", async function () {
+    const pair = await sides(fixture, {}, hedging);
+    const ids = new Map(pair.map((side) => [side.container, `${side.tag}-upserted`]));
+    const upsert = (container: Container) => outcomeOf(() => container.items.upsert({ id: ids.get(container)!, pk: "pk", value: 5 }));
+    const { plain, hedged, summary } = await besidePlain(fixture, pair, slowAcknowledgement, upsert, ["upsert"]);
+    assert.deepEqual(plain.outcome, { ok: true, status: 201, value: 5 }, `premise: ${summary}`);
+    assert.deepEqual(hedged.outcome, plain.outcome, summary);
+    assert.equal(hedged.requests.filter((request) => request.kind === "upsert").length, 1, `sent once: ${summary}`);
+  });
+
+  it("bulk upserts that create their documents: 201 each, as plain's", async function () {
+    const pair = await sides(fixture, {}, hedging);
+    const bulk = (container: Container) =>
+      outcomeOf(async () => {
+        const prefix = pair.find((side) => side.container === container)!.tag;
+        const results = await container.items.executeBulkOperations(
+          [0, 1, 2].map((i): OperationInput => ({ operationType: "Upsert", partitionKey: "pk", resourceBody: { id: `${prefix}-bulk-${i}`, pk: "pk", value: i } })),
+        );
+        return { statusCode: 200, resource: { value: results.map((result) => result.response?.statusCode ?? result.error?.code) } };
+      });
+    const { plain, hedged, summary } = await besidePlain(fixture, pair, slowAcknowledgement, bulk, ["batch"]);
+    assert.deepEqual(plain.outcome, { ok: true, status: 200, value: [201, 201, 201] }, `premise: ${summary}`);
+    assert.deepEqual(hedged.outcome, plain.outcome, summary);
+  });
+
+  it("an upsert with If-Match is hedged still, and ends as plain's (the hedge's second application is answered 412)", async function () {
+    const pair = await sides(fixture, {}, hedging);
+    const etags = new Map<Container, { id: string; etag: string }>();
+    for (const side of pair) {
+      const { etag } = await side.container.items.create({ id: `${side.tag}-conditional`, pk: "pk", value: 1 });
+      etags.set(side.container, { id: `${side.tag}-conditional`, etag });
+    }
+    const upsert = (container: Container) => {
+      const { id, etag } = etags.get(container)!;
+      return outcomeOf(() => container.items.upsert({ id, pk: "pk", value: 2 }, { accessCondition: { type: "IfMatch", condition: etag } }));
+    };
+    const { plain, hedged, summary } = await besidePlain(fixture, pair, slowAcknowledgement, upsert, ["upsert"]);
+    assert.deepEqual(plain.outcome, { ok: true, status: 200, value: 2 }, `premise: ${summary}`);
+    assert.deepEqual(hedged.outcome, plain.outcome, summary);
+    assert.ok(pair[1].diagnostics.some((record) => record.operation === "upsert" && record.hedgeFired), `the upsert was hedged: ${summary}`);
   });
 });
 

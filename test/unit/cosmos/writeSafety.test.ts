@@ -18,10 +18,10 @@ function batch(operations: unknown): boolean {
 
 describe("writeSafety", function () {
   describe("isRepeatableWrite", function () {
-    it("create, upsert, replace and delete may go twice: a second application is answered 409 or 404, or writes the same", function () {
+    it("create, replace, delete and a conditional upsert may go twice: a second application is answered 409, 404 or 412, or as the first", function () {
       const requests = [
         makeRequest(docs, { method: "POST", body: "{}" }),
-        makeRequest(docs, { method: "POST", headers: { "x-ms-documentdb-is-upsert": "true" }, body: "{}" }),
+        makeRequest(docs, { method: "POST", headers: { "x-ms-documentdb-is-upsert": "true", "If-Match": '"etag-1"' }, body: "{}" }),
         makeRequest(item, { method: "PUT", body: "{}" }),
         makeRequest(item, { method: "DELETE" }),
       ];
@@ -34,6 +34,12 @@ describe("writeSafety", function () {
           ["delete", true],
         ],
       );
+    });
+
+    it("an unconditional upsert is never sent twice: the second would answer 200 for the document the first created (201)", function () {
+      const request = makeRequest(docs, { method: "POST", headers: { "x-ms-documentdb-is-upsert": "true" }, body: "{}" });
+      assert.equal(classifyOperation(request), "upsert");
+      assert.equal(isRepeatableWrite(request, "upsert"), false);
     });
 
     it("a patch given as the bare list of operations, as @azure/cosmos sends an array it was given, is judged the same way", function () {
@@ -78,6 +84,9 @@ describe("writeSafety", function () {
       assert.equal(batch([{ operationType: "Patch", id: "a", resourceBody: { operations: [{ op: "set", path: "/x", value: 1 }] } }]), true);
       assert.equal(batch([{ operationType: "Create", resourceBody: { id: "a" } }, { operationType: "Patch", id: "a", resourceBody: { operations: [{ op: "incr", path: "/v", value: 1 }] } }]), false);
       assert.equal(batch([{ operationType: "Upsert", resourceBody: { id: "a" } }, { operationType: "Unknown" }]), false);
+      assert.equal(batch([{ operationType: "Upsert", resourceBody: { id: "a" } }]), false, "an unconditional upsert");
+      assert.equal(batch([{ operationType: "Upsert", resourceBody: { id: "a" }, ifMatch: '"etag-1"' }, { operationType: "Read", id: "b" }]), true, "an upsert with its ifMatch");
+      assert.equal(batch([{ operationType: "Upsert", resourceBody: { id: "a" }, ifMatch: "" }]), false, "an empty ifMatch");
       assert.equal(batch([]), false);
       assert.equal(batch({ operationType: "Create" }), false);
     });

@@ -138,12 +138,16 @@ describe("crossRegionHedgingPolicy", () => {
       patch: JSON.stringify({ operations: [{ op: "set", path: "/v", value: 1 }] }),
       batch: JSON.stringify([{ operationType: "Create", resourceBody: { id: "1" } }]),
     };
+    // An upsert is hedged only with its If-Match (see writeSafety).
+    const repeatableHeaders: Partial<Record<string, Record<string, string>>> = { upsert: { "If-Match": '"etag-1"' } };
 
     for (const [name, method, body, headers] of [
       ["a patch with incr", "PATCH", JSON.stringify({ operations: [{ op: "incr", path: "/v", value: 1 }] }), {}],
       ["a bulk request with a patch that appends", "POST", JSON.stringify([{ operationType: "Patch", id: "1", resourceBody: { operations: [{ op: "add", path: "/l/-", value: 1 }] } }]), { "x-ms-cosmos-is-batch-request": "true" }],
+      ["an upsert without If-Match", "POST", '{"id":"1"}', { "x-ms-documentdb-is-upsert": "True" }],
+      ["a bulk request with an upsert without ifMatch", "POST", JSON.stringify([{ operationType: "Upsert", resourceBody: { id: "1" } }]), { "x-ms-cosmos-is-batch-request": "true" }],
     ] as const) {
-      it(`${name} is sent once even with enableMultiWriteRegionHedge: a second application would change the result`, async () => {
+      it(`${name} is sent once even with enableMultiWriteRegionHedge: a second application would change the answer`, async () => {
         const pipeline = pipelineWith({ regions: regionsWith(multiWrite), threshold: 100, enableMultiWriteRegionHedge: true });
         const path = method === "PATCH" ? "dbs/db/colls/c/docs/1" : "dbs/db/colls/c/docs";
         const request = requestTo(eastUs, method, path, { headers, body, abortSignal: signal() });
@@ -165,7 +169,7 @@ describe("crossRegionHedgingPolicy", () => {
       it(`${operation} is hedged to the write regions on a multi-write account with enableMultiWriteRegionHedge`, async () => {
         const pipeline = pipelineWith({ regions: regionsWith(multiWrite), threshold: 100, enableMultiWriteRegionHedge: true });
         const body = repeatableBodies[operation] ?? '{"id":"1"}';
-        const request = requestTo(eastUs, method, path, { headers, body, abortSignal: signal() });
+        const request = requestTo(eastUs, method, path, { headers: { ...headers, ...repeatableHeaders[operation] }, body, abortSignal: signal() });
         harness.transport.script(eastUs.endpoint, { status: 201, delayMs: slow });
         harness.transport.script(westUs.endpoint, { status: 201, delayMs: 20 });
         const pending = send(pipeline, request);
