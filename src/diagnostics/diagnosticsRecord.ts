@@ -134,11 +134,13 @@ function totalCharge(arms: readonly HedgeArmDiagnostics[]): number {
 }
 
 /**
- * The record of a race its primary won alone before any hedge was due (the
- * common case with hedging on), kept as the facts it is built from: the
- * head the policy planned, the primary's duration, and its response's
- * status, sub-status, activity id and charge (nothing else of the response).
- * The record is built the first time anyone reads it, as {@link describeArm}
+ * The record of a race that ended on its primary's answer before any hedge
+ * was due: won alone (the common case with hedging on), or, with
+ * `fallback`, a transient answer handed back to the SDK's retry (the race's
+ * `primaryOutcome`). Kept as the facts it is built from: the head the
+ * policy planned, the primary's duration, and its response's status,
+ * sub-status, activity id and charge (nothing else of the response). The
+ * record is built the first time anyone reads it, as {@link describeArm}
  * and {@link raceRecord} build the race's, and is the same object every
  * time after.
  */
@@ -152,6 +154,7 @@ export class LonePrimaryRecord extends DeferredRecord {
     private readonly status: number,
     responseHeaders: HttpHeaders,
     private readonly charge: number | undefined,
+    private readonly fallback = false,
   ) {
     super();
     this.subStatus = subStatusOfHeader(responseHeaders.get(CosmosHeaders.subStatus));
@@ -162,12 +165,12 @@ export class LonePrimaryRecord extends DeferredRecord {
     const head = this.headers.head as DiagnosticsHeader;
     const arm: HedgeArmDiagnostics = { region: head.primaryRegion ?? "", reason: "primary", startOffsetMs: 0, outcome: "returned", durationMs: this.durationMs };
     addResponseFacts(arm, this.status, this.subStatus, this.activityId, this.charge);
-    return raceRecord(copyHeader(head), [arm], false, "primaryWon", arm, true);
+    return raceRecord(copyHeader(head), [arm], false, this.fallback ? "primaryOutcome" : "primaryWon", arm, true);
   }
 
   headerValue(): string {
-    // A sub-status on an answer that ended the race is rare enough to be written in full.
-    if (this.subStatus !== 0) return JSON.stringify(this.record);
+    // A sub-status, or a transient answer, on the answer that ended the race is rare enough to be written in full.
+    if (this.subStatus !== 0 || this.fallback) return JSON.stringify(this.record);
     return this.headers.value(this.status, this.charge);
   }
 }

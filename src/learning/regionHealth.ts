@@ -262,18 +262,21 @@ export class RegionHealth implements RaceLearner, HealthyTails {
   }
 
   /**
-   * Learns from a race its primary won alone before any hedge was due, from
-   * its facts: what {@link RegionHealth.learn} learns from such a race,
-   * without an outcome built for it. Nearly every read ends so, and its
-   * success is kept as a few numbers until the next time anything reads
-   * what it teaches (a race's learning, a ranking, a percentile, the
-   * metrics) or a few dozen have gathered: learning from a read then
-   * touches one small object instead of the windows, counters and streaks
-   * every time. Each is learned as of its own time, in the order they came.
-   * @param success - whether the primary's answer, final as it was, is a success (see `isSuccessResult`).
+   * Learns from a race that ended on its primary's answer before any hedge
+   * was due (won alone, or the transient answer handed back to the SDK's
+   * retry), from its facts: what {@link RegionHealth.learn} learns from
+   * such a race, without an outcome built for it. Nearly every read ends
+   * so, and its success is kept as a few numbers until the next time
+   * anything reads what it teaches (a race's learning, a ranking, a
+   * percentile, the metrics) or a few dozen have gathered: learning from a
+   * read then touches one small object instead of the windows, counters and
+   * streaks every time. Each is learned as of its own time, in the order
+   * they came.
+   * @param status - the status of the primary's answer.
    * @param at - when it answered (`performance.now()`).
    */
-  learnAlone(region: string, operation: OperationKind, durationMs: number, success: boolean, thresholdMs: number | undefined, at: number): void {
+  learnAlone(region: string, operation: OperationKind, durationMs: number, status: number, thresholdMs: number | undefined, at: number): void {
+    const success = status < 400;
     const latencyClass = latencyClassOf(operation);
     // A success with no streak to reset and no demotion to lift teaches only a count and a latency: kept until read.
     // Otherwise it may change the read order (RegionCache.demotedRegions), which is never left behind.
@@ -284,8 +287,8 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     this.settle();
     this.recorder.recordAlone(region);
     if (latencyClass === undefined) return;
-    // A final answer that ends a race alone is never a timeout (a 408 is transient).
-    this.learnSettled(region, latencyClass, durationMs, success ? "success" : "error", "baseline", at);
+    // As settlementOf classes a response: a 408 bounds the region's latency, any other error only counts against it.
+    this.learnSettled(region, latencyClass, durationMs, success ? "success" : status === 408 ? "timeout" : "error", "baseline", at);
     if (success && this.demotions !== undefined) {
       this.demotions.observe({ primary: region, primaryWonInMs: durationMs }, () => this.restoreWithinMs(latencyClass, thresholdMs));
     }

@@ -465,19 +465,22 @@ export function crossRegionHedging(
       else if (response !== undefined) read.charge = requestChargeOf(response);
       if (response !== undefined) health.noteResponse(read.region.name, response);
     },
-    endsAlone(read, response) {
-      // What the strategy's verdict on the primary would be, and what the race does first with any primary that settles.
-      return (response.status < 400 || isFinalStatus(response.status, subStatusOf(response))) && read.request.abortSignal?.aborted !== true;
+    endsAlone(read) {
+      // Before any hedge, a race hands back whatever the primary answered (a transient answer is the SDK's to retry), so
+      // only a caller that aborted needs the race: its answer is the AbortError.
+      return read.request.abortSignal?.aborted !== true;
     },
     concludeAlone(pending, response) {
       const read = pending as DocumentRead;
       const { header } = read.plan;
       const endedAt = read.endedAt ?? performance.now();
-      const success = response.status < 400;
+      const { status } = response;
+      // What the strategy's verdict on the primary would be: anything but a final answer is the race's fallback.
+      const fallback = status >= 400 && !isFinalStatus(status, subStatusOf(response));
       // Whole milliseconds, as the race's record and learning take them.
       const durationMs = Math.round(endedAt - read.startedAt);
-      health.learnAlone(read.region.name, read.operation, durationMs, success, header.thresholdMs, endedAt);
-      publishDeferred(sink, response, new LonePrimaryRecord(read.lone, durationMs, response.status, response.headers, read.charge), read.detection);
+      health.learnAlone(read.region.name, read.operation, durationMs, status, header.thresholdMs, endedAt);
+      publishDeferred(sink, response, new LonePrimaryRecord(read.lone, durationMs, status, response.headers, read.charge, fallback), read.detection);
       return response;
     },
     promote(pending, thresholdPassed) {

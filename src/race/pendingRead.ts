@@ -13,14 +13,16 @@ export interface PendingReadHost {
   /** The timers its reads wait for their thresholds by: one a threshold, shared by its reads. */
   readonly timers: ThresholdTimers;
   /**
-   * Whether a response of the primary ends the read without a race: a final
-   * answer (the strategy's `win`), to a caller that has not aborted. Any other
-   * answer ends it too, through the race, which records it as its fallback.
+   * Whether a response of the primary, come before any hedge was due, ends
+   * the read without a race: any answer, final or transient, to a caller
+   * that has not aborted, as the race would hand either back. An aborted
+   * caller's read ends through the race, which answers with its `AbortError`.
    */
   endsAlone(read: PendingRead, response: PipelineResponse): boolean;
   /**
-   * The race is over before any hedge was due: learns from it and publishes
-   * its record. @returns the caller's answer; throws the caller's error.
+   * The race is over before any hedge was due, won alone or handed back as
+   * its fallback: learns from it and publishes its record. @returns the
+   * caller's answer; throws the caller's error.
    */
   concludeAlone(read: PendingRead, response: PipelineResponse): PipelineResponse;
   /**
@@ -57,11 +59,13 @@ function capture(resolve: (response: PipelineResponse) => void, reject: (error: 
  * A read while it may still become a race: the caller's request in flight
  * as the primary, exactly as the SDK built it, a place among the reads
  * waiting for its threshold (see {@link ThresholdTimers}), and this object.
- * Nearly every read ends here: its primary answers before the threshold and
- * the host learns and publishes from the facts kept on this object. Only
- * when the threshold passes, or the primary comes back with a result the
- * race must judge (transient, an error, the caller's abort), does the host
- * build the race (`HedgingRace.adopt`), which takes over the primary in
+ * Nearly every read ends here: its primary answers before the threshold
+ * (a final answer, or a transient one such as a 429, which goes back to
+ * the SDK's retry as the race would hand it back) and the host learns and
+ * publishes from the facts kept on this object. Only when the threshold
+ * passes, or the primary ends without an answer to give (a transport
+ * error, the caller's abort), does the host build the race
+ * (`HedgingRace.adopt`), which takes over the primary in
  * flight: planning, copies, signing, controllers, spans and records are
  * made only then.
  *

@@ -183,6 +183,29 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
     assert.deepEqual(lazy.received, [`${new URL(eastUs.endpoint).origin} response`], "no hedge sent");
   });
 
+  for (const [what, answer, learned] of [
+    ["a 429 with its sub-status and retry-after", { status: 429, subStatus: 3200, requestCharge: 0.5, activityId: "act-429", headers: { "x-ms-retry-after-ms": "40" } }, "error"],
+    ["a 408", { status: 408, requestCharge: 1 }, "timeout"],
+  ] as const) {
+    it(`${what} before the threshold goes back at once, concluded without a race, recorded and learned (${learned}) as the full way's`, async () => {
+      const { lazy, full } = await both(
+        primaryThenHedge({ ...answer, delayMs: 7 }, { status: 200, delayMs: 10 }),
+        (run) => settle(run, pointRead(eastUs)),
+      );
+      assert.equal(lazy.outcome.error, `Error: ${answer.status}`, "the SDK gets the answer to retry, as it would unhedged");
+      assert.equal(stateIfAny(lazy.primary!), undefined, "no race was built: nothing kept on the caller's request");
+      assert.notEqual(stateIfAny(full.primary!), undefined, "the full way's race kept its state on the request");
+      const record = lazy.outcome.record as { terminalState: string; hedgeFired: boolean; arms: Array<{ status?: number; subStatus?: number; activityId?: string; durationMs?: number }> };
+      assert.equal(record.terminalState, "primaryOutcome");
+      assert.equal(record.hedgeFired, false);
+      assert.deepEqual(
+        record.arms.map((arm) => [arm.status, arm.subStatus, arm.durationMs]),
+        [[answer.status, "subStatus" in answer ? answer.subStatus : undefined, 7]],
+      );
+      assert.deepEqual(lazy.received, [`${new URL(eastUs.endpoint).origin} response`], "no hedge sent");
+    });
+  }
+
   it("a hedge's fast 503: the next hedge goes at once, as the full way's does", async () => {
     const { lazy } = await both(
       (transport) => {

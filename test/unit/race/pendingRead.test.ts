@@ -143,7 +143,7 @@ describe("PendingRead", () => {
   });
 
   for (const [what, settle, expected] of [
-    ["a transient answer (503)", (transport: ReturnType<typeof heldTransport>) => transport.answer(503), "primaryEnded(503)"],
+    ["an answer its host leaves to the race (a 503 here; the policy's host does so only for a caller that aborted)", (transport: ReturnType<typeof heldTransport>) => transport.answer(503), "primaryEnded(503)"],
     ["a transport error", (transport: ReturnType<typeof heldTransport>) => transport.fail(new Error("ECONNRESET")), "primaryEnded(error)"],
   ] as const) {
     it(`becomes a race at once on ${what} before the threshold, which judges the primary's result`, async () => {
