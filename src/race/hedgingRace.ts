@@ -2,6 +2,7 @@ import type { AbortSignalLike } from "@azure/abort-controller";
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
+import { isSuccessResult } from "../cosmos/statusTables.js";
 import type { ArmAbort } from "./armAbort.js";
 import { armAbortFor } from "./armAbort.js";
 import { cloneRequestFor } from "./cloneRequest.js";
@@ -465,18 +466,32 @@ export class HedgingRace<T = RaceOutcome> {
     // waits for its hedges in flight instead (see `RaceStrategy.primaryWaitsForHedges`), and the race asks no more regions.
     if (arm.index === 0) {
       if (strategy.primaryWaitsForHedges === true && inFlight) this.cancelTimer();
-      else this.decide(0, true);
+      else this.decideOnPrimaryAnswer();
       return;
     }
     // A write's primary has answered and waits: the last hedge to settle without a success hands its answer back.
     if (arms[0]?.result !== undefined) {
-      if (!inFlight) this.decide(0, true);
+      if (!inFlight) this.decideOnPrimaryAnswer();
       return;
     }
     // A hedge's transient result brings the next hedge forward, one at a time: never while another brought forward is out.
     if (verdict === "next" && !arms.some((other) => other.early === true && other.result === undefined)) {
       this.launch(strategy.earlyLaunchReason ?? "transientResult");
     }
+  }
+
+  /**
+   * The primary answered without winning and no hedge is in flight: its
+   * answer goes back, unless a write's hedge answered 2xx without winning (a
+   * bulk request's, carrying the failure of an operation of its own, such as
+   * a stale `ifMatch`). That hedge applied its other operations, which the
+   * SDK's retry of the primary would meet (a 409, a 404), so its answer is
+   * the write's.
+   */
+  private decideOnPrimaryAnswer(): void {
+    const applied = this.input.strategy.primaryWaitsForHedges === true ? this.arms?.find((other) => other.index > 0 && isSuccessResult(other.result)) : undefined;
+    if (applied !== undefined) this.decide(applied.index, false);
+    else this.decide(0, true);
   }
 
   /** The race decided before any hedge went out: the primary is the only arm. */

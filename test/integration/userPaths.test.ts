@@ -435,7 +435,8 @@ describe("the SDK's excludedLocations on hedged writes (multi-write account, ena
     const { container, diagnostics } = await fixture.client({ hedging: writeHedging, warmUp });
     emulator.region("West US").addFault({ operations: ["batch"], delayMs: slow });
     const operations: OperationInput[] = [
-      { operationType: "Upsert", partitionKey: "pk", resourceBody: { id: "batched-1", pk: "pk", value: 1 } },
+      // A create, not an unconditional upsert: only writes whose second application cannot change the answer are hedged.
+      { operationType: "Create", partitionKey: "pk", resourceBody: { id: "batched-1", pk: "pk", value: 1 } },
       { operationType: "Read", partitionKey: "pk", id: "item-1" },
     ];
     const response = await container.items.batch(operations, "pk", { excludedLocations: ["East US"] });
@@ -472,7 +473,7 @@ describe("the SDK's excludedLocations on hedged writes (multi-write account, ena
     const { container, diagnostics } = await fixture.client({ hedging: writeHedging, warmUp });
     emulator.region("West US").addFault({ operations: ["batch"], delayMs: slow });
     const operations: OperationInput[] = Array.from({ length: 5 }, (_, i) => ({
-      operationType: "Upsert",
+      operationType: "Create",
       partitionKey: "pk",
       resourceBody: { id: `bulk-${i}`, pk: "pk", value: i },
     }));

@@ -230,6 +230,54 @@ describe("crossRegionHedgingPolicy", () => {
       assert.equal(diagnostics.winningRegion, "East US");
     });
 
+    // A bulk request one of whose operations fails on its own (a stale ifMatch): every hedge's 200 carries that failure,
+    // so none wins, yet the hedge applied the other operations, which the SDK's retry of the 503 would meet (a 409, a
+    // 404) where plain's retry applies them (fourth hostile review: plain [200, 412, 201, 204], hedged [412, 412, 409, 404]).
+    const bulk = () =>
+      requestTo(eastUs, "POST", "dbs/db/colls/c/docs", {
+        headers: { "x-ms-cosmos-is-batch-request": "True" },
+        body: JSON.stringify([
+          { operationType: "Upsert", resourceBody: { id: "a" }, ifMatch: '"stale"' },
+          { operationType: "Create", resourceBody: { id: "b" } },
+        ]),
+        abortSignal: signal(),
+      });
+    const appliedButOne = JSON.stringify([{ statusCode: 412 }, { statusCode: 201 }]);
+
+    for (const [order, primaryMs, hedgeMs] of [
+      ["the hedge's 200 first, then the primary's 503", 400, 150],
+      ["the primary's 503 first, waiting for the hedge's 200", 130, 300],
+    ] as const) {
+      it(`a bulk request whose hedge answered 200 with an operation's own failure, ${order}: the hedge's answer is the write's`, async () => {
+        const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+        harness.transport.script(eastUs.endpoint, { status: 503, delayMs: primaryMs });
+        harness.transport.script(westUs.endpoint, { status: 200, delayMs: hedgeMs, body: appliedButOne });
+        const pending = send(pipeline, bulk());
+        await harness.clock.tickAsync(Math.min(primaryMs, 100 + hedgeMs));
+        assert.equal(pending.state().done, false, "the first answer is no win");
+        await harness.clock.tickAsync(Math.max(primaryMs, 100 + hedgeMs) - Math.min(primaryMs, 100 + hedgeMs));
+        const response = responseOf(pending);
+        assert.equal(response.status, 200);
+        assert.equal(response.bodyAsText, appliedButOne);
+        const diagnostics = diagnosticsOf(response);
+        assert.equal(diagnostics.terminalState, "hedgeWon");
+        assert.equal(diagnostics.winningRegion, "West US");
+        assert.equal(harness.transport.received.length, 2, "no region more");
+      });
+    }
+
+    it("a bulk request whose hedge answered 200 with an operation's own failure, then the primary's own 200: the primary's answer", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      const primaryAnswer = JSON.stringify([{ statusCode: 200 }, { statusCode: 201 }]);
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 400, body: primaryAnswer });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 150, body: JSON.stringify([{ statusCode: 412 }, { statusCode: 409 }]) });
+      const pending = send(pipeline, bulk());
+      await harness.clock.tickAsync(400);
+      const response = responseOf(pending);
+      assert.equal(response.bodyAsText, primaryAnswer);
+      assert.equal(diagnosticsOf(response).terminalState, "primaryWon");
+    });
+
     it("before the threshold, a 503 goes back at once, unhedged, as a read's does: no hedge went out", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, enableMultiWriteRegionHedge: true });
       harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 30 });
