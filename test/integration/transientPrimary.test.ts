@@ -286,6 +286,37 @@ describe("a hedged upsert whose region the SDK addressed applies it at once and 
     assert.deepEqual(hedged.outcome, plain.outcome, summary);
   });
 
+  // Every hedge's 200 carries the stale upsert's 412, so none wins; the primary's 503 went back, and the SDK's retry met
+  // the operations the hedge had applied (fifth hostile review: plain [200, 412, 201, 204], hedged [412, 412, 409, 404]).
+  it("bulk: an If-Match upsert, a stale one, a create and a delete, West US answering 503 after 800 ms: the same results and documents as plain", async function () {
+    const pair = await sides(fixture, {}, hedging);
+    const etags = new Map<Container, string[]>();
+    for (const side of pair) {
+      const made: string[] = [];
+      for (const i of [0, 1, 2]) made.push((await side.container.items.create({ id: `${side.tag}-e${i}`, pk: "pk", value: 100 + i })).etag);
+      etags.set(side.container, made);
+    }
+    const tagOf = (container: Container) => pair.find((side) => side.container === container)!.tag;
+    const bulk = (container: Container) =>
+      outcomeOf(async () => {
+        const tag = tagOf(container);
+        const results = await container.items.executeBulkOperations([
+          { operationType: "Upsert", partitionKey: "pk", ifMatch: etags.get(container)![0], resourceBody: { id: `${tag}-e0`, pk: "pk", value: 10 } },
+          { operationType: "Upsert", partitionKey: "pk", ifMatch: '"stale"', resourceBody: { id: `${tag}-e1`, pk: "pk", value: 11 } },
+          { operationType: "Create", partitionKey: "pk", resourceBody: { id: `${tag}-b3`, pk: "pk", value: 3 } },
+          { operationType: "Delete", partitionKey: "pk", id: `${tag}-e2` },
+        ]);
+        return { statusCode: 200, resource: { value: results.map((result) => result.response?.statusCode ?? result.error?.code) } };
+      });
+    const { plain, hedged, summary } = await besidePlain(fixture, pair, [["West US", { delayMs: 800, status: 503, count: 1 }]], bulk, ["batch"]);
+    assert.deepEqual(plain.outcome, { ok: true, status: 200, value: [200, 412, 201, 204] }, `premise: ${summary}`);
+    assert.deepEqual(hedged.outcome, plain.outcome, summary);
+    const documents = (side: Side) =>
+      Promise.all(["e0", "e1", "e2", "b3"].map((id) => side.container.item(`${side.tag}-${id}`, "pk").read().then((response) => (response.resource as { value?: unknown } | undefined)?.value ?? null, () => null)));
+    assert.deepEqual(await documents(pair[1]), await documents(pair[0]), `documents: ${summary}`);
+    assert.ok(pair[1].diagnostics.some((record) => record.operation === "batch" && record.hedgeFired), `the bulk request was hedged: ${summary}`);
+  });
+
   it("an upsert with If-Match is hedged still, and ends as plain's (the hedge's second application is answered 412)", async function () {
     const pair = await sides(fixture, {}, hedging);
     const etags = new Map<Container, { id: string; etag: string }>();
