@@ -12,6 +12,7 @@ export const CosmosHeaders = {
   isBatch: "x-ms-cosmos-is-batch-request",
   isUpsert: "x-ms-documentdb-is-upsert",
   aIm: "a-im",
+  ifMatch: "if-match",
   ifNoneMatch: "if-none-match",
   continuation: "x-ms-continuation",
   contentType: "content-type",

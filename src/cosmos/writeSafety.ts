@@ -1,5 +1,6 @@
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import type { OperationKind } from "./operationKind.js";
+import { CosmosHeaders } from "./headers.js";
 
 /**
  * Whether a patch operation gives the same document when applied twice.
@@ -76,7 +77,7 @@ function parsedBody(request: PipelineRequest): unknown {
 export function isRepeatableWrite(request: PipelineRequest, operation: OperationKind): boolean {
   switch (operation) {
     case "upsert":
-      return request.headers.has("if-match");
+      return request.headers.has(CosmosHeaders.ifMatch);
     case "create":
     case "replace":
     case "delete":

@@ -62,10 +62,16 @@ class AloneAnswers {
 /** How an arm's settlement reads to learning: an answer, a timeout, an error answer; `none` for an arm cut off or drained. */
 type Settlement = "success" | "timeout" | "error" | "none";
 
+/** How an answer of `status` reads to learning: a 408 bounds the region's latency, any other error only counts against it. */
+function settlementOfStatus(status: number): Exclude<Settlement, "none"> {
+  if (status < 400) return "success";
+  return status === 408 ? "timeout" : "error";
+}
+
 function settlementOf(result: ArmResult | undefined): Settlement {
-  if (isSuccessResult(result)) return "success";
-  if (timedOut(result)) return "timeout";
-  return result === undefined ? "none" : "error";
+  if (result === undefined) return "none";
+  if (result.response !== undefined) return settlementOfStatus(result.response.status);
+  return timedOut(result) ? "timeout" : "error";
 }
 
 /** What a {@link RegionHealth} is set up with. */
@@ -287,8 +293,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     this.settle();
     this.recorder.recordAlone(region);
     if (latencyClass === undefined) return;
-    // As settlementOf classes a response: a 408 bounds the region's latency, any other error only counts against it.
-    this.learnSettled(region, latencyClass, durationMs, success ? "success" : status === 408 ? "timeout" : "error", "baseline", at);
+    this.learnSettled(region, latencyClass, durationMs, settlementOfStatus(status), "baseline", at);
     if (success && this.demotions !== undefined) {
       this.demotions.observe({ primary: region, primaryWonInMs: durationMs }, () => this.restoreWithinMs(latencyClass, thresholdMs));
     }

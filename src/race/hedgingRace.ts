@@ -469,7 +469,7 @@ export class HedgingRace<T = RaceOutcome> {
       else this.decideOnPrimaryAnswer();
       return;
     }
-    // A write's primary has answered and waits: the last hedge to settle without a success hands its answer back.
+    // A write's primary has answered and waits: the last hedge to settle without winning decides (see decideOnPrimaryAnswer).
     if (arms[0]?.result !== undefined) {
       if (!inFlight) this.decideOnPrimaryAnswer();
       return;

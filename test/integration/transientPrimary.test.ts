@@ -69,6 +69,17 @@ async function sides(fixture: EmulatorFixture, connectionPolicy: CosmosClientOpt
   return [made[0]!, made[1]!];
 }
 
+/** Creates, for each side, a document `<tag>-<suffix>` of value 1: its id and etag, by the side's container. */
+async function createdEach(pair: readonly Side[], suffix: string): Promise<Map<Container, { id: string; etag: string }>> {
+  const created = new Map<Container, { id: string; etag: string }>();
+  for (const side of pair) {
+    const id = `${side.tag}-${suffix}`;
+    const { etag } = await side.container.items.create({ id, pk: "pk", value: 1 });
+    created.set(side.container, { id, etag });
+  }
+  return created;
+}
+
 const wire = (requests: readonly RecordedRequest[], since: number): string =>
   requests.map((r) => `+${Math.round(r.at - since)} ${r.region} ${r.kind} ${r.status ?? (r.cutByClient ? "cut" : "?")}`).join(", ");
 
@@ -226,11 +237,7 @@ describe("a hedged write whose region the SDK addressed answers 503 after the th
 
   it("replace with ifMatch: the outcome as plain's", async function () {
     const pair = await sides(fixture, {}, hedging);
-    const etags = new Map<Container, { id: string; etag: string }>();
-    for (const side of pair) {
-      const { etag } = await side.container.items.create({ id: `${side.tag}-doc`, pk: "pk", value: 1 });
-      etags.set(side.container, { id: `${side.tag}-doc`, etag });
-    }
+    const etags = await createdEach(pair, "doc");
     const replace = (container: Container) => {
       const { id, etag } = etags.get(container)!;
       return outcomeOf(() => container.item(id, "pk").replace({ id, pk: "pk", value: 2 }, { accessCondition: { type: "IfMatch", condition: etag } }));
@@ -319,11 +326,7 @@ describe("a hedged upsert whose region the SDK addressed applies it at once and 
 
   it("an upsert with If-Match is hedged still, and ends as plain's (the hedge's second application is answered 412)", async function () {
     const pair = await sides(fixture, {}, hedging);
-    const etags = new Map<Container, { id: string; etag: string }>();
-    for (const side of pair) {
-      const { etag } = await side.container.items.create({ id: `${side.tag}-conditional`, pk: "pk", value: 1 });
-      etags.set(side.container, { id: `${side.tag}-conditional`, etag });
-    }
+    const etags = await createdEach(pair, "conditional");
     const upsert = (container: Container) => {
       const { id, etag } = etags.get(container)!;
       return outcomeOf(() => container.items.upsert({ id, pk: "pk", value: 2 }, { accessCondition: { type: "IfMatch", condition: etag } }));
