@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { crossValidatedBest, hindsightBest, hindsightVerdicts, nearestRankP99, ratioInterval, verdictOf } from "../../../bench/support/hindsight.js";
+import { crossValidatedBest, hindsightBest, hindsightVerdicts, nearestRankP99, passesInterval, ratioInterval, verdictOf } from "../../../bench/support/hindsight.js";
 import type { YardstickPoint } from "../../../bench/support/hindsight.js";
 import { seededRandom } from "../../../src/testing/seededRandom.js";
 
@@ -45,6 +45,39 @@ describe("verdictOf", () => {
     assert.equal(verdictOf([0.97, 1]), "tie", "an interval reaching 1.0 holds it");
     assert.equal(verdictOf([1, 1.02]), "tie");
     assert.equal(verdictOf(undefined), "-");
+  });
+});
+
+describe("passesInterval", () => {
+  it("is the geometric mean of the passes with Student's t interval of their logarithms", () => {
+    const [mean, low, high] = passesInterval([0.9, 1.0, 1.1])!;
+    const logs = [0.9, 1.0, 1.1].map(Math.log);
+    const centre = (logs[0]! + logs[1]! + logs[2]!) / 3;
+    const sd = Math.sqrt(logs.reduce((sum, value) => sum + (value - centre) ** 2, 0) / 2);
+    assert.equal(mean, Math.exp(centre));
+    // Two degrees of freedom: t = 4.303.
+    assert.ok(Math.abs(low - Math.exp(centre - (4.303 * sd) / Math.sqrt(3))) < 1e-12);
+    assert.ok(Math.abs(high - Math.exp(centre + (4.303 * sd) / Math.sqrt(3))) < 1e-12);
+  });
+
+  it("calls a tie what passes spread around 1.0, and below only passes that all sit clearly under it", () => {
+    // Runs 27, 28 and 30 of the WAN case: pass ratios whose spread is the machine's between runs.
+    assert.equal(verdictOf(passesInterval([1.09, 0.91, 0.94, 1.0, 0.86, 0.93, 1.23, 1.0, 0.93])?.slice(1) as [number, number]), "tie");
+    assert.equal(verdictOf(passesInterval([0.93, 0.96, 0.86, 0.91, 0.87, 0.92])?.slice(1) as [number, number]), "below");
+    assert.equal(verdictOf(passesInterval([1.08, 1.1, 1.09, 1.12])?.slice(1) as [number, number]), "above");
+  });
+
+  it("narrows with more passes of the same spread", () => {
+    const few = passesInterval([0.95, 1.05, 0.95, 1.05])!;
+    const many = passesInterval([0.95, 1.05, 0.95, 1.05, 0.95, 1.05, 0.95, 1.05])!;
+    assert.ok(many[2] - many[1] < few[2] - few[1]);
+  });
+
+  it("gives none under two passes, and leaves out ratios that are not positive numbers", () => {
+    assert.equal(passesInterval([1.02]), undefined);
+    assert.equal(passesInterval([]), undefined);
+    assert.equal(passesInterval([1.02, Number.NaN, 0]), undefined);
+    assert.deepEqual(passesInterval([1.02, Number.NaN, 0.98]), passesInterval([1.02, 0.98]));
   });
 });
 
