@@ -16,7 +16,7 @@ import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { adaptiveMode } from "./support/benchModes.js";
-import { hindsightVerdicts, nearestRankP99, onsetSeconds, passesInterval, sweepModes, sweepPasses, sweepStepMs, sweepThresholdsMs, verdictOf, worstSecondRatio } from "./support/hindsight.js";
+import { hindsightVerdicts, nearestRankP99, onsetSeconds, seedsInterval, sweepModes, sweepPasses, sweepStepMs, sweepThresholdsMs, verdictOf, worstSecondRatio } from "./support/hindsight.js";
 import type { HindsightVerdict, YardstickPoint } from "./support/hindsight.js";
 import { startEmulatorHost } from "./support/remoteEmulator.js";
 import { ms, percent } from "./support/stats.js";
@@ -214,11 +214,11 @@ function onset(rows: readonly PassRow[]): string {
   return `${shownOnset(onsetSeconds(own, reference, 100))} / ${shownOnset(onsetSeconds(own, reference))} (worst second from 2 s above 100 ms: ${worst === 0 ? "none" : `${worst.toFixed(2)}x`})`;
 }
 
-/** A row of the verdict over the passes (see `passesInterval`): the ratios' geometric mean, its interval and the verdict. */
-function overPassesRow(label: string, ratios: readonly number[]): string[] {
-  const over = passesInterval(ratios);
-  const range = over === undefined ? undefined : ([over[1], over[2]] as const);
-  return [label, String(ratios.length), over === undefined ? "-" : over[0].toFixed(3), interval(range), verdictOf(range)];
+/** A row of the verdict over the seeds (see `seedsInterval`): the seeds' geometric mean, its interval and the verdict. */
+function overSeedsRow(label: string, bySeed: readonly (readonly number[])[]): string[] {
+  const over = seedsInterval(bySeed);
+  const range = over === undefined ? undefined : ([over.low, over.high] as const);
+  return [label, over === undefined ? "-" : `${over.seeds} (${over.passes})`, over === undefined ? "-" : over.mean.toFixed(3), interval(range), verdictOf(range)];
 }
 
 const geometricMean = (values: readonly number[]): number => Math.exp(values.reduce((sum, value) => sum + Math.log(value), 0) / values.length);
@@ -310,13 +310,19 @@ try {
       ["", ...verdictHeader, "verdict (interval against 1.0)"],
       pooledGroups.map(({ pass, verdict }) => [`pass ${pass}, every seed pooled`, ...verdictCells(verdict), verdictOf(verdict.interval)]),
     );
-    // Each pass one replicate, so that the verdict sees how runs differ, which the reads' bootstrap of one run does not.
-    const crossValidatedRatios = verdicts.flatMap((verdict) => (verdict.crossValidated === undefined ? [] : [verdict.crossValidated.ratio]));
-    const overPasses = markdownTable(
-      ["learner ÷", "passes", "geometric mean", "95 % interval over the passes", "verdict"],
-      [overPassesRow("best fixed at no more extra", ratios), overPassesRow("cross-validated best", crossValidatedRatios)],
+    // Each seed one replicate, so that the verdict sees how runs differ, which the reads' bootstrap of one run does not.
+    const seeds = [...new Set(passes.map((each) => each.seed))];
+    const bySeed = (pick: (verdict: HindsightVerdict) => number | undefined): number[][] =>
+      seeds.map((seed) => passes.flatMap((each, p) => (each.seed === seed ? [pick(verdicts[p]!)] : [])).filter((ratio): ratio is number => ratio !== undefined));
+    const overSeeds = markdownTable(
+      ["learner ÷", "seeds (passes)", "geometric mean", "95 % interval over the seeds", "verdict"],
+      [overSeedsRow("best fixed at no more extra", bySeed((verdict) => verdict.ratio)), overSeedsRow("cross-validated best", bySeed((verdict) => verdict.crossValidated?.ratio))],
     );
-    parts.push(`## ${scenario.name}\n\n${scenario.caption === undefined ? "" : `${scenario.caption}\n\n`}### Pass by pass\n\n${passTable}\n\n${spread}\n\nOver the passes, each one replicate (its own seed and moment of the machine; see \`passesInterval\`):\n\n${overPasses}\n\nThe learner's thresholds, read by read (where each came from, and its percentiles):\n\n${thresholdTable}\n\n### Every seed pooled, pass by pass\n\n${pooledTable}\n\n${pooledVerdict}`);
+    const unmatched = verdicts.filter((verdict) => verdict.ratio === undefined).length;
+    const overSeedsText =
+      "Over the seeds, each one replicate (the geometric mean of its passes; see `seedsInterval`)" +
+      (unmatched === 0 ? ":" : `; ${unmatched} of ${verdicts.length} passes had no fixed threshold that spent no more than the learner, and count for nothing:`);
+    parts.push(`## ${scenario.name}\n\n${scenario.caption === undefined ? "" : `${scenario.caption}\n\n`}### Pass by pass\n\n${passTable}\n\n${spread}\n\n${overSeedsText}\n\n${overSeeds}\n\nThe learner's thresholds, read by read (where each came from, and its percentiles):\n\n${thresholdTable}\n\n### Every seed pooled, pass by pass\n\n${pooledTable}\n\n${pooledVerdict}`);
     console.log(parts[parts.length - 1]);
   }
 } finally {

@@ -86,28 +86,59 @@ export function ratioInterval(a: readonly number[], b: readonly number[], rounds
   return [ratios[Math.floor(rounds * 0.025)]!, ratios[Math.ceil(rounds * 0.975) - 1]!];
 }
 
-/** Student's t at 97.5 % for 1 to 30 degrees of freedom; the normal's 1.96 beyond. */
+/** Student's t at 97.5 % for 1 to 30 degrees of freedom. */
 const tQuantiles = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042];
 
+/** Student's t at 97.5 % for `df` degrees of freedom: the table, then the Cornish-Fisher expansion (within 0.001 of it past 30). */
+export function tQuantile975(df: number): number {
+  const tabled = tQuantiles[df - 1];
+  if (tabled !== undefined) return tabled;
+  const z = 1.959964;
+  return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2);
+}
+
+/** The replicates an interval over seeds rests on (see {@link seedsInterval}). */
+export interface SeedsInterval {
+  /** The geometric mean of the seeds' ratios. */
+  readonly mean: number;
+  readonly low: number;
+  readonly high: number;
+  /** How many seeds had a ratio: the replicates. */
+  readonly seeds: number;
+  /** How many pass ratios went into them. */
+  readonly passes: number;
+}
+
 /**
- * A 95 % interval of the geometric mean of pass ratios, each pass one
- * replicate: a t-interval of the mean of their logarithms. The bootstrap of
+ * A 95 % interval of the learner's ratio over seeds, each seed one
+ * replicate: the geometric mean of its passes' ratios (the passes of a seed
+ * share its fault draws and arrivals, so they are not independent: the two
+ * passes of a stragglers seed correlate at about 0.75), then a Student-t
+ * interval of the seeds' logarithms. The bootstrap of
  * {@link ratioInterval} draws the reads of one run again, so it sees how
  * the slowest reads of that run happened to fall but not how the run
- * itself did: a learner measured twice on one seed moved its p99 by 1.05x
- * to 1.23x in the WAN case, more than any pass's interval allowed for. Each
- * pass here ran at its own moment of the machine, on its own seed, so how
- * their ratios spread is what one more run would do; the interval is as
- * wide as that spread says, and narrows only with more passes.
- * @returns `[geometric mean, low, high]`; `undefined` under two passes.
+ * itself did: a learner measured twice on one seed moved its p99 by up to
+ * 1.25x in the WAN case, more than any pass's interval allowed for. Each
+ * seed's passes ran at their own moments of the machine, so how the seeds'
+ * ratios spread holds that; the interval narrows only with more seeds.
+ * @param bySeed - each seed's pass ratios; ratios that are not positive
+ *   numbers are left out, and a seed left with none.
+ * @returns `undefined` under two seeds.
  */
-export function passesInterval(ratios: readonly number[]): readonly [number, number, number] | undefined {
-  const logs = ratios.filter((ratio) => ratio > 0 && Number.isFinite(ratio)).map(Math.log);
+export function seedsInterval(bySeed: readonly (readonly number[])[]): SeedsInterval | undefined {
+  let passes = 0;
+  const logs: number[] = [];
+  for (const ratios of bySeed) {
+    const own = ratios.filter((ratio) => ratio > 0 && Number.isFinite(ratio)).map(Math.log);
+    if (own.length === 0) continue;
+    passes += own.length;
+    logs.push(own.reduce((sum, value) => sum + value, 0) / own.length);
+  }
   if (logs.length < 2) return undefined;
   const mean = logs.reduce((sum, value) => sum + value, 0) / logs.length;
   const variance = logs.reduce((sum, value) => sum + (value - mean) ** 2, 0) / (logs.length - 1);
-  const half = (tQuantiles[logs.length - 2] ?? 1.96) * Math.sqrt(variance / logs.length);
-  return [Math.exp(mean), Math.exp(mean - half), Math.exp(mean + half)];
+  const half = tQuantile975(logs.length - 1) * Math.sqrt(variance / logs.length);
+  return { mean: Math.exp(mean), low: Math.exp(mean - half), high: Math.exp(mean + half), seeds: logs.length, passes };
 }
 
 /** An interval as `a-b`, or a dash. */

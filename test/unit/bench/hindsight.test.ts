@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { crossValidatedBest, hindsightBest, hindsightVerdicts, nearestRankP99, passesInterval, ratioInterval, verdictOf } from "../../../bench/support/hindsight.js";
+import { crossValidatedBest, hindsightBest, hindsightVerdicts, nearestRankP99, ratioInterval, seedsInterval, tQuantile975, verdictOf } from "../../../bench/support/hindsight.js";
 import type { YardstickPoint } from "../../../bench/support/hindsight.js";
 import { seededRandom } from "../../../src/testing/seededRandom.js";
 
@@ -48,36 +48,60 @@ describe("verdictOf", () => {
   });
 });
 
-describe("passesInterval", () => {
-  it("is the geometric mean of the passes with Student's t interval of their logarithms", () => {
-    const [mean, low, high] = passesInterval([0.9, 1.0, 1.1])!;
-    const logs = [0.9, 1.0, 1.1].map(Math.log);
+describe("seedsInterval", () => {
+  const range = (over: ReturnType<typeof seedsInterval>): [number, number] | undefined => (over === undefined ? undefined : [over.low, over.high]);
+
+  it("is the geometric mean of the seeds with Student's t interval of their logarithms, each seed the mean of its passes", () => {
+    const over = seedsInterval([[0.9], [0.95, 1.05], [1.1]])!;
+    const logs = [Math.log(0.9), (Math.log(0.95) + Math.log(1.05)) / 2, Math.log(1.1)];
     const centre = (logs[0]! + logs[1]! + logs[2]!) / 3;
     const sd = Math.sqrt(logs.reduce((sum, value) => sum + (value - centre) ** 2, 0) / 2);
-    assert.equal(mean, Math.exp(centre));
-    // Two degrees of freedom: t = 4.303.
-    assert.ok(Math.abs(low - Math.exp(centre - (4.303 * sd) / Math.sqrt(3))) < 1e-12);
-    assert.ok(Math.abs(high - Math.exp(centre + (4.303 * sd) / Math.sqrt(3))) < 1e-12);
+    assert.ok(Math.abs(over.mean - Math.exp(centre)) < 1e-12);
+    // Three seeds, two degrees of freedom: t = 4.303.
+    assert.ok(Math.abs(over.low - Math.exp(centre - (4.303 * sd) / Math.sqrt(3))) < 1e-12);
+    assert.ok(Math.abs(over.high - Math.exp(centre + (4.303 * sd) / Math.sqrt(3))) < 1e-12);
+    assert.equal(over.seeds, 3);
+    assert.equal(over.passes, 4);
   });
 
-  it("calls a tie what passes spread around 1.0, and below only passes that all sit clearly under it", () => {
-    // Runs 27, 28 and 30 of the WAN case: pass ratios whose spread is the machine's between runs.
-    assert.equal(verdictOf(passesInterval([1.09, 0.91, 0.94, 1.0, 0.86, 0.93, 1.23, 1.0, 0.93])?.slice(1) as [number, number]), "tie");
-    assert.equal(verdictOf(passesInterval([0.93, 0.96, 0.86, 0.91, 0.87, 0.92])?.slice(1) as [number, number]), "below");
-    assert.equal(verdictOf(passesInterval([1.08, 1.1, 1.09, 1.12])?.slice(1) as [number, number]), "above");
+  it("counts the passes of a seed as one replicate, so that correlated passes do not narrow the interval", () => {
+    const seeds = [[0.88, 0.9], [0.97, 0.99], [0.84, 0.86]];
+    const clustered = seedsInterval(seeds)!;
+    const asIfIndependent = seedsInterval(seeds.flat().map((ratio) => [ratio]))!;
+    assert.ok(clustered.high - clustered.low > asIfIndependent.high - asIfIndependent.low);
+    assert.equal(verdictOf(range(asIfIndependent)), "below");
+    assert.equal(verdictOf(range(clustered)), "tie");
   });
 
-  it("narrows with more passes of the same spread", () => {
-    const few = passesInterval([0.95, 1.05, 0.95, 1.05])!;
-    const many = passesInterval([0.95, 1.05, 0.95, 1.05, 0.95, 1.05, 0.95, 1.05])!;
-    assert.ok(many[2] - many[1] < few[2] - few[1]);
+  it("calls a tie what seeds spread around 1.0, and below or above only seeds that sit clearly on one side", () => {
+    // The WAN case's passes of runs 27, 28 and 30, one seed a pass: seeds 7, 8 and 9 in each run.
+    assert.equal(verdictOf(range(seedsInterval([[1.09, 1.0, 1.23], [0.91, 0.86, 1.0], [0.94, 0.93, 0.93]]))), "tie");
+    assert.equal(verdictOf(range(seedsInterval([[0.93, 0.96], [0.86, 0.91], [0.87, 0.92], [0.9, 0.89]]))), "below");
+    assert.equal(verdictOf(range(seedsInterval([[1.08], [1.1], [1.09], [1.12]]))), "above");
   });
 
-  it("gives none under two passes, and leaves out ratios that are not positive numbers", () => {
-    assert.equal(passesInterval([1.02]), undefined);
-    assert.equal(passesInterval([]), undefined);
-    assert.equal(passesInterval([1.02, Number.NaN, 0]), undefined);
-    assert.deepEqual(passesInterval([1.02, Number.NaN, 0.98]), passesInterval([1.02, 0.98]));
+  it("narrows with more seeds of the same spread", () => {
+    const few = seedsInterval([[0.95], [1.05], [0.95], [1.05]])!;
+    const many = seedsInterval([[0.95], [1.05], [0.95], [1.05], [0.95], [1.05], [0.95], [1.05]])!;
+    assert.ok(many.high - many.low < few.high - few.low);
+  });
+
+  it("gives none under two seeds, and leaves out ratios that are not positive numbers and seeds left without one", () => {
+    assert.equal(seedsInterval([[1.02, 0.98]]), undefined);
+    assert.equal(seedsInterval([]), undefined);
+    assert.equal(seedsInterval([[1.02], [Number.NaN], [0]]), undefined);
+    assert.deepEqual(seedsInterval([[1.02], [Number.NaN, 0.98], []]), seedsInterval([[1.02], [0.98]]));
+  });
+});
+
+describe("tQuantile975", () => {
+  it("reads the table up to 30 degrees of freedom and stays within 0.001 of Student's t past it", () => {
+    assert.equal(tQuantile975(1), 12.706);
+    assert.equal(tQuantile975(30), 2.042);
+    // Student's t at 97.5 %: 2.021 at 40, 2.000 at 60, 1.980 at 120.
+    assert.ok(Math.abs(tQuantile975(40) - 2.021) < 0.001);
+    assert.ok(Math.abs(tQuantile975(60) - 2.0) < 0.001);
+    assert.ok(Math.abs(tQuantile975(120) - 1.98) < 0.001);
   });
 });
 
