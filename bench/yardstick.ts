@@ -1,4 +1,4 @@
-// npm run bench:yardstick [-- --cases stragglers,mixed,brownout,healthy,noisy,wan --repeats 3 --reads 3000 --rate 100 --out FILE]
+// npm run bench:yardstick [-- --cases stragglers,mixed,brownout,healthy,noisy,wan --repeats 3 --first-seed 7 --reads 3000 --rate 100 --out FILE]
 //
 // Issue 24's verdict, repeated until it means something. `npm run bench`
 // measures the learner against the hindsight-best fixed threshold in two
@@ -139,6 +139,7 @@ const { values } = parseArgs({
   options: {
     cases: { type: "string", default: "stragglers,mixed" },
     repeats: { type: "string", default: "3" },
+    "first-seed": { type: "string", default: "7" },
     reads: { type: "string", default: "3000" },
     rate: { type: "string", default: "100" },
     out: { type: "string" },
@@ -152,6 +153,7 @@ function wholeNumber(option: string, text: string, least: number): number {
 }
 
 const repeats = wholeNumber("repeats", values.repeats, 1);
+const firstSeed = wholeNumber("first-seed", values["first-seed"], 1);
 const reads = wholeNumber("reads", values.reads, 200);
 const rate = wholeNumber("rate", values.rate, 1);
 const cases: Readonly<Record<string, YardstickCase>> = {
@@ -227,7 +229,7 @@ const started = new Date();
 const loads: string[] = [`start ${loadavg().map((value) => value.toFixed(2)).join(" ")}`];
 const parts: string[] = [
   `# Yardstick: the learner against the hindsight-best fixed threshold, repeated\n\n` +
-    `Started ${started.toISOString()}; ${repeats} seeds a case, ${reads} reads a mode a pass at ${rate} reads/s a mode (Poisson), ` +
+    `Started ${started.toISOString()}; ${repeats} seeds a case (from seed ${firstSeed}), ${reads} reads a mode a pass at ${rate} reads/s a mode (Poisson), ` +
     `five modes at once (${learner.name} beside four of the fixed thresholds ${sweepThresholdsMs.join(", ")} ms, thresholdStep ${sweepStepMs} ms, ` +
     `so one hedge a read), two passes a seed; every mode on its own emulator, all emulators in one host process. Seed s draws the ` +
     `faults and the arrivals of every mode of both passes of that seed. The WAN case runs otherwise: see its caption.`,
@@ -238,7 +240,7 @@ try {
     const scenario = cases[name]!;
     const passes: { seed: number; pass: number; rows: PassRow[] }[] = [];
     for (let repeat = 0; repeat < repeats; repeat++) {
-      const seed = 7 + repeat;
+      const seed = firstSeed + repeat;
       for (const [pass, group] of (scenario.passes ?? groups).entries()) {
         console.log(`${scenario.name}: seed ${seed}, pass ${pass + 1}...`);
         const rows = await scenario.run(group, host, seed, { ratePerSecond: rate, arrivals: "poisson", seed, maxInFlight: 512 });
@@ -278,7 +280,7 @@ try {
     // The learner's runs of one seed: its passes, or its runs within the one pass of a case that runs it twice.
     const spreads = Array.from({ length: repeats }, (_, repeat) => {
       const own = passes
-        .filter((each) => each.seed === 7 + repeat)
+        .filter((each) => each.seed === firstSeed + repeat)
         .flatMap((each) => {
           const row = each.rows.find((candidate) => candidate.mode === learner.name)!;
           return row.runP99s ?? [row.p99];
