@@ -18,6 +18,7 @@ import type { SdkAttempt } from "../cosmos/attemptHandoff.js";
 import { takeHandedOver } from "../cosmos/attemptHandoff.js";
 import { loadOpenTelemetry } from "../diagnostics/otelMetrics.js";
 import { markForCoreTransport } from "../race/armAbort.js";
+import { yieldSocketsTo } from "../race/socketHolders.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
 import { adoptSdkOptions, hasScopedControls, requestControlsOf, setRequestControls } from "../request/requestControls.js";
 import { logger } from "../log.js";
@@ -338,6 +339,8 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
     regions,
     sendRequest: (request) => {
       const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
+      // The SDK's request goes where it would have gone without hedging, at once: not behind a hedge holding its socket.
+      yieldSocketsTo(request);
       // Off means off: an attempt of an operation left unrecorded, the SDK's retries included, is the SDK's alone. Account
       // and metadata reads still go through the layer (the topology is learned from them, and the environment's switch
       // may turn metadata hedging on), and so does a request the client has come to steer since.

@@ -24,7 +24,9 @@ export type HedgeArmReason = "primary" | "threshold" | "transientResult";
  * still running when another outcome was returned and was left to finish in
  * the background, so that its connection goes back to the pool (see
  * {@link HedgeArmDiagnostics.drainEnd}); `aborted`, it was cancelled because
- * the race was decided or the caller aborted.
+ * the race was decided or the caller aborted, or (a hedge on an agent that
+ * bounds its sockets) because a request of the SDK's would have waited for
+ * the socket it held, while its race went on.
  */
 export type HedgeArmOutcome = "returned" | "lost" | "drained" | "aborted";
 

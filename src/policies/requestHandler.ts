@@ -7,6 +7,7 @@ import { operationOf, outgoingOf } from "../request/requestState.js";
 import type { RegionCache, RegionEndpoint } from "../topology/regionCache.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { sendObservingAccount } from "../topology/accountObservation.js";
+import { yieldSocketsTo } from "../race/socketHolders.js";
 
 /**
  * What a policy of this package does to a request before anything is sent,
@@ -118,8 +119,19 @@ function withSdkOptionsUnknown(request: PipelineRequest, controls: RequestHedgin
   return unhedged;
 }
 
-/** A pipeline policy of this package: one step or one handler over {@link composeHandlers}. */
+/**
+ * A pipeline policy of this package: one step or one handler over
+ * {@link composeHandlers}. Every request it takes first gets the socket a
+ * hedge of this package holds, where it would otherwise wait for it (see
+ * `yieldSocketsTo`).
+ */
 export function policyOver(name: string, regions: RegionCache, stage: RequestStep | RequestHandler): PipelinePolicy {
-  const sendRequest = "send" in stage ? composeHandlers(regions, [], [stage]) : composeHandlers(regions, [stage], []);
-  return { name, sendRequest };
+  const compose = "send" in stage ? composeHandlers(regions, [], [stage]) : composeHandlers(regions, [stage], []);
+  return {
+    name,
+    sendRequest: (request, next) => {
+      yieldSocketsTo(request);
+      return compose(request, next);
+    },
+  };
 }

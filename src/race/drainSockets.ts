@@ -78,32 +78,46 @@ function countFor(lists: PoolLike["sockets"], origin: string): number {
   return count;
 }
 
+/** Node's name of a connection to `url`, "host:port:localAddress...", as far as the agent's lists are keyed by it; `undefined` for no URL. */
+export function connectionPrefix(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return undefined;
+  }
+  // The port is filled in before Node asks the agent.
+  return `${parsed.hostname}:${parsed.port || (parsed.protocol === "http:" ? "80" : "443")}:`;
+}
+
+/**
+ * What a new request of `request`'s agent to `url` would meet, as Node's
+ * `Agent.addRequest` decides: `free`, a socket at once (a free one, or room
+ * for a new one; always where the agent bounds nothing); `origin`, a wait
+ * because the agent's `maxSockets` for that host is reached, or requests for
+ * it are queued already; `total`, a wait because its `maxTotalSockets` is.
+ */
+export function socketWaitFor(request: PipelineRequest, url: string): "free" | "origin" | "total" {
+  if (!boundsSockets(request)) return "free";
+  const agent = request.agent as PoolLike;
+  const origin = connectionPrefix(url);
+  if (origin === undefined) return "free";
+  if (countFor(agent.requests, origin) > 0) return "origin";
+  if (countFor(agent.freeSockets, origin) > 0) return "free";
+  if (isBound(agent.maxSockets) && countFor(agent.sockets, origin) >= agent.maxSockets) return "origin";
+  return isBound(agent.maxTotalSockets) && isBound(agent.totalSocketCount) && agent.totalSocketCount >= agent.maxTotalSockets ? "total" : "free";
+}
+
 /**
  * Whether a hedge of `request` to `endpoint` would get a socket of its
- * agent at once, as Node's `Agent.addRequest` decides: a free one, or room
- * for a new one under `maxSockets` and `maxTotalSockets`. Always, where the
- * agent bounds neither. Where it does, a hedge that would wait in the
- * agent's queue holds up the requests of the SDK's that queue behind it
- * (its own retry of a failed region goes there), for a race that its
- * primary may end before the hedge is even sent; so it is not sent. Asked
- * only as a hedge launches.
+ * agent at once (see {@link socketWaitFor}). Where the agent bounds its
+ * sockets, a hedge that would wait in the agent's queue holds up the
+ * requests of the SDK's that queue behind it (its own retry of a failed
+ * region goes there), for a race that its primary may end before the hedge
+ * is even sent; so it is not sent. Asked only as a hedge launches.
  */
 export function socketFreeFor(request: PipelineRequest, endpoint: string): boolean {
-  if (!boundsSockets(request)) return true;
-  const agent = request.agent as PoolLike;
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    return true;
-  }
-  // Node names a connection "host:port:localAddress...", the port filled in before it asks the agent.
-  const origin = `${url.hostname}:${url.port || (url.protocol === "http:" ? "80" : "443")}:`;
-  if (countFor(agent.requests, origin) > 0) return false;
-  const free = countFor(agent.freeSockets, origin);
-  if (free > 0) return true;
-  if (isBound(agent.maxSockets) && countFor(agent.sockets, origin) >= agent.maxSockets) return false;
-  return !(isBound(agent.maxTotalSockets) && isBound(agent.totalSocketCount) && agent.totalSocketCount >= agent.maxTotalSockets);
+  return socketWaitFor(request, endpoint) === "free";
 }
 
 /** The headers that tell a feed's pages apart: the continuation, the change feed's etag, the partition key range. */

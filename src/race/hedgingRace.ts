@@ -11,6 +11,7 @@ import { loserDrainDefaults } from "./loserDrain.js";
 import type { RaceArm, RaceInput, RaceOutcome } from "./race.js";
 import type { DrainedConnection } from "./drainSockets.js";
 import { drainedConnectionOf } from "./drainSockets.js";
+import { holdSocket } from "./socketHolders.js";
 
 /** A loser running on after its race was decided. */
 interface Drain {
@@ -43,6 +44,11 @@ interface ArmState {
   result?: ArmResult;
   aborted?: boolean;
   drain?: Drain;
+}
+
+/** Whether an arm is still running: not settled, and not cut before the race's decision (see `giveUpSocket`). */
+function running(arm: ArmState): boolean {
+  return arm.result === undefined && arm.aborted !== true;
 }
 
 const noDrains: readonly Promise<RaceArm>[] = Object.freeze([]);
@@ -433,13 +439,32 @@ export class HedgingRace<T = RaceOutcome> {
         if (arm.aborted) return;
       }
       arm.sent = true;
-      const response = await this.input.send(arm.request, arm.index, arm.region, arm.reason);
-      this.input.onResponse?.(arm.region.name, response);
-      result = { response };
+      const release = holdSocket(arm.request, () => this.guard(() => this.giveUpSocket(arm)));
+      try {
+        const response = await this.input.send(arm.request, arm.index, arm.region, arm.reason);
+        this.input.onResponse?.(arm.region.name, response);
+        result = { response };
+      } finally {
+        release?.();
+      }
     } catch (error) {
       result = { error };
     }
     this.guard(() => this.settle(arm, result));
+  }
+
+  /**
+   * A request of the SDK's would wait for the socket this hedge holds (its
+   * agent bounds them; see `holdSocket`): the hedge is cut, as a loser is,
+   * and the race goes on without it. A write's primary that answered and
+   * waited for its hedges is decided on when this was the last of them.
+   */
+  private giveUpSocket(arm: ArmState): void {
+    if (this.decided || arm.result !== undefined || arm.aborted === true || arm.drain !== undefined) return;
+    this.abortArm(arm, performance.now());
+    this.input.strategy.release?.(arm.index);
+    const arms = this.arms ?? [];
+    if (arms[0]?.result !== undefined && !arms.some(running)) this.decideOnPrimaryAnswer();
   }
 
   /** What an arm's settlement means for the race. */
@@ -459,7 +484,7 @@ export class HedgingRace<T = RaceOutcome> {
       this.decide(arm.index, false);
       return;
     }
-    const inFlight = arms.some((other) => other.result === undefined);
+    const inFlight = arms.some(running);
     // The primary's answer goes back as soon as it comes, unless a hedge succeeded first: a transient one is the SDK's to
     // retry (a 429 in the same region after its back-off, a reset a second later), which a hedge held for would delay,
     // and an error of a region the SDK did not choose (a replica behind the writes, a 401) must not replace it. A write's
@@ -475,7 +500,7 @@ export class HedgingRace<T = RaceOutcome> {
       return;
     }
     // A hedge's transient result brings the next hedge forward, one at a time: never while another brought forward is out.
-    if (verdict === "next" && !arms.some((other) => other.early === true && other.result === undefined)) {
+    if (verdict === "next" && !arms.some((other) => other.early === true && running(other))) {
       this.launch(strategy.earlyLaunchReason ?? "transientResult");
     }
   }
@@ -565,6 +590,8 @@ export class HedgingRace<T = RaceOutcome> {
     const drains: Promise<RaceArm>[] = [];
     const { drain, strategy } = this.input;
     for (const arm of this.arms ?? []) {
+      // A hedge cut to give its socket up was aborted already.
+      if (arm.aborted === true) continue;
       if (arm.result !== undefined) {
         if (arm.index !== returnedIndex) void discardStreamBody(arm.result.response, drain?.settings.maxDrainBytes ?? 0);
         continue;

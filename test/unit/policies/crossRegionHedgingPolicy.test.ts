@@ -278,6 +278,36 @@ describe("crossRegionHedgingPolicy", () => {
       assert.equal(diagnosticsOf(response).terminalState, "primaryWon");
     });
 
+    it("a 503 waiting for its hedge goes back as the race's fallback once that hedge gives its socket up to a request of the SDK's", async () => {
+      const pool: { sockets: Record<string, unknown[]>; maxSockets: number } = { sockets: {}, maxSockets: 1 };
+      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 130 });
+      harness.transport.script(westUs.endpoint, { status: 201, delayMs: 5_000 });
+      const write = create();
+      write.agent = pool as unknown as NonNullable<PipelineRequest["agent"]>;
+      const pending = send(pipeline, write);
+      await harness.clock.tickAsync(150);
+      assert.equal(pending.state().done, false, "the 503 waits for West US");
+      // The hedge's connection is West US's only socket; the SDK now reads from West US itself.
+      pool.sockets[`${new URL(westUs.endpoint).hostname}:443:`] = [{}];
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      const read = pointRead(westUs, signal());
+      read.agent = write.agent;
+      const other = send(pipeline, read);
+      await harness.clock.tickAsync(0);
+      const response = responseOf(pending);
+      assert.equal(response.status, 503);
+      const diagnostics = diagnosticsOf(response);
+      assert.equal(diagnostics.terminalState, "primaryOutcome");
+      assert.deepEqual(diagnostics.arms.map((arm) => [arm.region, arm.outcome]), [
+        ["East US", "returned"],
+        ["West US", "aborted"],
+      ]);
+      pool.sockets = {};
+      await harness.clock.tickAsync(10);
+      assert.equal(responseOf(other).status, 200);
+    });
+
     it("before the threshold, a 503 goes back at once, unhedged, as a read's does: no hedge went out", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, enableMultiWriteRegionHedge: true });
       harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 30 });

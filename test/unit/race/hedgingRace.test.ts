@@ -158,6 +158,40 @@ describe("HedgingRace: the lazy race", () => {
     }
   });
 
+  it("with an agent that bounds its sockets, a hedge gives its socket up to a later request of the SDK's that would wait for it, and the race goes on without it", async () => {
+    const westPrefix = `${new URL(westUs.endpoint).hostname}:443:`;
+    const pool: { sockets: Record<string, unknown[]>; maxSockets: number; maxTotalSockets: number } = { sockets: {}, maxSockets: 1, maxTotalSockets: Infinity };
+    const { request } = sdkRead(pool);
+    harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 400 });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: slow });
+    const send = hedged({}, [eastUs, westUs]);
+    const pending = send(request);
+    await harness.clock.tickAsync(threshold + 50);
+    // The hedge's connection is West US's only socket of the pool; the SDK now reads from West US itself.
+    pool.sockets[westPrefix] = [{}];
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+    const later = pointRead(westUs, harness.leaks.controller().signal);
+    later.agent = pool as unknown as NonNullable<PipelineRequest["agent"]>;
+    markForCoreTransport(later, true);
+    const second = send(later);
+    const [hedge] = harness.transport.receivedBy(westUs.endpoint);
+    assert.equal(hedge?.outcome, "aborted", "the hedge is cut as the SDK's request comes");
+    pool.sockets = {};
+    await harness.clock.tickAsync(10);
+    assert.equal(diagnosticsOf(second).terminalState, "primaryWon");
+    assert.equal(pending.state().done, false, "the read's race goes on with its primary");
+    await harness.clock.tickAsync(400);
+    const diagnostics = diagnosticsOf(pending);
+    assert.equal(diagnostics.terminalState, "primaryWon");
+    assert.deepEqual(
+      diagnostics.arms.map((arm) => [arm.region, arm.outcome, arm.durationMs]),
+      [
+        ["East US", "returned", 400],
+        ["West US", "aborted", 50],
+      ],
+    );
+  });
+
   it("an eager race over a frozen request runs its primary alone: nothing written on the request, no hedge, the caller's abort still cuts it", async () => {
     const { request, caller } = sdkRead({ sockets: {}, maxSockets: 1, maxTotalSockets: Infinity });
     Object.freeze(request);
