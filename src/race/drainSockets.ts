@@ -117,7 +117,20 @@ export function socketWaitFor(request: PipelineRequest, url: string): "free" | "
  * is even sent; so it is not sent. Asked only as a hedge launches.
  */
 export function socketFreeFor(request: PipelineRequest, endpoint: string): boolean {
-  return socketWaitFor(request, endpoint) === "free";
+  if (socketWaitFor(request, endpoint) !== "free") return false;
+  const agent = request.agent as PoolLike | undefined;
+  if (agent === undefined || agent === null || !isBound(agent.maxTotalSockets) || !isBound(agent.totalSocketCount)) return true;
+  // Under a bound on every host together, a hedge leaves the last socket to the SDK: cut, it would free a socket only
+  // for its own host (Node gives another host's queued request a socket only while that host has none), and the
+  // SDK's next request elsewhere would wait for its own host's slowest request.
+  const origin = connectionPrefix(endpoint);
+  return origin === undefined || countFor(agent.freeSockets, origin) > 0 || agent.totalSocketCount + 1 < agent.maxTotalSockets;
+}
+
+/** How many sockets of `request`'s agent carry a request to `url`'s host now. */
+export function activeSocketsFor(request: PipelineRequest, url: string): number {
+  const origin = connectionPrefix(url);
+  return origin === undefined ? 0 : countFor((request.agent as PoolLike | undefined)?.sockets, origin);
 }
 
 /** The headers that tell a feed's pages apart: the continuation, the change feed's etag, the partition key range. */

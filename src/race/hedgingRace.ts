@@ -439,7 +439,8 @@ export class HedgingRace<T = RaceOutcome> {
         if (arm.aborted) return;
       }
       arm.sent = true;
-      const release = holdSocket(arm.request, () => this.guard(() => this.giveUpSocket(arm)));
+      // A write's hedge is never cut: the service may have applied it, and only its answer says so.
+      const release = this.input.strategy.primaryWaitsForHedges === true ? undefined : holdSocket(arm.request, () => this.guard(() => this.giveUpSocket(arm)));
       try {
         const response = await this.input.send(arm.request, arm.index, arm.region, arm.reason);
         this.input.onResponse?.(arm.region.name, response);
@@ -454,17 +455,17 @@ export class HedgingRace<T = RaceOutcome> {
   }
 
   /**
-   * A request of the SDK's would wait for the socket this hedge holds (its
-   * agent bounds them; see `holdSocket`): the hedge is cut, as a loser is,
-   * and the race goes on without it. A write's primary that answered and
-   * waited for its hedges is decided on when this was the last of them.
+   * A request of the SDK's would wait for the socket this read's hedge
+   * holds (its agent bounds them; see `holdSocket`): the hedge is cut, as a
+   * loser is, and the race goes on with its primary, sending no hedge more
+   * (one would take the socket freed for the SDK's request).
    */
   private giveUpSocket(arm: ArmState): void {
     if (this.decided || arm.result !== undefined || arm.aborted === true || arm.drain !== undefined) return;
     this.abortArm(arm, performance.now());
     this.input.strategy.release?.(arm.index);
-    const arms = this.arms ?? [];
-    if (arms[0]?.result !== undefined && !arms.some(running)) this.decideOnPrimaryAnswer();
+    this.refusedForGood = true;
+    this.cancelTimer();
   }
 
   /** What an arm's settlement means for the race. */
@@ -480,7 +481,10 @@ export class HedgingRace<T = RaceOutcome> {
     const { strategy } = this.input;
     if (arm.index > 0) strategy.release?.(arm.index);
     const verdict = strategy.judge({ index: arm.index, region: arm.region, result });
-    if (verdict === "win") {
+    // A write's primary that failed for good while a hedge runs (a create's 409, a 412, a 404) may have met what that
+    // hedge applied, whose own answer says so: it waits for it, as its transient answer does.
+    const metItsHedge = arm.index === 0 && strategy.primaryWaitsForHedges === true && !isSuccessResult(result) && arms.some(running);
+    if (verdict === "win" && !metItsHedge) {
       this.decide(arm.index, false);
       return;
     }

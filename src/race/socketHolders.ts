@@ -1,5 +1,5 @@
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import { boundsSockets, connectionPrefix, socketWaitFor } from "./drainSockets.js";
+import { activeSocketsFor, boundsSockets, connectionPrefix, socketWaitFor } from "./drainSockets.js";
 
 /** A hedge in flight on an agent that bounds its sockets: the host of its connection, and how it gives the socket up. */
 interface Holder {
@@ -47,8 +47,10 @@ export function holdSocket(arm: PipelineRequest, giveUp: () => void): (() => voi
  * wait for a socket of its agent that a hedge holds, the newest such hedge
  * gives the socket up (is cut; its race goes on without it), so that the
  * SDK's request gets a socket as it would have without hedging. A hedge to
- * the same host where the agent's `maxSockets` is what is full; any hedge
- * on the agent where its `maxTotalSockets` is. One hedge a request.
+ * the same host; where the agent's `maxTotalSockets` is what is full, a
+ * hedge to another host only while the request's own host has no socket
+ * busy, since Node gives a queued request of another host the freed socket
+ * only then. One hedge a request.
  */
 export function yieldSocketsTo(request: PipelineRequest): void {
   if (held === 0) return;
@@ -58,9 +60,14 @@ export function yieldSocketsTo(request: PipelineRequest): void {
   if (pool === undefined || pool.size === 0 || servedRequests.has(request) || hedges.has(request)) return;
   const wait = socketWaitFor(request, request.url);
   if (wait === "free") return;
-  const prefix = wait === "origin" ? connectionPrefix(request.url) : undefined;
-  let newest: Holder | undefined;
-  for (const holder of pool) if (prefix === undefined || holder.prefix === prefix) newest = holder;
+  const prefix = connectionPrefix(request.url);
+  let sameHost: Holder | undefined;
+  let anyHost: Holder | undefined;
+  for (const holder of pool) {
+    anyHost = holder;
+    if (holder.prefix === prefix) sameHost = holder;
+  }
+  const newest = sameHost ?? (wait === "total" && activeSocketsFor(request, request.url) === 0 ? anyHost : undefined);
   if (newest === undefined) return;
   pool.delete(newest);
   held -= 1;

@@ -193,6 +193,47 @@ describe("beside plain: an agent of the user's", function () {
     });
   }
 
+  // The same review's second round: under maxTotalSockets, a hedge to East US took the last socket, and a query of the
+  // SDK's to West US (whose slow read held a socket) waited for that read, since Node gives a freed socket of another
+  // host to a queued request only while its own host has none: plain 21-88 ms, hedged 625-657 ms.
+  it("maxTotalSockets: 2, no keep-alive, a query to West US 200 ms into a slow West US read: as fast as plain, the reads as plain's", async function () {
+    const run = async (hedging: HedgingOptions | false): Promise<{ reads: Outcome[]; queryMs: number[]; found: number[] }> => {
+      const agent = new https.Agent({ keepAlive: false, maxTotalSockets: 2, ca: fixture.wan.ca });
+      const tag = newTag(hedging === false ? "total-plain" : "total-hedged");
+      const client = clientOn(agent, tag, hedging);
+      try {
+        const container = client.database("db").container("items");
+        await container.item("item-0", "pk").read();
+        await container.items.query("SELECT * FROM c WHERE c.id = 'item-1'").fetchAll();
+        await settledTag(fixture.emulator, tag, 6_000);
+        for (const region of preferredLocations) fixture.emulator.region(region).addFault(scoped({ delayMs: region === "West US" ? 800 : 1_500 }, tag, ["pointRead"]));
+        const reads: Outcome[] = [];
+        const queryMs: number[] = [];
+        const found: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          const read = outcomeOf(() => container.item(`item-${i + 1}`, "pk").read());
+          await sleep(200);
+          const began = performance.now();
+          found.push((await container.items.query(`SELECT * FROM c WHERE c.id = 'item-${i + 5}'`).fetchAll()).resources.length);
+          queryMs.push(Math.round(performance.now() - began));
+          reads.push(await read);
+          await settledTag(fixture.emulator, tag, 8_000);
+        }
+        return { reads, queryMs, found };
+      } finally {
+        client.dispose();
+        agent.destroy();
+      }
+    };
+    const plain = await run(false);
+    const hedged = await run({ crossRegion: { threshold: 100, budget: false } });
+    const summary = `query: plain ${JSON.stringify(plain.queryMs)} ms, hedged ${JSON.stringify(hedged.queryMs)} ms`;
+    console.log(`      ${summary}`);
+    assert.deepEqual(hedged.reads, plain.reads, summary);
+    assert.deepEqual(hedged.found, [1, 1, 1], summary);
+    for (const [i, ms] of hedged.queryMs.entries()) assert.ok(ms <= plain.queryMs[i]! + 250, `query ${i}: ${summary}`);
+  });
+
   it("one keep-alive agent shared by a plain and a hedged client, both reading the same hot item at once, West US slow: no plain read is cut or failed, and the plain client's requests are exactly its reads", async function () {
     const agent = new https.Agent({ keepAlive: true, ca: fixture.wan.ca });
     const plainTag = newTag("shared-plain");
@@ -255,6 +296,78 @@ describe("beside plain: an agent of the user's", function () {
 // ---------------------------------------------------------------------------------------------------------------------
 // 3 to 7: the SDK's own machinery, on the plain-HTTP emulator with the SDK's own agent.
 // ---------------------------------------------------------------------------------------------------------------------
+
+describe("beside plain: hedged creates whose hedge the service applied first", function () {
+  this.timeout(120_000);
+  const preferredLocations = ["West US", "East US", "North Europe"];
+  const fixture = useWanEmulator({ emulator: { multipleWriteLocations: true }, wan: { rttMs: { "East US": 1, "West US": 1, "North Europe": 1 } }, items });
+
+  // Sixth hostile review, second round. The hedges (East US, North Europe) are applied at once and acknowledged 800 ms
+  // late. "late primary": West US forwards the create only after 600 ms, when the hedge's document exists, and answered
+  // 409, which won (hedged 409 x9 where plain had 201 x9). "cut hedge": West US answers 503, and at 180 ms a read of the
+  // SDK's to East US (maxSockets: 1) took the socket of the hedge the 503 waited for; the race then handed the 503 back,
+  // and the SDK's retry met the cut hedge's document (409 x9).
+  for (const [label, westFault, readAt] of [
+    ["late primary: West US forwards the create 600 ms late", { delayMs: 600 }, undefined],
+    ["cut hedge: West US answers 503 at 150 ms, a read to East US 180 ms in", { delayMs: 150, status: 503, count: 1 }, 180],
+  ] as const) {
+    it(`${label}: every create 201, as plain's`, async function () {
+      const unhandled = catchUnhandled();
+      const run = async (hedging: HedgingOptions | false): Promise<{ creates: Outcome[]; ms: number[] }> => {
+        const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: fixture.wan.ca });
+        const tag = newTag(hedging === false ? "applied-plain" : "applied-hedged");
+        const base: CosmosClientOptions = {
+          endpoint: fixture.wan.endpoint,
+          key: fixture.emulator.key,
+          agent,
+          userAgentSuffix: tag,
+          connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations },
+        };
+        const client = new CosmosClient(hedging === false ? base : withHedging(base, hedging));
+        try {
+          const container = client.database("db").container("items");
+          await container.item("item-0", "pk").read();
+          await container.item("item-0", "pk").read({ excludedLocations: ["West US"] });
+          await container.items.upsert({ id: `warm-${tag}`, pk: "pk", value: 0 });
+          await settledTag(fixture.emulator, tag, 6_000);
+          const creates: Outcome[] = [];
+          const ms: number[] = [];
+          for (let i = 0; i < 3; i++) {
+            fixture.emulator.clearFaults();
+            fixture.emulator.region("West US").addFault(scoped(westFault, tag, ["create"]));
+            fixture.emulator.region("East US").addFault(scoped({ responseDelayMs: 800 }, tag, ["create"]));
+            fixture.emulator.region("North Europe").addFault(scoped({ responseDelayMs: 800 }, tag, ["create"]));
+            const began = performance.now();
+            const create = outcomeOf(() => container.items.create({ id: `c-${tag}-${i}`, pk: "pk", value: i }));
+            if (readAt !== undefined) {
+              await sleep(readAt);
+              await container.item(`item-${i + 1}`, "pk").read({ excludedLocations: ["West US"] });
+            }
+            creates.push(await create);
+            ms.push(Math.round(performance.now() - began));
+            await settledTag(fixture.emulator, tag, 8_000);
+          }
+          return { creates, ms };
+        } finally {
+          fixture.emulator.clearFaults();
+          client.dispose();
+          agent.destroy();
+        }
+      };
+      try {
+        const plain = await run(false);
+        const hedged = await run({ crossRegion: { threshold: 100, budget: false, enableMultiWriteRegionHedge: true } });
+        const summary = `plain ${JSON.stringify(plain.creates.map((o) => (o.ok ? o.status : o.code)))} in ${JSON.stringify(plain.ms)} ms, hedged ${JSON.stringify(hedged.creates.map((o) => (o.ok ? o.status : o.code)))} in ${JSON.stringify(hedged.ms)} ms`;
+        console.log(`      ${summary}`);
+        assert.deepEqual(plain.creates.map((o) => o.ok && o.status), [201, 201, 201], summary);
+        assert.deepEqual(hedged.creates, plain.creates, summary);
+        assert.deepEqual(unhandled.seen, []);
+      } finally {
+        unhandled.stop();
+      }
+    });
+  }
+});
 
 describe("beside plain: the SDK's own machinery", function () {
   this.timeout(90_000);

@@ -278,34 +278,66 @@ describe("crossRegionHedgingPolicy", () => {
       assert.equal(diagnosticsOf(response).terminalState, "primaryWon");
     });
 
-    it("a 503 waiting for its hedge goes back as the race's fallback once that hedge gives its socket up to a request of the SDK's", async () => {
+    // A write's hedge the service may have applied is never cut to give its socket up: the SDK's retry of the primary's
+    // 503 would meet what it applied (sixth hostile review's second round: a create 409 where plain's was 201).
+    it("a write's hedge is not cut to give its socket up to a request of the SDK's: the 503 waits for it, and its 201 is the answer", async () => {
       const pool: { sockets: Record<string, unknown[]>; maxSockets: number } = { sockets: {}, maxSockets: 1 };
       const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
       harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 130 });
-      harness.transport.script(westUs.endpoint, { status: 201, delayMs: 5_000 });
+      harness.transport.script(westUs.endpoint, { status: 201, delayMs: 400 });
       const write = create();
       write.agent = pool as unknown as NonNullable<PipelineRequest["agent"]>;
       const pending = send(pipeline, write);
       await harness.clock.tickAsync(150);
-      assert.equal(pending.state().done, false, "the 503 waits for West US");
-      // The hedge's connection is West US's only socket; the SDK now reads from West US itself.
       pool.sockets[`${new URL(westUs.endpoint).hostname}:443:`] = [{}];
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
       const read = pointRead(westUs, signal());
       read.agent = write.agent;
       const other = send(pipeline, read);
-      await harness.clock.tickAsync(0);
-      const response = responseOf(pending);
-      assert.equal(response.status, 503);
-      const diagnostics = diagnosticsOf(response);
-      assert.equal(diagnostics.terminalState, "primaryOutcome");
-      assert.deepEqual(diagnostics.arms.map((arm) => [arm.region, arm.outcome]), [
-        ["East US", "returned"],
-        ["West US", "aborted"],
-      ]);
-      pool.sockets = {};
       await harness.clock.tickAsync(10);
       assert.equal(responseOf(other).status, 200);
+      assert.equal(pending.state().done, false, "the 503 still waits for West US");
+      await harness.clock.tickAsync(340);
+      const response = responseOf(pending);
+      assert.equal(response.status, 201);
+      assert.equal(diagnosticsOf(response).terminalState, "hedgeWon");
+    });
+
+    // The create's hedge was applied before the primary's create reached its region, which answers 409 for the document
+    // the hedge created: plain's one create is a 201 (sixth hostile review's second round: 409 x9 where plain had 201 x9).
+    it("a primary's 409 while its hedge runs waits for it: the hedge's 201 is the create's answer", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      harness.transport.script(eastUs.endpoint, { status: 409, delayMs: 300 });
+      harness.transport.script(westUs.endpoint, { status: 201, delayMs: 400 });
+      const pending = send(pipeline, create());
+      await harness.clock.tickAsync(300);
+      assert.equal(pending.state().done, false, "the 409 waits for West US");
+      await harness.clock.tickAsync(200);
+      const response = responseOf(pending);
+      assert.equal(response.status, 201);
+      const diagnostics = diagnosticsOf(response);
+      assert.equal(diagnostics.terminalState, "hedgeWon");
+      assert.deepEqual(diagnostics.arms.map((arm) => [arm.region, arm.status, arm.outcome]), [
+        ["East US", 409, "lost"],
+        ["West US", 201, "returned"],
+      ]);
+    });
+
+    it("a primary's 409 whose hedge meets the same conflict goes back when the hedge answers; before the threshold, at once", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      harness.transport.script(eastUs.endpoint, { status: 409, delayMs: 300 });
+      harness.transport.script(westUs.endpoint, { status: 409, delayMs: 250 });
+      const pending = send(pipeline, create());
+      await harness.clock.tickAsync(350);
+      const response = responseOf(pending);
+      assert.equal(response.status, 409);
+      assert.equal(diagnosticsOf(response).winningRegion, "East US");
+      harness.transport.script(eastUs.endpoint, { status: 409, delayMs: 30 });
+      const early = send(pipeline, create());
+      await harness.clock.tickAsync(30);
+      assert.equal(responseOf(early).status, 409);
+      assert.equal(diagnosticsOf(responseOf(early)).terminalState, "primaryWon");
+      assert.equal(harness.transport.received.length, 3);
     });
 
     it("before the threshold, a 503 goes back at once, unhedged, as a read's does: no hedge went out", async () => {

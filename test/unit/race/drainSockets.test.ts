@@ -87,6 +87,12 @@ describe("drainSockets", () => {
       assert.equal(socketFreeFor(requestOn(pool({ sockets: 1 }, { maxTotalSockets: 8, totalSocketCount: 4 })), westUs), true);
     });
 
+    it("under maxTotalSockets a hedge leaves the last socket to the SDK, unless a free socket of its own host serves it", () => {
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 1 }, { maxTotalSockets: 4, totalSocketCount: 3 })), westUs), false, "it would take the last one");
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 1 }, { maxTotalSockets: 4, totalSocketCount: 2 })), westUs), true);
+      assert.equal(socketFreeFor(requestOn(pool({ sockets: 1, freeSockets: 1 }, { maxTotalSockets: 4, totalSocketCount: 3 })), westUs), true, "a free socket of its host");
+    });
+
     it("an agent that bounds nothing, a request without one, or an endpoint that does not parse: never held back", () => {
       assert.equal(socketFreeFor(requestOn(pool({ sockets: 50, requests: 50 }, {})), westUs), true);
       assert.equal(socketFreeFor(requestOn(undefined), westUs), true);

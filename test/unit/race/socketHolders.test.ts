@@ -78,15 +78,22 @@ describe("socketHolders: a hedge gives its socket up to a request of the SDK's",
     assert.deepEqual(cut, ["second", "first"]);
   });
 
-  it("where maxTotalSockets is full, the newest hedge on any host is cut", () => {
-    const pool = poolOf({ maxTotalSockets: 2 });
+  it("where maxTotalSockets is full, a hedge to the request's host first; one to another host only while the request's host has no socket busy", () => {
+    const pool = poolOf({ maxTotalSockets: 3 });
     const cut: string[] = [];
     hold(on(pool, westUs), cut, "west");
     busy(pool, westUs);
     hold(on(pool, northEurope), cut, "north");
     busy(pool, northEurope);
+    busy(pool, eastUs);
+    // Node gives a queued East US request a freed socket of another host only while East US has none busy.
     yieldSocketsTo(on(pool, eastUs));
-    assert.deepEqual(cut, ["north"]);
+    assert.deepEqual(cut, [], "East US has a socket busy: cutting another host's hedge would free nothing for it");
+    yieldSocketsTo(on(pool, westUs));
+    assert.deepEqual(cut, ["west"], "the hedge to the request's own host, though North Europe's is newer");
+    pool.sockets[prefixOf(eastUs)] = [];
+    yieldSocketsTo(on(pool, eastUs));
+    assert.deepEqual(cut, ["west", "north"], "East US has no socket busy: another host's hedge frees one for it");
   });
 
   it("cuts nothing while a socket is free for the request, or once the hedge has settled and released it", () => {
