@@ -105,6 +105,10 @@ function askAgain(race: { askAgain(): void }): void {
   race.askAgain();
 }
 
+function primaryWaitedLongEnough(race: { primaryWaitedLongEnough(): void }): void {
+  race.primaryWaitedLongEnough();
+}
+
 /**
  * One request's race across regions, built lazily: until a hedge is due,
  * it is the caller's request in flight, one timer and this object.
@@ -236,6 +240,14 @@ export class HedgingRace<T = RaceOutcome> {
     if (!Reflect.set(request, "abortSignal", controller.signal)) return false;
     this.primaryController = controller;
     return true;
+  }
+
+  /** A write's primary that failed for good has waited for its hedges as long as it took itself: its answer goes back. Called by the race's own timer. */
+  primaryWaitedLongEnough(): void {
+    this.timer = undefined;
+    this.guard(() => {
+      if (!this.decided) this.decideOnPrimaryAnswer();
+    });
   }
 
   /** A refused hedge may be admitted now (see `RaceStrategy.admitAfter`). Called by the race's own timer. */
@@ -483,7 +495,7 @@ export class HedgingRace<T = RaceOutcome> {
     const verdict = strategy.judge({ index: arm.index, region: arm.region, result });
     // A write's primary that failed for good while a hedge runs (a create's 409, a 412, a 404) may have met what that
     // hedge applied, whose own answer says so: it waits for it, as its transient answer does.
-    const metItsHedge = arm.index === 0 && strategy.primaryWaitsForHedges === true && !isSuccessResult(result) && arms.some(running);
+    const metItsHedge = verdict === "win" && arm.index === 0 && strategy.primaryWaitsForHedges === true && !isSuccessResult(result) && arms.some(running);
     if (verdict === "win" && !metItsHedge) {
       this.decide(arm.index, false);
       return;
@@ -494,8 +506,13 @@ export class HedgingRace<T = RaceOutcome> {
     // and an error of a region the SDK did not choose (a replica behind the writes, a 401) must not replace it. A write's
     // waits for its hedges in flight instead (see `RaceStrategy.primaryWaitsForHedges`), and the race asks no more regions.
     if (arm.index === 0) {
-      if (strategy.primaryWaitsForHedges === true && inFlight) this.cancelTimer();
-      else this.decideOnPrimaryAnswer();
+      if (strategy.primaryWaitsForHedges === true && inFlight) {
+        this.cancelTimer();
+        // A final failure is most often the caller's own (a document that exists, a stale etag): its hedges get as long
+        // again as the primary took, not the SDK's whole timeout, so that a hedge region that hangs turns no definite
+        // answer into a timeout.
+        if (metItsHedge) this.timer = setTimeout(primaryWaitedLongEnough, Math.max(1, (arm.endedAt ?? this.startedAt) - this.startedAt), this);
+      } else this.decideOnPrimaryAnswer();
       return;
     }
     // A write's primary has answered and waits: the last hedge to settle without winning decides (see decideOnPrimaryAnswer).

@@ -369,6 +369,62 @@ describe("beside plain: hedged creates whose hedge the service applied first", f
   }
 });
 
+describe("beside plain: a hedged write that fails on its own while its hedges hang", function () {
+  this.timeout(120_000);
+  const preferredLocations = ["West US", "East US", "North Europe"];
+  const fixture = useWanEmulator({ emulator: { multipleWriteLocations: true }, wan: { rttMs: { "East US": 1, "West US": 1, "North Europe": 1 } }, items });
+
+  // A quick check of the second round: a primary's final failure waited for every hedge, so hedges hanging turned a
+  // definite 409 (plain, 0.3 s) into a TimeoutError at requestTimeout (3.0 s). It now waits as long again as it took.
+  it("a create of a document that exists, West US 300 ms, the hedges hanging, requestTimeout 3000: 409 as plain's, within twice plain's time", async function () {
+    const unhandled = catchUnhandled();
+    const run = async (hedging: HedgingOptions | false): Promise<{ outcomes: Outcome[]; ms: number[] }> => {
+      const tag = newTag(hedging === false ? "conflict-plain" : "conflict-hedged");
+      const agent = new https.Agent({ keepAlive: true, ca: fixture.wan.ca });
+      const base: CosmosClientOptions = {
+        endpoint: fixture.wan.endpoint,
+        key: fixture.emulator.key,
+        agent,
+        userAgentSuffix: tag,
+        connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, requestTimeout: 3_000 },
+      };
+      const client = new CosmosClient(hedging === false ? base : withHedging(base, hedging));
+      try {
+        const container = client.database("db").container("items");
+        await container.items.create({ id: `exists-${tag}`, pk: "pk", value: 0 });
+        await settledTag(fixture.emulator, tag, 6_000);
+        fixture.emulator.region("West US").addFault(scoped({ delayMs: 300 }, tag, ["create"]));
+        fixture.emulator.region("East US").addFault(scoped({ delayMs: 20_000 }, tag, ["create"]));
+        fixture.emulator.region("North Europe").addFault(scoped({ delayMs: 20_000 }, tag, ["create"]));
+        const outcomes: Outcome[] = [];
+        const ms: number[] = [];
+        for (let i = 0; i < 2; i++) {
+          const began = performance.now();
+          outcomes.push(await outcomeOf(() => container.items.create({ id: `exists-${tag}`, pk: "pk", value: i })));
+          ms.push(Math.round(performance.now() - began));
+        }
+        return { outcomes, ms };
+      } finally {
+        fixture.emulator.clearFaults();
+        client.dispose();
+        agent.destroy();
+      }
+    };
+    try {
+      const plain = await run(false);
+      const hedged = await run({ crossRegion: { threshold: 100, budget: false, enableMultiWriteRegionHedge: true } });
+      const summary = `plain ${JSON.stringify(plain.outcomes)} in ${JSON.stringify(plain.ms)} ms, hedged ${JSON.stringify(hedged.outcomes)} in ${JSON.stringify(hedged.ms)} ms`;
+      console.log(`      ${summary}`);
+      assert.deepEqual(plain.outcomes.map((o) => !o.ok && o.code), [409, 409], summary);
+      assert.deepEqual(hedged.outcomes, plain.outcomes, summary);
+      for (const [i, ms] of hedged.ms.entries()) assert.ok(ms <= 2 * plain.ms[i]! + 250, `create ${i}: ${summary}`);
+      assert.deepEqual(unhandled.seen, []);
+    } finally {
+      unhandled.stop();
+    }
+  });
+});
+
 describe("beside plain: the SDK's own machinery", function () {
   this.timeout(90_000);
   const preferredLocations = ["West US", "East US", "North Europe"];

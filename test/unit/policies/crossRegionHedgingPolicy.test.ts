@@ -323,6 +323,27 @@ describe("crossRegionHedgingPolicy", () => {
       ]);
     });
 
+    // A genuine conflict whose hedge region hangs: plain's 409 came at 0.3 s, the hedged one waited for the SDK's timeout
+    // and ended a TimeoutError (a quick check of the second round by a third helper).
+    it("a primary's 409 whose hedge hangs goes back once it has waited as long again as it took, the hedge cut", async () => {
+      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      harness.transport.script(eastUs.endpoint, { status: 409, delayMs: 300 });
+      harness.transport.script(westUs.endpoint, { status: 201, delayMs: 20_000 });
+      const pending = send(pipeline, create());
+      await harness.clock.tickAsync(599);
+      assert.equal(pending.state().done, false, "the 409 waits for West US");
+      await harness.clock.tickAsync(1);
+      const response = responseOf(pending);
+      assert.equal(response.status, 409);
+      const diagnostics = diagnosticsOf(response);
+      assert.equal(diagnostics.terminalState, "primaryOutcome");
+      assert.deepEqual(diagnostics.arms.map((arm) => [arm.region, arm.outcome]), [
+        ["East US", "returned"],
+        ["West US", "aborted"],
+      ]);
+      assert.equal(harness.transport.receivedBy(westUs.endpoint)[0]?.outcome, "aborted");
+    });
+
     it("a primary's 409 whose hedge meets the same conflict goes back when the hedge answers; before the threshold, at once", async () => {
       const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
       harness.transport.script(eastUs.endpoint, { status: 409, delayMs: 300 });
