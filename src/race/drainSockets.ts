@@ -117,9 +117,10 @@ export function socketWaitFor(request: PipelineRequest, url: string): "free" | "
  * is even sent; so it is not sent. Asked only as a hedge launches.
  */
 export function socketFreeFor(request: PipelineRequest, endpoint: string): boolean {
+  if (!boundsSockets(request)) return true;
   if (socketWaitFor(request, endpoint) !== "free") return false;
-  const agent = request.agent as PoolLike | undefined;
-  if (agent === undefined || agent === null || !isBound(agent.maxTotalSockets) || !isBound(agent.totalSocketCount)) return true;
+  const agent = request.agent as PoolLike;
+  if (!isBound(agent.maxTotalSockets) || !isBound(agent.totalSocketCount)) return true;
   // Under a bound on every host together, a hedge leaves the last socket to the SDK: cut, it would free a socket only
   // for its own host (Node gives another host's queued request a socket only while that host has none), and the
   // SDK's next request elsewhere would wait for its own host's slowest request.

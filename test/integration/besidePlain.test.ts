@@ -297,10 +297,23 @@ describe("beside plain: an agent of the user's", function () {
 // 3 to 7: the SDK's own machinery, on the plain-HTTP emulator with the SDK's own agent.
 // ---------------------------------------------------------------------------------------------------------------------
 
-describe("beside plain: hedged creates whose hedge the service applied first", function () {
+describe("beside plain: hedged writes on a multi-write account", function () {
   this.timeout(120_000);
   const preferredLocations = ["West US", "East US", "North Europe"];
   const fixture = useWanEmulator({ emulator: { multipleWriteLocations: true }, wan: { rttMs: { "East US": 1, "West US": 1, "North Europe": 1 } }, items });
+  const writesHedged: HedgingOptions = { crossRegion: { threshold: 100, budget: false, enableMultiWriteRegionHedge: true } };
+
+  /** A client over `agent`, its requests tagged, hedging its writes or plain. */
+  function clientOver(agent: https.Agent, tag: string, hedging: HedgingOptions | false, connectionPolicy: CosmosClientOptions["connectionPolicy"] = {}): CosmosClient {
+    const base: CosmosClientOptions = {
+      endpoint: fixture.wan.endpoint,
+      key: fixture.emulator.key,
+      agent,
+      userAgentSuffix: tag,
+      connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...connectionPolicy },
+    };
+    return new CosmosClient(hedging === false ? base : withHedging(base, hedging));
+  }
 
   // Sixth hostile review, second round. The hedges (East US, North Europe) are applied at once and acknowledged 800 ms
   // late. "late primary": West US forwards the create only after 600 ms, when the hedge's document exists, and answered
@@ -316,14 +329,7 @@ describe("beside plain: hedged creates whose hedge the service applied first", f
       const run = async (hedging: HedgingOptions | false): Promise<{ creates: Outcome[]; ms: number[] }> => {
         const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: fixture.wan.ca });
         const tag = newTag(hedging === false ? "applied-plain" : "applied-hedged");
-        const base: CosmosClientOptions = {
-          endpoint: fixture.wan.endpoint,
-          key: fixture.emulator.key,
-          agent,
-          userAgentSuffix: tag,
-          connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations },
-        };
-        const client = new CosmosClient(hedging === false ? base : withHedging(base, hedging));
+        const client = clientOver(agent, tag, hedging);
         try {
           const container = client.database("db").container("items");
           await container.item("item-0", "pk").read();
@@ -356,7 +362,7 @@ describe("beside plain: hedged creates whose hedge the service applied first", f
       };
       try {
         const plain = await run(false);
-        const hedged = await run({ crossRegion: { threshold: 100, budget: false, enableMultiWriteRegionHedge: true } });
+        const hedged = await run(writesHedged);
         const summary = `plain ${JSON.stringify(plain.creates.map((o) => (o.ok ? o.status : o.code)))} in ${JSON.stringify(plain.ms)} ms, hedged ${JSON.stringify(hedged.creates.map((o) => (o.ok ? o.status : o.code)))} in ${JSON.stringify(hedged.ms)} ms`;
         console.log(`      ${summary}`);
         assert.deepEqual(plain.creates.map((o) => o.ok && o.status), [201, 201, 201], summary);
@@ -367,12 +373,6 @@ describe("beside plain: hedged creates whose hedge the service applied first", f
       }
     });
   }
-});
-
-describe("beside plain: a hedged write that fails on its own while its hedges hang", function () {
-  this.timeout(120_000);
-  const preferredLocations = ["West US", "East US", "North Europe"];
-  const fixture = useWanEmulator({ emulator: { multipleWriteLocations: true }, wan: { rttMs: { "East US": 1, "West US": 1, "North Europe": 1 } }, items });
 
   // A quick check of the second round: a primary's final failure waited for every hedge, so hedges hanging turned a
   // definite 409 (plain, 0.3 s) into a TimeoutError at requestTimeout (3.0 s). It now waits as long again as it took.
@@ -381,14 +381,7 @@ describe("beside plain: a hedged write that fails on its own while its hedges ha
     const run = async (hedging: HedgingOptions | false): Promise<{ outcomes: Outcome[]; ms: number[] }> => {
       const tag = newTag(hedging === false ? "conflict-plain" : "conflict-hedged");
       const agent = new https.Agent({ keepAlive: true, ca: fixture.wan.ca });
-      const base: CosmosClientOptions = {
-        endpoint: fixture.wan.endpoint,
-        key: fixture.emulator.key,
-        agent,
-        userAgentSuffix: tag,
-        connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, requestTimeout: 3_000 },
-      };
-      const client = new CosmosClient(hedging === false ? base : withHedging(base, hedging));
+      const client = clientOver(agent, tag, hedging, { requestTimeout: 3_000 });
       try {
         const container = client.database("db").container("items");
         await container.items.create({ id: `exists-${tag}`, pk: "pk", value: 0 });
@@ -412,7 +405,7 @@ describe("beside plain: a hedged write that fails on its own while its hedges ha
     };
     try {
       const plain = await run(false);
-      const hedged = await run({ crossRegion: { threshold: 100, budget: false, enableMultiWriteRegionHedge: true } });
+      const hedged = await run(writesHedged);
       const summary = `plain ${JSON.stringify(plain.outcomes)} in ${JSON.stringify(plain.ms)} ms, hedged ${JSON.stringify(hedged.outcomes)} in ${JSON.stringify(hedged.ms)} ms`;
       console.log(`      ${summary}`);
       assert.deepEqual(plain.outcomes.map((o) => !o.ok && o.code), [409, 409], summary);

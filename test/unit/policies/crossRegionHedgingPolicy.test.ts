@@ -197,6 +197,8 @@ describe("crossRegionHedgingPolicy", () => {
       multipleWriteLocations: true,
     };
     const create = () => requestTo(eastUs, "POST", "dbs/db/colls/c/docs", { body: '{"id":"1"}', abortSignal: signal() });
+    /** Writes hedged at 100 ms, one hedge a write. */
+    const hedgedWrites = (): Pipeline => pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
 
     // The hedge in flight may have created the document: the SDK's retry of the 503 would meet it (a 409) through
     // the hedged client where plain's retry creates it.
@@ -249,7 +251,7 @@ describe("crossRegionHedgingPolicy", () => {
       ["the primary's 503 first, waiting for the hedge's 200", 130, 300],
     ] as const) {
       it(`a bulk request whose hedge answered 200 with an operation's own failure, ${order}: the hedge's answer is the write's`, async () => {
-        const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+        const pipeline = hedgedWrites();
         harness.transport.script(eastUs.endpoint, { status: 503, delayMs: primaryMs });
         harness.transport.script(westUs.endpoint, { status: 200, delayMs: hedgeMs, body: appliedButOne });
         const pending = send(pipeline, bulk());
@@ -267,7 +269,7 @@ describe("crossRegionHedgingPolicy", () => {
     }
 
     it("a bulk request whose hedge answered 200 with an operation's own failure, then the primary's own 200: the primary's answer", async () => {
-      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      const pipeline = hedgedWrites();
       const primaryAnswer = JSON.stringify([{ statusCode: 200 }, { statusCode: 201 }]);
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 400, body: primaryAnswer });
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: 150, body: JSON.stringify([{ statusCode: 412 }, { statusCode: 409 }]) });
@@ -282,7 +284,7 @@ describe("crossRegionHedgingPolicy", () => {
     // 503 would meet what it applied (sixth hostile review's second round: a create 409 where plain's was 201).
     it("a write's hedge is not cut to give its socket up to a request of the SDK's: the 503 waits for it, and its 201 is the answer", async () => {
       const pool: { sockets: Record<string, unknown[]>; maxSockets: number } = { sockets: {}, maxSockets: 1 };
-      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      const pipeline = hedgedWrites();
       harness.transport.script(eastUs.endpoint, { status: 503, delayMs: 130 });
       harness.transport.script(westUs.endpoint, { status: 201, delayMs: 400 });
       const write = create();
@@ -306,7 +308,7 @@ describe("crossRegionHedgingPolicy", () => {
     // The create's hedge was applied before the primary's create reached its region, which answers 409 for the document
     // the hedge created: plain's one create is a 201 (sixth hostile review's second round: 409 x9 where plain had 201 x9).
     it("a primary's 409 while its hedge runs waits for it: the hedge's 201 is the create's answer", async () => {
-      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      const pipeline = hedgedWrites();
       harness.transport.script(eastUs.endpoint, { status: 409, delayMs: 300 });
       harness.transport.script(westUs.endpoint, { status: 201, delayMs: 400 });
       const pending = send(pipeline, create());
@@ -326,7 +328,7 @@ describe("crossRegionHedgingPolicy", () => {
     // A genuine conflict whose hedge region hangs: plain's 409 came at 0.3 s, the hedged one waited for the SDK's timeout
     // and ended a TimeoutError (a quick check of the second round by a third helper).
     it("a primary's 409 whose hedge hangs goes back once it has waited as long again as it took, the hedge cut", async () => {
-      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      const pipeline = hedgedWrites();
       harness.transport.script(eastUs.endpoint, { status: 409, delayMs: 300 });
       harness.transport.script(westUs.endpoint, { status: 201, delayMs: 20_000 });
       const pending = send(pipeline, create());
@@ -345,7 +347,7 @@ describe("crossRegionHedgingPolicy", () => {
     });
 
     it("a primary's 409 whose hedge meets the same conflict goes back when the hedge answers; before the threshold, at once", async () => {
-      const pipeline = pipelineWith({ regions: regionsWith(multiWriteRegions), threshold: 100, thresholdStep: 5_000, enableMultiWriteRegionHedge: true });
+      const pipeline = hedgedWrites();
       harness.transport.script(eastUs.endpoint, { status: 409, delayMs: 300 });
       harness.transport.script(westUs.endpoint, { status: 409, delayMs: 250 });
       const pending = send(pipeline, create());
