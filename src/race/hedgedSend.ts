@@ -299,6 +299,24 @@ class HedgedRequest implements RaceInput<PipelineResponse> {
   }
 }
 
+/**
+ * The error a caller's abort ends a race with: the one the request would have
+ * ended with unhedged. The primary's own, when its send failed with it before
+ * the race ended (a read sent lazily, which the caller's signal aborted
+ * itself); otherwise one worded as core-rest-pipeline's transport words it,
+ * for a request it never sent or cut in flight, since `@azure/cosmos` hands
+ * the caller that error as it is.
+ */
+function callerAbortError(outcome: Extract<RaceOutcome, { kind: "aborted" }>): Error {
+  const own = outcome.primaryError;
+  if (own instanceof Error && own.name === "AbortError") return own;
+  return new AbortError(
+    outcome.arms.length === 0
+      ? "The operation was aborted. Request has already been canceled."
+      : "The operation was aborted. Rejecting from abort signal callback while making request.",
+  );
+}
+
 /** Turns a race's outcome into the caller's response or error, with its record, log line, span and learning. */
 function conclude(
   request: PipelineRequest,
@@ -329,7 +347,7 @@ function conclude(
     return described;
   });
   if (outcome.kind === "aborted") {
-    const error = new AbortError("The operation was aborted.");
+    const error = callerAbortError(outcome);
     // A request whose plan found no hedge when one was due, aborted afterwards, still says why it had none.
     const aborted = raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined, true, outcome.arms.length <= 1 ? outcome.skipReason : undefined);
     finish(sink, request, trace, error, aborted, undefined, error);

@@ -581,7 +581,7 @@ export class HedgingRace<T = RaceOutcome> {
     this.decided = true;
     this.cancelTimer();
     this.stopListening();
-    this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: [primary], hedgeRefused: false, skipReason: this.skipReason });
+    this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: [primary], hedgeRefused: false, skipReason: this.skipReason, primaryError: this.primaryResult?.error });
   }
 
   /** Decides the race on an arm's result. */

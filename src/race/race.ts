@@ -174,5 +174,10 @@ export type RaceOutcome =
       readonly arms: readonly RaceArm[];
       readonly hedgeRefused: boolean;
       readonly skipReason?: HedgeSkipReason | undefined;
+      /**
+       * What the primary's own send failed with, when it failed before the race ended: on the caller's abort, its
+       * transport's `AbortError`, which is what the caller would have got unhedged.
+       */
+      readonly primaryError?: unknown;
     };
 

@@ -27,7 +27,7 @@ const newTag = (label: string): string => `atk${++tagCounter}-${label}~`;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-type Outcome = { ok: true; status: number; value: unknown } | { ok: false; name: string; code: unknown };
+type Outcome = { ok: true; status: number; value: unknown } | { ok: false; name: string; code: unknown; message?: string };
 
 async function outcomeOf(run: () => Promise<{ statusCode: number; resource?: unknown }>): Promise<Outcome> {
   try {
@@ -35,8 +35,9 @@ async function outcomeOf(run: () => Promise<{ statusCode: number; resource?: unk
     return { ok: true, status: response.statusCode, value: (response.resource as { value?: unknown } | undefined)?.value };
   } catch (error) {
     const e = error as { name?: string; code?: unknown; message?: string };
-    // The message's wording differs between core-rest-pipeline's paths ("The operation was aborted." and a suffix): compared by name and code.
-    return { ok: false, name: String(e.name), code: e.code };
+    // An AbortError's message is core-rest-pipeline's transport's, and says where the abort met the request; others carry
+    // activity ids, which differ between any two requests.
+    return { ok: false, name: String(e.name), code: e.code, ...(e.name === "AbortError" ? { message: e.message } : {}) };
   }
 }
 
@@ -670,6 +671,7 @@ describe("beside plain: the SDK's own machinery", function () {
   });
 
   for (const [label, abortAt, reason] of [
+    ["aborted before the threshold (threshold 100 ms, abort at 50 ms)", 50, undefined],
     ["aborted as the hedge fires (threshold 100 ms, abort at 100 ms)", 100, undefined],
     ["aborted with a reason of the caller's just after the hedge fired", 160, "reason"],
     ["AbortSignal.timeout(180) as the signal", 180, "timeout"],

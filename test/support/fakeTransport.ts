@@ -68,7 +68,7 @@ function originOf(url: string): string {
  * region, keyed by URL origin, has a script of responses and errors that its
  * requests consume in order, each after its delay on the (fake) clock. A
  * request's abort signal is honoured: the pending step is cancelled, the
- * request rejects with an `AbortError`, and the record says it was aborted.
+ * request rejects with an `AbortError` worded as core-rest-pipeline's transport words it, and the record says it was aborted.
  * A request for which no step is left rejects and is recorded in
  * {@link FakeTransport.unscripted}, so a test can tell an unexpected request
  * from a scripted failure.
@@ -123,7 +123,7 @@ export class FakeTransport implements HttpClient {
       };
       if (signal?.aborted) {
         finish("aborted");
-        reject(new AbortError("The request was aborted before it was sent."));
+        reject(new AbortError("The operation was aborted. Request has already been canceled."));
         return;
       }
       const step = this.scripts.get(origin)?.shift();
@@ -137,7 +137,7 @@ export class FakeTransport implements HttpClient {
         clearTimeout(timer);
         record.signalAborted = true;
         finish("aborted");
-        reject(new AbortError("The request was aborted."));
+        reject(new AbortError("The operation was aborted. Rejecting from abort signal callback while making request."));
       };
       const timer = setTimeout(() => {
         signal?.removeEventListener("abort", onAbort);
@@ -188,7 +188,7 @@ export function latencyTransport(latencyOf: (origin: string) => number): HttpCli
         const signal = request.abortSignal;
         const onAbort = (): void => {
           clearTimeout(timer);
-          reject(new AbortError("The request was aborted."));
+          reject(new AbortError("The operation was aborted. Rejecting from abort signal callback while making request."));
         };
         const timer = setTimeout(() => {
           signal?.removeEventListener("abort", onAbort);

@@ -100,7 +100,7 @@ export class PlannedTransport implements HttpClient {
     this.total += 1;
     if (signal?.aborted) {
       arm.outcome = "aborted";
-      return Promise.reject(new AbortError("The request was aborted before it was sent."));
+      return Promise.reject(new AbortError("The operation was aborted. Request has already been canceled."));
     }
     const plan = this.options.plan(request);
     this.pending += 1;
@@ -113,7 +113,7 @@ export class PlannedTransport implements HttpClient {
       const onAbort = (): void => {
         cancel();
         finish("aborted");
-        reject(new AbortError("The request was aborted."));
+        reject(new AbortError("The operation was aborted. Rejecting from abort signal callback while making request."));
       };
       const cancel = this.wait(plan.delayMs ?? 0, () => {
         if (isPlannedError(plan)) {

@@ -306,7 +306,7 @@ describe("hedgedSend", () => {
       const state = pending.state();
       assert.ok(state.done && "error" in state);
       assert.ok(state.error instanceof AbortError);
-      assert.equal(state.error.message, "The operation was aborted.");
+      assert.equal(state.error.message, "The operation was aborted. Rejecting from abort signal callback while making request.", "as core's transport words a request cut in flight");
       const diagnostics = getHedgeDiagnostics(state.error);
       assert.equal(diagnostics?.terminalState, "aborted");
       assert.equal(diagnostics?.final, true);
