@@ -36,6 +36,8 @@ interface PassRow {
   samples: readonly number[];
   p99: number;
   extraRequests: number;
+  /** The share of reads the case's faults were applied to, where the case counts them (see `TailRow.faultedShare`). */
+  faultedShare?: number;
   secondP99s: readonly (number | undefined)[];
   thresholds: TailRow["thresholds"];
   /** `undefined` where reads are not offered at a rate (the WAN case's closed loop). */
@@ -46,8 +48,8 @@ interface PassRow {
 }
 
 function fromTail(row: TailRow): PassRow {
-  const { mode, latencySamples: samples, extraRequests, secondP99s, thresholds, startLagP99, errors } = row;
-  return { mode, samples, p99: row.latency.p99, extraRequests, secondP99s, thresholds, startLagP99, errors };
+  const { mode, latencySamples: samples, extraRequests, faultedShare, secondP99s, thresholds, startLagP99, errors } = row;
+  return { mode, samples, p99: row.latency.p99, extraRequests, faultedShare, secondP99s, thresholds, startLagP99, errors };
 }
 
 function fromBrownOut(row: BrownOutRow): PassRow {
@@ -207,13 +209,41 @@ function median(values: readonly number[]): number {
 
 const shownOnset = (seconds: number | undefined): string => (seconds === undefined ? "never" : `${seconds} s`);
 
+/** The per-second p99s of a pass's fixed 100 ms, the onset's reference, where the pass ran it. */
+function onsetReference(rows: readonly PassRow[]): PassRow["secondP99s"] | undefined {
+  const reference = rows.find((row) => bare(row.mode) === "fixed 100 ms")?.secondP99s;
+  return reference === undefined || reference.length === 0 ? undefined : reference;
+}
+
 /** Issue 24's onset (see `onsetSeconds`) in a pass that ran fixed 100 ms beside the learner, else a dash. */
 function onset(rows: readonly PassRow[]): string {
   const own = rows.find((row) => row.mode === learner.name)!.secondP99s;
-  const reference = rows.find((row) => bare(row.mode) === "fixed 100 ms")?.secondP99s;
-  if (reference === undefined || reference.length === 0) return "-";
+  const reference = onsetReference(rows);
+  if (reference === undefined) return "-";
   const worst = worstSecondRatio(own, reference);
   return `${shownOnset(onsetSeconds(own, reference, 100))} / ${shownOnset(onsetSeconds(own, reference))} (worst second from 2 s above 100 ms: ${worst === 0 ? "none" : `${worst.toFixed(2)}x`})`;
+}
+
+/**
+ * The same onset for each other fixed threshold of a pass that ran fixed 100 ms: what the measure gives a policy that is
+ * not the learner. Where every threshold hedges alike (a brown-out whose every read outlasts them all, the budget
+ * refusing the same share), it is the noise floor of the learner's onset: an onset later than 2 s there is no lag.
+ */
+function sweepOnsets(rows: readonly PassRow[]): string | undefined {
+  const reference = onsetReference(rows);
+  if (reference === undefined) return undefined;
+  return rows
+    .filter((row) => row.mode !== learner.name && bare(row.mode) !== "fixed 100 ms")
+    .map((row) => {
+      const worst = worstSecondRatio(row.secondP99s, reference);
+      return `${bare(row.mode)} ${shownOnset(onsetSeconds(row.secondP99s, reference, 100))} / ${shownOnset(onsetSeconds(row.secondP99s, reference))} (${worst === 0 ? "none" : `${worst.toFixed(2)}x`})`;
+    })
+    .join(", ");
+}
+
+/** The share of reads the learner's emulator faulted in a pass, where the case counts it. */
+function faultedShareOf(rows: readonly PassRow[]): number | undefined {
+  return rows.find((row) => row.mode === learner.name)!.faultedShare;
 }
 
 /** A row of the verdict over the seeds (see `seedsInterval`): the seeds' geometric mean, its interval and the verdict. */
@@ -254,11 +284,12 @@ try {
       return hindsightVerdicts(sweep, [point(learner.name, [learnerRow])])[0]!;
     });
     const passTable = markdownTable(
-      ["seed", "pass", ...verdictHeader, "onset vs fixed 100 ms, tolerant / strict", "start lag p99 ms (worst mode)", "errors"],
+      ["seed", "pass", ...verdictHeader, "stragglers drawn", "onset vs fixed 100 ms, tolerant / strict", "start lag p99 ms (worst mode)", "errors"],
       passes.map(({ seed, pass, rows }, p) => [
         String(seed),
         String(pass),
         ...verdictCells(verdicts[p]!),
+        ((share) => (share === undefined || share === 0 ? "-" : percent(share)))(faultedShareOf(rows)),
         onset(rows),
         rows.some((row) => row.startLagP99 === undefined) ? "-" : ms(Math.max(...rows.map((row) => row.startLagP99 ?? 0))),
         String(rows.reduce((sum, row) => sum + row.errors, 0)),
@@ -274,6 +305,25 @@ try {
         return [String(seed), String(pass), String(thresholds.length), share("benefit"), share("noBenefit"), share("adaptive"), share("adaptiveWarmup"), at(0.1), at(0.5), at(0.9), at(0.99)];
       }),
     );
+    const sweepOnsetLines = passes.flatMap(({ seed, pass, rows }) => {
+      const line = sweepOnsets(rows);
+      return line === undefined ? [] : [`seed ${seed} pass ${pass}: ${line}`];
+    });
+    const sweepOnsetText =
+      sweepOnsetLines.length === 0
+        ? ""
+        : `\n\nThe onset of each other fixed threshold against fixed 100 ms, measured the same way (tolerant / strict, worst second from 2 s above 100 ms): ${sweepOnsetLines.join("; ")}.`;
+    // Issue 24's bound on a straggler case's extra is the straggler share plus two points: the share this pass drew.
+    const drawn = passes.flatMap(({ rows }, p) => {
+      const share = faultedShareOf(rows);
+      return share === undefined || share === 0 ? [] : [{ share, extra: verdicts[p]!.learner.extra }];
+    });
+    const drawnText =
+      drawn.length === 0
+        ? ""
+        : ` Stragglers drawn a pass: ${percent(Math.min(...drawn.map((each) => each.share)))} to ${percent(Math.max(...drawn.map((each) => each.share)))}; ` +
+          `the learner's extra above them by ${(100 * Math.min(...drawn.map((each) => each.extra - each.share))).toFixed(1)} to ${(100 * Math.max(...drawn.map((each) => each.extra - each.share))).toFixed(1)} points, ` +
+          `more than 2 points in ${drawn.filter((each) => each.extra - each.share > 0.02).length} of ${drawn.length} passes.`;
     const ratios = verdicts.flatMap((verdict) => (verdict.ratio === undefined ? [] : [verdict.ratio]));
     const above = verdicts.filter((verdict) => verdict.ratio !== undefined && verdict.ratio > 1).length;
     const wholly = verdicts.filter((verdict) => verdict.interval !== undefined && verdict.interval[0] > 1).length;
@@ -324,7 +374,7 @@ try {
     const overSeedsText =
       "Over the seeds, each one replicate (the geometric mean of its passes; see `seedsInterval`)" +
       (unmatched === 0 ? ":" : `; ${unmatched} of ${verdicts.length} passes had no fixed threshold that spent no more than the learner, and count for nothing:`);
-    parts.push(`## ${scenario.name}\n\n${scenario.caption === undefined ? "" : `${scenario.caption}\n\n`}### Pass by pass\n\n${passTable}\n\n${spread}\n\n${overSeedsText}\n\n${overSeeds}\n\nThe learner's thresholds, read by read (where each came from, and its percentiles):\n\n${thresholdTable}\n\n### Every seed pooled, pass by pass\n\n${pooledTable}\n\n${pooledVerdict}`);
+    parts.push(`## ${scenario.name}\n\n${scenario.caption === undefined ? "" : `${scenario.caption}\n\n`}### Pass by pass\n\n${passTable}${sweepOnsetText}\n\n${spread}${drawnText}\n\n${overSeedsText}\n\n${overSeeds}\n\nThe learner's thresholds, read by read (where each came from, and its percentiles):\n\n${thresholdTable}\n\n### Every seed pooled, pass by pass\n\n${pooledTable}\n\n${pooledVerdict}`);
     console.log(parts[parts.length - 1]);
   }
 } finally {

@@ -1,7 +1,7 @@
 import { CosmosClient } from "@azure/cosmos";
 import type { CosmosClientOptions } from "@azure/cosmos";
 import { startEmulator } from "../../test/emulator/index.js";
-import type { Emulator, EmulatorRegionSpec, FaultRule } from "../../test/emulator/index.js";
+import type { Emulator, EmulatorRegionSpec, FaultHandle, FaultRule } from "../../test/emulator/index.js";
 import { seedContainer } from "../../test/support/cosmos.js";
 import { ChargeLedger } from "../support/chargeLedger.js";
 import { chargeOf, describeRead, disposeAll, modeClientOptions } from "../support/modes.js";
@@ -63,6 +63,11 @@ export interface TailRow {
   latencySamples: readonly number[];
   /** Requests that reached the service beyond one per read. */
   extraRequests: number;
+  /**
+   * The share of reads the case's faults were applied to (its stragglers, as the seed drew them; the same for every
+   * mode of a pass, since each mode's emulator draws from the same seed once per primary), or 0 for a case without.
+   */
+  faultedShare: number;
   /** Every request that reached the service, per read. */
   requestsPerRead: number;
   /** Request units of every arm that answered (drained losers included), per read. */
@@ -150,6 +155,8 @@ interface CaseEmulator {
   addFault(fault: RegionFault): Promise<() => Promise<void>>;
   install(faults: readonly RegionFault[]): Promise<void>;
   count(kind: OperationKind): Promise<number>;
+  /** How many requests the rules installed on it so far have been applied to: the stragglers its seed drew. */
+  faultsApplied(): Promise<number>;
   resetCounters(): Promise<void>;
   close(): Promise<void>;
 }
@@ -167,11 +174,13 @@ async function caseEmulator(regions: EmulatorRegionSpec[], seed: number, host: E
         for (const { region, rule } of faults) await remote.addFault(region, rule);
       },
       count: (kind) => remote.count(kind),
+      faultsApplied: () => remote.faultsApplied(),
       resetCounters: () => remote.resetCounters(),
       close: () => remote.close(),
     };
   }
   const emulator = await startEmulator({ regions, seed, recordRequests: false });
+  const handles: FaultHandle[] = [];
   return {
     endpoint: emulator.endpoint,
     key: emulator.key,
@@ -179,12 +188,14 @@ async function caseEmulator(regions: EmulatorRegionSpec[], seed: number, host: E
     local: emulator,
     addFault: async ({ region, rule }) => {
       const handle = emulator.region(region).addFault(rule);
+      handles.push(handle);
       return async () => handle.remove();
     },
     install: async (faults) => {
-      for (const { region, rule } of faults) emulator.region(region).addFault(rule);
+      for (const { region, rule } of faults) handles.push(emulator.region(region).addFault(rule));
     },
     count: async (kind) => emulator.count(kind),
+    faultsApplied: async () => handles.reduce((sum, handle) => sum + handle.applied, 0),
     resetCounters: async () => emulator.resetCounters(),
     close: () => emulator.close(),
   };
@@ -231,6 +242,7 @@ async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: 
   const charge = await chargeOf(prepared.ledger, answered);
   // Counted after the drains, so that a loser still draining at the end is counted too.
   const sent = await prepared.emulator.count("pointRead");
+  const faulted = await prepared.emulator.faultsApplied();
   return {
     scenario: scenario.name,
     mode: prepared.mode.name,
@@ -239,6 +251,7 @@ async function tailRow(scenario: CountScenario, prepared: PreparedMode, result: 
     latency: result.latencies.summary(),
     latencySamples: result.latencies.samples(),
     extraRequests: (sent - scenario.reads) / scenario.reads,
+    faultedShare: faulted / scenario.reads,
     requestsPerRead: sent / scenario.reads,
     requestUnitsPerRead: charge / scenario.reads,
     // Over the span the reads were offered in, so that a mode whose last reads end late is not charged less per second.

@@ -12,6 +12,8 @@ import type { EmulatorCommand } from "./remoteEmulator.js";
 
 const emulators = new Map<number, Emulator>();
 const faults = new Map<number, FaultHandle>();
+/** The rules installed on each emulator, for `faultsApplied`. */
+const faultsOf = new Map<number, FaultHandle[]>();
 let nextId = 1;
 
 function emulatorOf(id: number): Emulator {
@@ -32,6 +34,7 @@ async function perform(method: EmulatorCommand["method"], params: Record<string,
       const handle = emulatorOf(params.emulator as number).region(params.region as string).addFault(params.rule as FaultRule);
       const id = nextId++;
       faults.set(id, handle);
+      faultsOf.set(params.emulator as number, [...(faultsOf.get(params.emulator as number) ?? []), handle]);
       return id;
     }
     case "removeFault":
@@ -40,12 +43,15 @@ async function perform(method: EmulatorCommand["method"], params: Record<string,
       return null;
     case "count":
       return emulatorOf(params.emulator as number).count(params.kind as OperationKind | OperationKind[] | undefined);
+    case "faultsApplied":
+      return (faultsOf.get(params.emulator as number) ?? []).reduce((sum, handle) => sum + handle.applied, 0);
     case "resetCounters":
       emulatorOf(params.emulator as number).resetCounters();
       return null;
     case "close":
       await emulators.get(params.emulator as number)?.close();
       emulators.delete(params.emulator as number);
+      faultsOf.delete(params.emulator as number);
       return null;
   }
 }

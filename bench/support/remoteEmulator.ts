@@ -10,6 +10,7 @@ export type EmulatorCommand =
   | { method: "addFault"; params: { emulator: number; region: string; rule: FaultRule } }
   | { method: "removeFault"; params: { fault: number } }
   | { method: "count"; params: { emulator: number; kind?: OperationKind | OperationKind[] } }
+  | { method: "faultsApplied"; params: { emulator: number } }
   | { method: "resetCounters"; params: { emulator: number } }
   | { method: "close"; params: { emulator: number } };
 
@@ -21,6 +22,8 @@ export interface RemoteEmulator {
   /** Installs a rule in one region, after its existing ones; resolves to its removal. */
   addFault(region: string, rule: FaultRule): Promise<() => Promise<void>>;
   count(kind?: OperationKind | OperationKind[]): Promise<number>;
+  /** How many requests every rule ever installed on it has been applied to (removed rules included). */
+  faultsApplied(): Promise<number>;
   resetCounters(): Promise<void>;
   close(): Promise<void>;
 }
@@ -81,6 +84,7 @@ export async function startEmulatorHost(): Promise<EmulatorHost> {
           return () => call<void>({ method: "removeFault", params: { fault } });
         },
         count: (kind) => call<number>({ method: "count", params: { emulator, ...(kind === undefined ? {} : { kind }) } }),
+        faultsApplied: () => call<number>({ method: "faultsApplied", params: { emulator } }),
         resetCounters: () => call<void>({ method: "resetCounters", params: { emulator } }),
         close: () => call<void>({ method: "close", params: { emulator } }),
       };
