@@ -1,4 +1,3 @@
-import { AbortError } from "@azure/abort-controller";
 import type { PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { AzureLogger } from "@azure/logger";
 import type { RegionEndpoint } from "../topology/regionCache.js";
@@ -197,8 +196,9 @@ function completeDrain(sink: DiagnosticsSink, operation: OperationKind, diagnost
 
 /**
  * Runs the race and turns its outcome into what the caller expects: the
- * returned arm's response, its error rethrown, or an `AbortError` when the
- * caller aborted. The diagnostics go on whichever of these the caller gets.
+ * returned arm's response, its error rethrown, or, when the caller aborted,
+ * the error its primary ended with (its transport's own `AbortError`, as
+ * unhedged). The diagnostics go on whichever of these the caller gets.
  * The race's span starts when its first hedge is due: a request that never
  * hedges is not traced.
  */
@@ -299,24 +299,6 @@ class HedgedRequest implements RaceInput<PipelineResponse> {
   }
 }
 
-/**
- * The error a caller's abort ends a race with: the one the request would have
- * ended with unhedged. The primary's own, when its send failed with it before
- * the race ended (a read sent lazily, which the caller's signal aborted
- * itself); otherwise one worded as core-rest-pipeline's transport words it,
- * for a request it never sent or cut in flight, since `@azure/cosmos` hands
- * the caller that error as it is.
- */
-function callerAbortError(outcome: Extract<RaceOutcome, { kind: "aborted" }>): Error {
-  const own = outcome.primaryError;
-  if (own instanceof Error && own.name === "AbortError") return own;
-  return new AbortError(
-    outcome.arms.length === 0
-      ? "The operation was aborted. Request has already been canceled."
-      : "The operation was aborted. Rejecting from abort signal callback while making request.",
-  );
-}
-
 /** Turns a race's outcome into the caller's response or error, with its record, log line, span and learning. */
 function conclude(
   request: PipelineRequest,
@@ -347,7 +329,7 @@ function conclude(
     return described;
   });
   if (outcome.kind === "aborted") {
-    const error = callerAbortError(outcome);
+    const { error } = outcome;
     // A request whose plan found no hedge when one was due, aborted afterwards, still says why it had none.
     const aborted = raceRecord(header, arms, outcome.hedgeRefused, "aborted", undefined, true, outcome.arms.length <= 1 ? outcome.skipReason : undefined);
     finish(sink, request, trace, error, aborted, undefined, error);

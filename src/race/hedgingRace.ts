@@ -167,6 +167,8 @@ export class HedgingRace<T = RaceOutcome> {
   /** Whether that refusal is final (see `RaceStrategy.admitAfter`); it implies `hedgeRefused`. */
   private refusedForGood = false;
   private draining = 0;
+  /** The caller aborted before the race was decided: every hedge is cut, and the race ends with whatever the primary ends with. */
+  private callerGaveUp = false;
 
   /**
    * @param startedAt - when the primary went out (`performance.now()`): now
@@ -186,8 +188,9 @@ export class HedgingRace<T = RaceOutcome> {
     return this.settledBy(() => {
       const { request } = this.input;
       if (this.callerSignal?.aborted === true) {
-        this.decided = true;
-        this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: [], hedgeRefused: false });
+        // Handed down as the SDK built it: the transport refuses it in its own words (or sends it, if it ignores the signal),
+        // as it would unhedged, and the race ends with that.
+        this.sendPrimary();
         return;
       }
       if (this.input.eager ?? this.input.drain === undefined) {
@@ -292,7 +295,8 @@ export class HedgingRace<T = RaceOutcome> {
     // Not through `guard`: nearly every read ends here, and a closure a read is what the lazy race saves.
     try {
       this.cancelTimer();
-      if (this.callerSignal?.aborted === true) {
+      // Cut by the caller's abort, the primary fails in its transport's words; one whose transport answered anyway answers.
+      if (this.callerSignal?.aborted === true && result.error !== undefined) {
         this.abortAlone();
         return;
       }
@@ -342,20 +346,31 @@ export class HedgingRace<T = RaceOutcome> {
     this.callerSignal?.removeEventListener("abort", this.abortListener);
   }
 
+  /**
+   * Every hedge is cut at once, and so is the primary: by the caller's
+   * signal itself, or, eager, through the race's. The race then ends with
+   * what the primary ends with (its transport's own `AbortError`, an error
+   * of reading its body, a response its transport finished anyway), which
+   * is what the caller would have got unhedged.
+   */
   private callerAborted(): void {
     const arms = this.arms;
-    if (arms === undefined) {
-      // An eager primary, before any hedge: its signal is the race's, so the race aborts it.
-      this.primaryController?.abort();
-      this.abortAlone();
-      return;
-    }
     if (this.decided) {
-      for (const arm of arms) this.cutDrain(arm, "callerAborted");
+      for (const arm of arms ?? []) this.cutDrain(arm, "callerAborted");
       return;
     }
-    this.end(undefined);
-    this.resolve({ kind: "aborted", startedAt: this.startedAt, arms, hedgeRefused: this.hedgeRefused, skipReason: this.skipReason });
+    this.callerGaveUp = true;
+    this.cancelTimer();
+    this.stopListening();
+    const now = performance.now();
+    for (const arm of arms ?? []) {
+      if (arm.index === 0 || !running(arm)) continue;
+      this.input.strategy.release?.(arm.index);
+      this.abortArm(arm, now);
+    }
+    this.primaryController?.abort();
+    // A write's primary that answered and waited for its hedges: its answer goes back now.
+    if (arms?.[0]?.result !== undefined) this.decideOnPrimaryAnswer();
   }
 
   /** Settles the race's promise with its outcome, or with what `conclude` makes of it (which may throw: the caller's error). */
@@ -488,6 +503,11 @@ export class HedgingRace<T = RaceOutcome> {
     }
     const arms = this.arms;
     if (this.decided || arm.aborted || arms === undefined) return;
+    // Once the caller has aborted, only the primary is left to settle (see callerAborted).
+    if (this.callerGaveUp && result.error !== undefined) {
+      this.abortedWith(arm, result.error);
+      return;
+    }
     arm.result = result;
     arm.endedAt = performance.now();
     const { strategy } = this.input;
@@ -568,7 +588,15 @@ export class HedgingRace<T = RaceOutcome> {
     });
   }
 
-  /** The caller aborted before any hedge went out: its signal aborted the primary itself. */
+  /** The caller aborted after the hedging began, and the primary failed since: the caller gets its error, every hedge already cut. */
+  private abortedWith(primary: ArmState, error: unknown): void {
+    primary.aborted = true;
+    primary.endedAt = performance.now();
+    this.end(undefined);
+    this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: this.arms ?? [], hedgeRefused: this.hedgeRefused, skipReason: this.skipReason, error });
+  }
+
+  /** The caller aborted before any hedge went out, and the primary failed since: the caller gets its error. */
   private abortAlone(): void {
     const primary: RaceArm = {
       index: 0,
@@ -581,7 +609,7 @@ export class HedgingRace<T = RaceOutcome> {
     this.decided = true;
     this.cancelTimer();
     this.stopListening();
-    this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: [primary], hedgeRefused: false, skipReason: this.skipReason, primaryError: this.primaryResult?.error });
+    this.resolve({ kind: "aborted", startedAt: this.startedAt, arms: [primary], hedgeRefused: false, skipReason: this.skipReason, error: this.primaryResult?.error });
   }
 
   /** Decides the race on an arm's result. */

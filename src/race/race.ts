@@ -175,9 +175,9 @@ export type RaceOutcome =
       readonly hedgeRefused: boolean;
       readonly skipReason?: HedgeSkipReason | undefined;
       /**
-       * What the primary's own send failed with, when it failed before the race ended: on the caller's abort, its
-       * transport's `AbortError`, which is what the caller would have got unhedged.
+       * What the primary's own send failed with once the caller had aborted (its transport's `AbortError`, or an error
+       * of reading its body): what the caller gets, as it would unhedged.
        */
-      readonly primaryError?: unknown;
+      readonly error: unknown;
     };
 

@@ -12,6 +12,12 @@ export interface FaultRule {
    * meanwhile meets the write already done. Ignored with a status, body or reset.
    */
   responseDelayMs?: number;
+  /**
+   * Forward, then send the backend's answer with its headers and the first byte of its body at once and the rest of
+   * the body this long later: a region whose answer stalls mid-body, so that an abort or a timeout meets the client
+   * reading it. Ignored with a status, body or reset, and for an answer without a body.
+   */
+  bodyDelayMs?: number;
   /** Answer with this status instead of forwarding to the backend. */
   status?: number;
   /** Sent as `x-ms-substatus` with {@link FaultRule.status}. */
@@ -56,7 +62,7 @@ export interface FaultDecision {
 }
 
 function validateRule(rule: FaultRule): void {
-  const { delayMs, probability, count, status, every, responseDelayMs } = rule;
+  const { delayMs, probability, count, status, every, responseDelayMs, bodyDelayMs } = rule;
   if (typeof delayMs === "number" && !(delayMs >= 0)) throw new RangeError(`delayMs must be >= 0; got ${delayMs}`);
   if (typeof delayMs === "object" && !(delayMs.min >= 0 && delayMs.max >= delayMs.min)) {
     throw new RangeError(`delayMs must satisfy 0 <= min <= max; got ${JSON.stringify(delayMs)}`);
@@ -69,6 +75,9 @@ function validateRule(rule: FaultRule): void {
   }
   if (responseDelayMs !== undefined && !(responseDelayMs >= 0 && Number.isFinite(responseDelayMs))) {
     throw new RangeError(`responseDelayMs must be a finite number >= 0; got ${responseDelayMs}`);
+  }
+  if (bodyDelayMs !== undefined && !(bodyDelayMs >= 0 && Number.isFinite(bodyDelayMs))) {
+    throw new RangeError(`bodyDelayMs must be a finite number >= 0; got ${bodyDelayMs}`);
   }
   if (every !== undefined && !(Number.isInteger(every) && every >= 1)) throw new RangeError(`every must be a whole number >= 1; got ${every}`);
   if (status !== undefined && !(Number.isInteger(status) && status >= 100 && status <= 599)) {

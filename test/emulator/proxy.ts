@@ -108,12 +108,20 @@ function withoutHeaders(headers: IncomingHttpHeaders, drop: ReadonlySet<string>)
   return kept;
 }
 
-function send(res: http.ServerResponse, status: number, headers: http.OutgoingHttpHeaders, body: Buffer): void {
+/** Sends an answer; with `bodyLater`, only its headers and first byte now, and the rest when `bodyLater` calls back. */
+function send(res: http.ServerResponse, status: number, headers: http.OutgoingHttpHeaders, body: Buffer, bodyLater?: (rest: () => void) => void): void {
   if (res.destroyed || res.headersSent) return;
   // 204 and 304 must not carry a body or a length.
   const bodyless = status === 204 || status === 304;
   res.writeHead(status, bodyless ? headers : { ...headers, "content-length": body.length });
-  res.end(bodyless ? undefined : body);
+  if (bodyLater === undefined || bodyless || body.length < 2) {
+    res.end(bodyless ? undefined : body);
+    return;
+  }
+  res.write(body.subarray(0, 1));
+  bodyLater(() => {
+    if (!res.destroyed) res.end(body.subarray(1));
+  });
 }
 
 function errorCode(status: number): string {
@@ -225,10 +233,17 @@ export function serveRegionRequest(
     } else {
       record.forwarded = true;
       const hold = rule?.responseDelayMs ?? 0;
+      const bodyDelayMs = rule?.bodyDelayMs ?? 0;
+      const bodyLater =
+        bodyDelayMs > 0
+          ? (rest: () => void): void => {
+              cancelDelay = target.timers.schedule(bodyDelayMs, rest);
+            }
+          : undefined;
       upstream = forward(kind, target, req, res, (answer) => {
         if (hold > 0 && !res.destroyed) cancelDelay = target.timers.schedule(hold, answer);
         else answer();
-      });
+      }, bodyLater);
     }
   };
 
@@ -266,6 +281,7 @@ function forward(
   req: http.IncomingMessage,
   res: http.ServerResponse,
   deliver: (answer: () => void) => void,
+  bodyLater?: (rest: () => void) => void,
 ): http.ClientRequest {
   const upstream = http.request({
     host: "127.0.0.1",
@@ -291,7 +307,7 @@ function forward(
       if (kind === "accountRead" && status === 200) body = target.accountBody(body);
       if ((kind === "partitionKeyRangeReadFeed" || kind === "partitionKeyRangeReadFeedContinuation") && status === 200) body = withStringRangeIds(body);
       const headers = withoutHeaders(backendRes.headers, droppedResponseHeaders);
-      deliver(() => send(res, status, headers, body));
+      deliver(() => send(res, status, headers, body, bodyLater));
     });
   });
   req.pipe(upstream);

@@ -377,7 +377,7 @@ describe("beside plain: hedged writes on a multi-write account", function () {
 
   // A quick check of the second round: a primary's final failure waited for every hedge, so hedges hanging turned a
   // definite 409 (plain, 0.3 s) into a TimeoutError at requestTimeout (3.0 s). It now waits as long again as it took.
-  it("a create of a document that exists, West US 300 ms, the hedges hanging, requestTimeout 3000: 409 as plain's, within twice plain's time", async function () {
+  it("a create of a document that exists, West US 300 ms, the hedges hanging, requestTimeout 3000: 409 as plain's, within twice plain's time, and when the caller aborts while it waits", async function () {
     const unhandled = catchUnhandled();
     const run = async (hedging: HedgingOptions | false): Promise<{ outcomes: Outcome[]; ms: number[] }> => {
       const tag = newTag(hedging === false ? "conflict-plain" : "conflict-hedged");
@@ -392,9 +392,11 @@ describe("beside plain: hedged writes on a multi-write account", function () {
         fixture.emulator.region("North Europe").addFault(scoped({ delayMs: 20_000 }, tag, ["create"]));
         const outcomes: Outcome[] = [];
         const ms: number[] = [];
-        for (let i = 0; i < 2; i++) {
+        for (let i = 0; i < 3; i++) {
           const began = performance.now();
-          outcomes.push(await outcomeOf(() => container.items.create({ id: `exists-${tag}`, pk: "pk", value: i })));
+          // The third with the caller's abort at 450 ms: after plain's 409, while hedged waits for its hedges.
+          const options = i === 2 ? { abortSignal: AbortSignal.timeout(450) } : {};
+          outcomes.push(await outcomeOf(() => container.items.create({ id: `exists-${tag}`, pk: "pk", value: i }, options)));
           ms.push(Math.round(performance.now() - began));
         }
         return { outcomes, ms };
@@ -409,7 +411,7 @@ describe("beside plain: hedged writes on a multi-write account", function () {
       const hedged = await run(writesHedged);
       const summary = `plain ${JSON.stringify(plain.outcomes)} in ${JSON.stringify(plain.ms)} ms, hedged ${JSON.stringify(hedged.outcomes)} in ${JSON.stringify(hedged.ms)} ms`;
       console.log(`      ${summary}`);
-      assert.deepEqual(plain.outcomes.map((o) => !o.ok && o.code), [409, 409], summary);
+      assert.deepEqual(plain.outcomes.map((o) => !o.ok && o.code), [409, 409, 409], summary);
       assert.deepEqual(hedged.outcomes, plain.outcomes, summary);
       for (const [i, ms] of hedged.ms.entries()) assert.ok(ms <= 2 * plain.ms[i]! + 250, `create ${i}: ${summary}`);
       assert.deepEqual(unhandled.seen, []);
@@ -712,6 +714,72 @@ describe("beside plain: the SDK's own machinery", function () {
       }
     });
   }
+
+  // Eighth hostile review: once core's transport has a response's headers, an abort meets it reading the body, and it
+  // reports that (RestError PARSE_ERROR), not an AbortError. Hedged answered an AbortError of its own; and when the cut
+  // was the SDK's requestTimeout, the SDK turned that AbortError into a TimeoutError and retried in every region (plain
+  // 302-308 ms and 1 request a read, hedged 1215-1235 ms and 5 to 6). The caller now gets what the primary ended with.
+  for (const [label, threshold, abortAt] of [
+    ["before the threshold (threshold 500 ms, abort at 150 ms)", 500, 150],
+    ["with a hedge in flight (threshold 100 ms, abort at 200 ms)", 100, 200],
+  ] as const) {
+    it(`an abortSignal while West US's body is read (its body 400 ms late), ${label}: the error plain gives, as soon`, async function () {
+      const { plain, hedged } = await pair({ crossRegion: { threshold, budget: false } });
+      const unhandled = catchUnhandled();
+      try {
+        const run = async (side: Side): Promise<{ outcomes: Outcome[]; ms: number[]; stillInFlight: number }> => {
+          fixture.emulator.region("West US").addFault(scoped({ bodyDelayMs: 400 }, side.tag, ["pointRead"]));
+          fixture.emulator.region("East US").addFault(scoped({ delayMs: 800 }, side.tag, ["pointRead"]));
+          const outcomes: Outcome[] = [];
+          const ms: number[] = [];
+          for (let i = 0; i < 2; i++) {
+            const began = performance.now();
+            outcomes.push(await outcomeOf(() => side.container.item(`item-${i + 1}`, "pk").read({ abortSignal: AbortSignal.timeout(abortAt) })));
+            ms.push(Math.round(performance.now() - began));
+          }
+          await sleep(100);
+          const stillInFlight = tagged(fixture.emulator, side.tag, ["pointRead"]).filter((request) => request.endedAt === undefined).length;
+          await settledTag(fixture.emulator, side.tag, 6_000);
+          return { outcomes, ms, stillInFlight };
+        };
+        const p = await run(plain);
+        const h = await run(hedged);
+        const summary = `plain ${JSON.stringify(p)}\n      hedged ${JSON.stringify(h)}`;
+        console.log(`      ${summary}`);
+        assert.deepEqual(p.outcomes.map((outcome) => !outcome.ok && outcome.code), ["PARSE_ERROR", "PARSE_ERROR"], summary);
+        assert.deepEqual(h.outcomes, p.outcomes, summary);
+        for (const [i, ms] of h.ms.entries()) assert.ok(ms <= p.ms[i]! + 150, `read ${i}: ${summary}`);
+        assert.equal(h.stillInFlight, 0, summary);
+        await sleep(50);
+        assert.deepEqual(unhandled.seen, []);
+      } finally {
+        unhandled.stop();
+      }
+    });
+  }
+
+  it("the SDK's requestTimeout (300 ms) cutting West US's body (1 s late), the other regions 800 ms slow, threshold 100: plain's error, in plain's time, with no retry of the SDK's more than plain's", async function () {
+    const { plain, hedged } = await pair({ crossRegion: { threshold: 100, budget: false } }, {}, { requestTimeout: 300 });
+    const run = async (side: Side): Promise<{ outcome: Outcome; ms: number; westUs: number }> => {
+      fixture.emulator.region("West US").addFault(scoped({ bodyDelayMs: 1_000 }, side.tag, ["pointRead"]));
+      for (const region of ["East US", "North Europe"]) fixture.emulator.region(region).addFault(scoped({ delayMs: 800 }, side.tag, ["pointRead"]));
+      const since = tagged(fixture.emulator, side.tag, ["pointRead"]).length;
+      const began = performance.now();
+      const outcome = await outcomeOf(() => side.container.item("item-3", "pk").read());
+      const ms = Math.round(performance.now() - began);
+      await settledTag(fixture.emulator, side.tag, 6_000);
+      const requests = tagged(fixture.emulator, side.tag, ["pointRead"]).slice(since);
+      return { outcome, ms, westUs: requests.filter((request) => request.region === "West US").length };
+    };
+    const p = await run(plain);
+    const h = await run(hedged);
+    const summary = `plain ${JSON.stringify(p)}, hedged ${JSON.stringify(h)}`;
+    console.log(`      ${summary}`);
+    assert.equal(!p.outcome.ok && p.outcome.code, "PARSE_ERROR", summary);
+    assert.deepEqual(h.outcome, p.outcome, summary);
+    assert.equal(h.westUs, p.westUs, `the SDK sent its attempts as plain's: ${summary}`);
+    assert.ok(h.ms <= p.ms + 150, summary);
+  });
 
   it("client.dispose() while a read is in flight, before and after its hedge fired: the read ends as plain's does, with no unhandled rejection", async function () {
     const unhandled = catchUnhandled();

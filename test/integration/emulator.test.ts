@@ -170,6 +170,22 @@ describe("multi-region emulator", function () {
       assert.equal(arrival.forwarded, true);
     });
 
+    it("with bodyDelayMs, sends the answer's headers at once and the rest of its body later: an abort meanwhile meets the client reading it", async function () {
+      emulator.region("West US").addFault({ operations: ["pointRead"], bodyDelayMs: 300 });
+      assert.ok((await elapsed(() => container.item("1", "a").read())) >= 300 - timerSlackMs, "the whole answer waits for its body");
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 100);
+      const error = await container
+        .item("1", "a")
+        .read({ abortSignal: controller.signal })
+        .then(
+          () => undefined,
+          (failure: { name?: string; code?: unknown }) => failure,
+        );
+      // Core's transport had the status and headers: what it reports is the body it could not read, not an abort.
+      assert.deepEqual([error?.name, error?.code], ["RestError", "PARSE_ERROR"]);
+    });
+
     it("records whether a request reached the backend: not when a fault answered it", async function () {
       emulator.region("West US").addFault({ operations: ["pointRead"], status: 503, count: 1 });
       await container.item("1", "a").read();

@@ -138,14 +138,15 @@ describe("plain attempts of @azure/cosmos: sent lazily, ending as the full way e
     assert.deepEqual(lazy.outcome.serialized, lazy.outcome.record);
   });
 
-  it("a caller that aborted before the read is sent: nothing sent, nothing requested, as the full way", async () => {
+  it("a caller that aborted before the read is sent: handed to the transport as it is, which refuses it, as the full way", async () => {
     const { lazy } = await both(answering(), async (run) => {
       const caller = new AbortController();
       caller.abort();
       return settle(run, pointRead(eastUs, caller.signal));
     });
-    assert.equal(lazy.outcome.error, "AbortError: The operation was aborted. Request has already been canceled.", "worded as core's transport words it unhedged");
-    assert.deepEqual(lazy.outcome.requested, []);
+    assert.equal(lazy.outcome.error, "AbortError: The operation was aborted. Request has already been canceled.", "the transport's own refusal");
+    assert.deepEqual(lazy.outcome.requested, [{ region: "East US", reason: "initial" }]);
+    assert.deepEqual(lazy.received, [`${new URL(eastUs.endpoint).origin} aborted`]);
   });
 
   it("reads won alone, then one sent the full way: the metrics count them in the order they came", async () => {

@@ -65,8 +65,8 @@ describe("HedgingMetricsRecorder", () => {
 
   it("a caller's abort: the arms it cut are not counted as aborted losers; a race with no arm counts its primary region", () => {
     const recorder = new HedgingMetricsRecorder();
-    recorder.record({ kind: "aborted", startedAt: 0, arms: [primary({ aborted: true }), hedge(1, { aborted: true })], hedgeRefused: false }, "East US");
-    recorder.record({ kind: "aborted", startedAt: 0, arms: [], hedgeRefused: false }, "West US");
+    recorder.record({ kind: "aborted", startedAt: 0, arms: [primary({ aborted: true }), hedge(1, { aborted: true })], hedgeRefused: false, error: new Error("aborted") }, "East US");
+    recorder.record({ kind: "aborted", startedAt: 0, arms: [], hedgeRefused: false, error: new Error("aborted") }, "West US");
     const metrics = snapshot(recorder);
     assert.equal(metrics.requests, 2);
     assert.equal(metrics.losers.aborted, 0);

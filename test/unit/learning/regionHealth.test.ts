@@ -30,7 +30,7 @@ function decided(arms: readonly RaceArm[], returnedIndex: number): RaceOutcome {
 }
 
 function aborted(arms: readonly RaceArm[]): RaceOutcome {
-  return { kind: "aborted", startedAt: 0, arms, hedgeRefused: false };
+  return { kind: "aborted", startedAt: 0, arms, hedgeRefused: false, error: new Error("aborted") };
 }
 
 const header: DiagnosticsHeader = { policy: "crossRegion", operation: "pointRead", thresholdMs: 100, primaryRegion: "East US" };

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { AbortError } from "@azure/abort-controller";
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import { RegionCache } from "../../../src/topology/regionCache.js";
 import type { RegionEndpoint } from "../../../src/topology/regionCache.js";
@@ -365,16 +366,40 @@ describe("race engine at its edges", () => {
     assert.equal(harness.transport.received.filter((received) => received.url.startsWith(northEurope.endpoint)).length, 0);
   });
 
-  it("a caller that aborted before the race began: an aborted outcome without arms, nothing sent, no timer", async () => {
+  it("a caller that aborted before the race began: the request handed down as it is, the transport's own refusal the outcome, no timer", async () => {
     const caller = harness.leaks.controller();
     caller.abort();
     const outcome = raceFor(caller, strategy());
     await harness.clock.tickAsync(0);
     const state = outcome.state();
     assert.ok(state.done && "value" in state);
-    assert.deepEqual(state.value, { kind: "aborted", startedAt: 0, arms: [], hedgeRefused: false });
-    assert.equal(harness.transport.received.length, 0);
+    assert.equal(state.value.kind, "aborted");
+    assert.deepEqual(
+      state.value.arms.map((arm) => [arm.index, arm.aborted]),
+      [[0, true]],
+    );
+    assert.equal(state.value.kind === "aborted" && (state.value.error as Error).message, "The operation was aborted. Request has already been canceled.");
+    assert.deepEqual(
+      harness.transport.received.map((each) => [each.request, each.signalAborted, each.outcome]),
+      [[harness.transport.received[0]?.request, true, "aborted"]],
+    );
     assert.equal(harness.clock.countTimers(), 0);
+  });
+
+  it("a caller's abort whose primary's transport answers anyway: the caller gets that answer, as it would unhedged", async () => {
+    const caller = harness.leaks.controller();
+    const answered = { status: 200, headers: createHttpHeaders(), request: pointRead(eastUs, caller.signal) };
+    const outcome = raceFor(caller, strategy({ judge: () => "win" }), {
+      // A transport step that ignores the signal: its answer comes whatever the caller does.
+      send: () => new Promise((resolve) => setTimeout(() => resolve(answered), 200)),
+    });
+    await harness.clock.tickAsync(50);
+    caller.abort();
+    await harness.clock.tickAsync(200);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state);
+    assert.equal(state.value.kind, "decided");
+    assert.equal(state.value.kind === "decided" && state.value.result.response, answered);
   });
 
   it("a caller's abort before any hedge: an aborted outcome of the primary alone, whatever the strategy makes of its error", async () => {
@@ -410,6 +435,81 @@ describe("race engine at its edges", () => {
       state.value.arms.map((arm) => [arm.index, arm.aborted, arm.endedAt]),
       [[0, true, 50]],
     );
+  });
+
+  it("a caller's abort with a hedge in flight: the hedge cut at once, the race ended by the primary's own error when its transport gives it", async () => {
+    const caller = harness.leaks.controller();
+    const cut = new AbortError("cut, in this transport's words");
+    let primaryRejected = false;
+    const outcome = raceFor(caller, strategy(), {
+      send: (request, index) => {
+        if (index > 0) return harness.transport.next(request);
+        // The primary's transport takes 30 ms to give its error up after the abort.
+        return new Promise((_, reject) =>
+          request.abortSignal?.addEventListener("abort", () => setTimeout(() => ((primaryRejected = true), reject(cut)), 30), { once: true }),
+        );
+      },
+    });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 1000 });
+    await harness.clock.tickAsync(150);
+    caller.abort();
+    await harness.clock.tickAsync(0);
+    assert.deepEqual(harness.transport.received.map((each) => each.outcome), ["aborted"], "the hedge is cut at once");
+    assert.equal(outcome.state().done, false, "the race waits for its primary");
+    await harness.clock.tickAsync(30);
+    const state = outcome.state();
+    assert.ok(primaryRejected && state.done && "value" in state);
+    assert.equal(state.value.kind, "aborted");
+    assert.equal(state.value.kind === "aborted" && state.value.error, cut);
+    assert.deepEqual(
+      state.value.arms.map((arm) => [arm.index, arm.aborted, arm.endedAt]),
+      [
+        [0, true, 180],
+        [1, true, 150],
+      ],
+    );
+    assert.equal(harness.clock.countTimers(), 0);
+  });
+
+  it("a caller's abort while reading the primary's body: the caller gets the transport's error of it, not an AbortError", async () => {
+    const caller = harness.leaks.controller();
+    const unreadable = Object.assign(new Error("Error reading response as text: aborted"), { name: "RestError", code: "PARSE_ERROR" });
+    const outcome = raceFor(caller, strategy(), {
+      send: (request, index) =>
+        index > 0
+          ? harness.transport.next(request)
+          : new Promise((_, reject) => request.abortSignal?.addEventListener("abort", () => reject(unreadable), { once: true })),
+    });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 1000 });
+    await harness.clock.tickAsync(150);
+    caller.abort();
+    await harness.clock.tickAsync(0);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state);
+    assert.equal(state.value.kind === "aborted" && state.value.error, unreadable);
+  });
+
+  it("a caller's abort while a write's primary that failed for good waits for its hedge: its answer goes back at once", async () => {
+    const caller = harness.leaks.controller();
+    harness.transport.script(eastUs.endpoint, { status: 409, delayMs: 200 });
+    harness.transport.script(westUs.endpoint, { status: 200, delayMs: 1000 });
+    const outcome = raceFor(caller, strategy({ judge: (arm) => (arm.result.response?.status === 409 || arm.result.response?.status === 200 ? "win" : "next"), primaryWaitsForHedges: true }));
+    await harness.clock.tickAsync(250);
+    assert.equal(outcome.state().done, false, "the 409 waits for the hedge");
+    caller.abort();
+    await harness.clock.tickAsync(0);
+    const state = outcome.state();
+    assert.ok(state.done && "value" in state);
+    assert.ok(state.value.kind === "decided");
+    assert.equal(state.value.result.response?.status, 409);
+    assert.deepEqual(
+      state.value.arms.map((arm) => [arm.index, arm.aborted === true]),
+      [
+        [0, false],
+        [1, true],
+      ],
+    );
+    assert.equal(harness.clock.countTimers(), 0);
   });
 
   it("a transient primary whose plan found no hedge at the threshold: the primary's outcome, as a fallback, with the reason", async () => {

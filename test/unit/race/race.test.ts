@@ -400,14 +400,19 @@ describe("race engine, through crossRegionHedgingPolicy", () => {
   });
 
   describe("the caller's abort", () => {
-    it("before the send: nothing goes out and the request rejects with an AbortError", async () => {
+    it("before the send: the request goes down as it is, the transport refuses it, and the caller gets the transport's own AbortError", async () => {
       const controller = harness.leaks.controller();
       controller.abort();
       const pending = hedged()(pointRead(eastUs, controller.signal));
       await harness.clock.tickAsync(1000);
       const error = errorOf(pending);
       assert.equal((error as Error).name, "AbortError");
-      assert.equal(harness.transport.received.length, 0);
+      assert.equal((error as Error).message, "The operation was aborted. Request has already been canceled.");
+      assert.deepEqual(
+        harness.transport.received.map((each) => [each.origin, each.signalAborted, each.outcome]),
+        [[new URL(eastUs.endpoint).origin, true, "aborted"]],
+        "only the primary, refused by the transport",
+      );
       assert.equal(diagnosticsOf(error).terminalState, "aborted");
     });
 
