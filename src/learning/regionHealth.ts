@@ -247,8 +247,10 @@ export class RegionHealth implements RaceLearner, HealthyTails {
           windows.startRunning(region, latencyClass);
           this.runningDrains.add(arm);
         }
-        // Any bound may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a drained arm tells more when its drain ends.
-        if (arm.aborted === true) decisions?.observe(region, latencyClass, duration, true);
+        // Any bound of a decided race may raise a hedge region's latency (a hedge that lost after 120 ms takes longer); a
+        // drained arm tells more when its drain ends. The caller's abort cuts arms at any time: a hedge cut 10 ms after it
+        // went would be a region's first latency, and made hedging look cheap.
+        if (arm.aborted === true && (informative || !callerAborted)) decisions?.observe(region, latencyClass, duration, true);
         if (informative || !callerAborted) thompson?.observeCensored(region, latencyClass, duration);
       }
     }

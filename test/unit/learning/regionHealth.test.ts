@@ -231,6 +231,13 @@ describe("RegionHealth", () => {
     assert.equal(hedgeLatency(learner, "East US"), 150);
   });
 
+  it("feeds the benefit rule no bound of an arm the caller cut before the threshold: no hedge latency from a hedge cut 10 ms after it went", () => {
+    const learner = adaptiveHealth();
+    learner.learn(withThreshold(100), aborted([arm(0, eastUs, 110, undefined, { aborted: true }), arm(1, westUs, 110, undefined, { aborted: true, startedAt: 100 })]));
+    assert.equal(hedgeLatency(learner, "West US"), undefined, "the caller's abort says nothing of West US");
+    assert.equal(hedgeLatency(learner, "East US"), 110, "the primary outlasted the threshold: a bound");
+  });
+
   it("feeds the benefit rule a drained loser's answer as a latency, a drain cut short as a bound, a settled error not at all", () => {
     const learner = adaptiveHealth();
     const drained = (endedAt: number, end: "settled" | "timeLimit", status?: number): RaceArm =>
