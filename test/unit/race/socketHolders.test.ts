@@ -96,6 +96,28 @@ describe("socketHolders: a hedge gives its socket up to a request of the SDK's",
     assert.deepEqual(cut, ["west", "north"], "East US has no socket busy: another host's hedge frees one for it");
   });
 
+  it("where maxSockets is full for the request's host and no hedge holds a socket of that host, cuts nothing: another host's hedge frees nothing for it", () => {
+    const pool = poolOf({ maxSockets: 1 });
+    const cut: string[] = [];
+    hold(on(pool, northEurope), cut, "north");
+    busy(pool, northEurope);
+    // East US's one socket carries a request of the SDK's, not a hedge.
+    busy(pool, eastUs);
+    yieldSocketsTo(on(pool, eastUs));
+    assert.deepEqual(cut, []);
+  });
+
+  it("a request of another agent, its host full there, cuts no hedge of this one", () => {
+    const hedgesPool = poolOf({ maxSockets: 1 });
+    const otherPool = poolOf({ maxSockets: 1 });
+    const cut: string[] = [];
+    hold(on(hedgesPool, westUs), cut, "west");
+    busy(hedgesPool, westUs);
+    busy(otherPool, westUs);
+    yieldSocketsTo(on(otherPool, westUs));
+    assert.deepEqual(cut, []);
+  });
+
   it("cuts nothing while a socket is free for the request, or once the hedge has settled and released it", () => {
     const pool = poolOf({ maxSockets: 1 });
     const cut: string[] = [];
