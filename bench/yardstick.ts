@@ -138,8 +138,8 @@ const wan: YardstickCase = {
     });
     if (!wanProcessWarm) {
       // The emulator runs in this process: its first mode would meet cold code on both sides of the wire, and that mode
-      // is always the learner's first run (seed 7 above 1.0 in 4 of 5 runs, its first learner run's delay 28 to 31 ms
-      // where its last run's was 20). One run of the first mode, measured by nobody, warms the process for every mode.
+      // is always the learner's first run of the first seed. One run of the first mode, measured by nobody, warms the
+      // process for every mode. (It did not remove the spread of seed 7's two learner runs: 1.26 in run 37, as before.)
       console.log("  warming the process (one run of the first mode, not measured)...");
       await runWanSuite({ ...defaultWanSettings, reads, seed }, [modes[0]!]);
       wanProcessWarm = true;
