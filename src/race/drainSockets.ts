@@ -91,17 +91,16 @@ export function connectionPrefix(url: string): string | undefined {
 }
 
 /**
- * What a new request of `request`'s agent to `url` would meet, as Node's
- * `Agent.addRequest` decides: `free`, a socket at once (a free one, or room
- * for a new one; always where the agent bounds nothing); `origin`, a wait
- * because the agent's `maxSockets` for that host is reached, or requests for
- * it are queued already; `total`, a wait because its `maxTotalSockets` is.
+ * What a new request of `request`'s agent to the connection named `origin`
+ * (see {@link connectionPrefix}) would meet, as Node's `Agent.addRequest`
+ * decides: `free`, a socket at once (a free one, or room for a new one;
+ * always where the agent bounds nothing); `origin`, a wait because the
+ * agent's `maxSockets` for that host is reached, or requests for it are
+ * queued already; `total`, a wait because its `maxTotalSockets` is.
  */
-export function socketWaitFor(request: PipelineRequest, url: string): "free" | "origin" | "total" {
+export function socketWaitAt(request: PipelineRequest, origin: string): "free" | "origin" | "total" {
   if (!boundsSockets(request)) return "free";
   const agent = request.agent as PoolLike;
-  const origin = connectionPrefix(url);
-  if (origin === undefined) return "free";
   if (countFor(agent.requests, origin) > 0) return "origin";
   if (countFor(agent.freeSockets, origin) > 0) return "free";
   if (isBound(agent.maxSockets) && countFor(agent.sockets, origin) >= agent.maxSockets) return "origin";
@@ -110,7 +109,7 @@ export function socketWaitFor(request: PipelineRequest, url: string): "free" | "
 
 /**
  * Whether a hedge of `request` to `endpoint` would get a socket of its
- * agent at once (see {@link socketWaitFor}). Where the agent bounds its
+ * agent at once (see {@link socketWaitAt}). Where the agent bounds its
  * sockets, a hedge that would wait in the agent's queue holds up the
  * requests of the SDK's that queue behind it (its own retry of a failed
  * region goes there), for a race that its primary may end before the hedge
@@ -118,20 +117,20 @@ export function socketWaitFor(request: PipelineRequest, url: string): "free" | "
  */
 export function socketFreeFor(request: PipelineRequest, endpoint: string): boolean {
   if (!boundsSockets(request)) return true;
-  if (socketWaitFor(request, endpoint) !== "free") return false;
+  const origin = connectionPrefix(endpoint);
+  if (origin === undefined) return true;
+  if (socketWaitAt(request, origin) !== "free") return false;
   const agent = request.agent as PoolLike;
   if (!isBound(agent.maxTotalSockets) || !isBound(agent.totalSocketCount)) return true;
   // Under a bound on every host together, a hedge leaves the last socket to the SDK: cut, it would free a socket only
   // for its own host (Node gives another host's queued request a socket only while that host has none), and the
   // SDK's next request elsewhere would wait for its own host's slowest request.
-  const origin = connectionPrefix(endpoint);
-  return origin === undefined || countFor(agent.freeSockets, origin) > 0 || agent.totalSocketCount + 1 < agent.maxTotalSockets;
+  return countFor(agent.freeSockets, origin) > 0 || agent.totalSocketCount + 1 < agent.maxTotalSockets;
 }
 
-/** How many sockets of `request`'s agent carry a request to `url`'s host now. */
-export function activeSocketsFor(request: PipelineRequest, url: string): number {
-  const origin = connectionPrefix(url);
-  return origin === undefined ? 0 : countFor((request.agent as PoolLike | undefined)?.sockets, origin);
+/** How many sockets of `request`'s agent carry a request on the connection named `origin` now. */
+export function activeSocketsAt(request: PipelineRequest, origin: string): number {
+  return countFor((request.agent as PoolLike | undefined)?.sockets, origin);
 }
 
 /** The headers that tell a feed's pages apart: the continuation, the change feed's etag, the partition key range. */

@@ -1,5 +1,5 @@
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import { activeSocketsFor, boundsSockets, connectionPrefix, socketWaitFor } from "./drainSockets.js";
+import { activeSocketsAt, boundsSockets, connectionPrefix, socketWaitAt } from "./drainSockets.js";
 
 /** A hedge in flight on an agent that bounds its sockets: the host of its connection, and how it gives the socket up. */
 interface Holder {
@@ -58,16 +58,17 @@ export function yieldSocketsTo(request: PipelineRequest): void {
   if (agent === undefined || agent === null) return;
   const pool = holders.get(agent);
   if (pool === undefined || pool.size === 0 || servedRequests.has(request) || hedges.has(request)) return;
-  const wait = socketWaitFor(request, request.url);
-  if (wait === "free") return;
   const prefix = connectionPrefix(request.url);
+  if (prefix === undefined) return;
+  const wait = socketWaitAt(request, prefix);
+  if (wait === "free") return;
   let sameHost: Holder | undefined;
   let anyHost: Holder | undefined;
   for (const holder of pool) {
     anyHost = holder;
     if (holder.prefix === prefix) sameHost = holder;
   }
-  const newest = sameHost ?? (wait === "total" && activeSocketsFor(request, request.url) === 0 ? anyHost : undefined);
+  const newest = sameHost ?? (wait === "total" && activeSocketsAt(request, prefix) === 0 ? anyHost : undefined);
   if (newest === undefined) return;
   pool.delete(newest);
   held -= 1;

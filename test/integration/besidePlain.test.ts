@@ -316,6 +316,29 @@ describe("beside plain: hedged writes on a multi-write account", function () {
     return new CosmosClient(hedging === false ? base : withHedging(base, hedging));
   }
 
+  /** `body` run plain, then with writes hedged, each over a client and agent of its own, closed with the faults cleared after. */
+  async function plainThenHedged<R>(
+    name: string,
+    agentOptions: https.AgentOptions,
+    connectionPolicy: CosmosClientOptions["connectionPolicy"],
+    body: (container: Container, tag: string) => Promise<R>,
+  ): Promise<{ plain: R; hedged: R }> {
+    const results: R[] = [];
+    for (const hedging of [false, writesHedged] as const) {
+      const agent = new https.Agent({ keepAlive: true, ca: fixture.wan.ca, ...agentOptions });
+      const tag = newTag(`${name}-${hedging === false ? "plain" : "hedged"}`);
+      const client = clientOver(agent, tag, hedging, connectionPolicy);
+      try {
+        results.push(await body(client.database("db").container("items"), tag));
+      } finally {
+        fixture.emulator.clearFaults();
+        client.dispose();
+        agent.destroy();
+      }
+    }
+    return { plain: results[0]!, hedged: results[1]! };
+  }
+
   // Sixth hostile review, second round. The hedges (East US, North Europe) are applied at once and acknowledged 800 ms
   // late. "late primary": West US forwards the create only after 600 ms, when the hedge's document exists, and answered
   // 409, which won (hedged 409 x9 where plain had 201 x9). "cut hedge": West US answers 503, and at 180 ms a read of the
@@ -327,12 +350,8 @@ describe("beside plain: hedged writes on a multi-write account", function () {
   ] as const) {
     it(`${label}: every create 201, as plain's`, async function () {
       const unhandled = catchUnhandled();
-      const run = async (hedging: HedgingOptions | false): Promise<{ creates: Outcome[]; ms: number[] }> => {
-        const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: fixture.wan.ca });
-        const tag = newTag(hedging === false ? "applied-plain" : "applied-hedged");
-        const client = clientOver(agent, tag, hedging);
-        try {
-          const container = client.database("db").container("items");
+      try {
+        const { plain, hedged } = await plainThenHedged("applied", { maxSockets: 1 }, {}, async (container, tag) => {
           await container.item("item-0", "pk").read();
           await container.item("item-0", "pk").read({ excludedLocations: ["West US"] });
           await container.items.upsert({ id: `warm-${tag}`, pk: "pk", value: 0 });
@@ -355,15 +374,7 @@ describe("beside plain: hedged writes on a multi-write account", function () {
             await settledTag(fixture.emulator, tag, 8_000);
           }
           return { creates, ms };
-        } finally {
-          fixture.emulator.clearFaults();
-          client.dispose();
-          agent.destroy();
-        }
-      };
-      try {
-        const plain = await run(false);
-        const hedged = await run(writesHedged);
+        });
         const summary = `plain ${JSON.stringify(plain.creates.map((o) => (o.ok ? o.status : o.code)))} in ${JSON.stringify(plain.ms)} ms, hedged ${JSON.stringify(hedged.creates.map((o) => (o.ok ? o.status : o.code)))} in ${JSON.stringify(hedged.ms)} ms`;
         console.log(`      ${summary}`);
         assert.deepEqual(plain.creates.map((o) => o.ok && o.status), [201, 201, 201], summary);
@@ -379,12 +390,8 @@ describe("beside plain: hedged writes on a multi-write account", function () {
   // definite 409 (plain, 0.3 s) into a TimeoutError at requestTimeout (3.0 s). It now waits as long again as it took.
   it("a create of a document that exists, West US 300 ms, the hedges hanging, requestTimeout 3000: 409 as plain's, within twice plain's time, and when the caller aborts while it waits", async function () {
     const unhandled = catchUnhandled();
-    const run = async (hedging: HedgingOptions | false): Promise<{ outcomes: Outcome[]; ms: number[] }> => {
-      const tag = newTag(hedging === false ? "conflict-plain" : "conflict-hedged");
-      const agent = new https.Agent({ keepAlive: true, ca: fixture.wan.ca });
-      const client = clientOver(agent, tag, hedging, { requestTimeout: 3_000 });
-      try {
-        const container = client.database("db").container("items");
+    try {
+      const { plain, hedged } = await plainThenHedged("conflict", {}, { requestTimeout: 3_000 }, async (container, tag) => {
         await container.items.create({ id: `exists-${tag}`, pk: "pk", value: 0 });
         await settledTag(fixture.emulator, tag, 6_000);
         fixture.emulator.region("West US").addFault(scoped({ delayMs: 300 }, tag, ["create"]));
@@ -400,15 +407,7 @@ describe("beside plain: hedged writes on a multi-write account", function () {
           ms.push(Math.round(performance.now() - began));
         }
         return { outcomes, ms };
-      } finally {
-        fixture.emulator.clearFaults();
-        client.dispose();
-        agent.destroy();
-      }
-    };
-    try {
-      const plain = await run(false);
-      const hedged = await run(writesHedged);
+      });
       const summary = `plain ${JSON.stringify(plain.outcomes)} in ${JSON.stringify(plain.ms)} ms, hedged ${JSON.stringify(hedged.outcomes)} in ${JSON.stringify(hedged.ms)} ms`;
       console.log(`      ${summary}`);
       assert.deepEqual(plain.outcomes.map((o) => !o.ok && o.code), [409, 409, 409], summary);

@@ -4,7 +4,7 @@ import { holdSocket, yieldSocketsTo } from "../../../src/race/socketHolders.js";
 import { eastUs, northEurope, pointRead, westUs } from "../../support/hedgingFixtures.js";
 import type { RegionEndpoint } from "../../../src/topology/regionCache.js";
 
-/** The lists of a Node.js agent's pool that `socketWaitFor` reads, by connection name. */
+/** The lists of a Node.js agent's pool that `socketWaitAt` reads, by connection name. */
 interface FakePool {
   maxSockets: number;
   maxTotalSockets: number;
