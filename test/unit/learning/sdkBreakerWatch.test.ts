@@ -27,6 +27,8 @@ describe("breakerCounts", () => {
   it("leaves out what it retries or returns without counting: a success in time, a 404, a 429, a 410, a 403 of another sub-status, an arm cut short with nothing known", () => {
     for (const status of [200, 304, 404, 409, 410, 429, 500]) assert.equal(breakerCounts(answer(status), 1999, on), false, `status ${status}`);
     assert.equal(breakerCounts(answer(403, 5), 10, on), false);
+    assert.equal(breakerCounts(answer(404, 3), 10, on), false, "sub-status 3 counts on a 403 only");
+    assert.equal(breakerCounts(answer(410, 1008), 10, on), false, "sub-status 1008 counts on a 403 only");
     assert.equal(breakerCounts(undefined, 300, on), false);
     assert.equal(breakerCounts(answer(200), undefined, on), false);
   });
@@ -148,5 +150,73 @@ describe("SdkBreakerWatch", () => {
     watch.checkThreshold(2000, "ppafDefault");
     watch.checkThreshold(5000, "request");
     assert.deepEqual(told, ["options 2000", "request 4000", "ppafDefault 2000"]);
+  });
+  it("times a lost primary from when it was sent, not from the clock's origin", () => {
+    clock.tick(10_000);
+    const watch = new SdkBreakerWatch(on);
+    watch.lost("West US", {}, performance.now());
+    clock.tick(1_999);
+    assert.equal(watch.deferring("West US"), false);
+    clock.tick(1);
+    assert.equal(watch.deferring("West US"), true);
+  });
+
+  it("finds a lost primary past the SDK's timeout among a region's eight oldest, and looks no further", () => {
+    clock.tick(10_000);
+    const older = new SdkBreakerWatch(on);
+    older.lost("West US", {}, performance.now() - 500);
+    older.lost("West US", {}, performance.now() - 5_000);
+    assert.equal(older.deferring("West US"), true, "the second oldest has run past 2 s");
+    const many = new SdkBreakerWatch(on);
+    for (let i = 0; i < 8; i++) many.lost("West US", {}, performance.now() - 100);
+    many.lost("West US", {}, performance.now() - 5_000);
+    assert.equal(many.deferring("West US"), false, "the ninth is not looked at");
+  });
+
+  it("keeps every lost primary of a region, and forgets one as it ends without the others", () => {
+    clock.tick(10_000);
+    const watch = new SdkBreakerWatch(on);
+    const old = {};
+    const recent = {};
+    watch.lost("West US", old, performance.now() - 5_000);
+    watch.lost("West US", recent, performance.now());
+    assert.equal(watch.deferring("East US"), false);
+    const again = new SdkBreakerWatch(on);
+    again.lost("West US", old, performance.now() - 5_000);
+    again.lost("West US", recent, performance.now());
+    again.hidden("West US", answer(200), 100, recent);
+    assert.equal(again.deferring("West US"), true, "the old one still runs");
+    assert.equal(watch.deferring("West US"), true);
+  });
+
+  it("watches no primary lost while the breaker was off, even once it comes on", () => {
+    clock.tick(10_000);
+    let active = false;
+    const watch = new SdkBreakerWatch({ active: () => active, readTimeoutMs: 2000 });
+    watch.lost("West US", {}, performance.now());
+    active = true;
+    clock.tick(3_000);
+    assert.equal(watch.deferring("West US"), false);
+  });
+
+  it("watches at most 1024 lost primaries of a region at once", () => {
+    clock.tick(10_000);
+    const watch = new SdkBreakerWatch(on);
+    const primaries = Array.from({ length: 1024 }, () => ({}));
+    for (const primary of primaries) watch.lost("West US", primary, performance.now());
+    watch.lost("West US", {}, performance.now() - 5_000);
+    for (const primary of primaries) watch.hidden("West US", answer(200), 100, primary);
+    assert.equal(watch.deferring("West US"), false, "the 1025th was never watched");
+  });
+
+  it("starts no deferral from a failure the SDK saw, even with a lost primary past its timeout: the next read's check does", () => {
+    clock.tick(10_000);
+    const started: string[] = [];
+    const watch = new SdkBreakerWatch({ ...on, onDeferral: (region) => started.push(region) });
+    watch.lost("West US", {}, performance.now() - 5_000);
+    watch.seen("West US", answer(503));
+    assert.deepEqual(started, []);
+    assert.equal(watch.deferring("West US"), true);
+    assert.deepEqual(started, ["West US"]);
   });
 });

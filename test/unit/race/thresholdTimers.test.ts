@@ -128,4 +128,36 @@ describe("ThresholdTimers", function () {
     clock.tick(1);
     assert.equal(passed.get("b"), 250);
   });
+  it("sets its one timer for the first read's threshold, and after a turn for the next one's, never earlier: no timer goes off for nothing", function () {
+    clock.tick(1_000);
+    const timers = new ThresholdTimers();
+    const passed = new Map<string, number>();
+    timers.add(read(100, passed, "a"));
+    assert.equal(clock.next(), 1_100, "the first timer goes off at a's threshold");
+    assert.deepEqual([...passed], [["a", 1_100]]);
+    timers.add(read(100, passed, "b"));
+    clock.tick(40);
+    timers.add(read(100, passed, "c"));
+    assert.equal(clock.next(), 1_200, "a list emptied and waited on again: its timer at b's threshold");
+    assert.equal(clock.next(), 1_240, "the next at c's, not at once");
+    assert.deepEqual([...passed], [["a", 1_100], ["b", 1_200], ["c", 1_240]]);
+    assert.equal(clock.countTimers(), 0);
+  });
+
+  it("keeps one timer when a read told of its threshold starts another's wait of the same threshold", function () {
+    const timers = new ThresholdTimers();
+    const passed = new Map<string, number>();
+    timers.add(
+      read(100, passed, "a", () => {
+        timers.add(read(100, passed, "b"));
+      }),
+    );
+    timers.add(read(100, passed, "c"));
+    clock.tick(100);
+    assert.deepEqual([...passed.keys()], ["a", "c"]);
+    assert.equal(clock.countTimers(), 1, "b's wait under the one timer its add set, not a second set as the turn ended");
+    clock.tick(100);
+    assert.deepEqual([...passed.keys()], ["a", "c", "b"]);
+    assert.equal(clock.countTimers(), 0);
+  });
 });
