@@ -131,4 +131,64 @@ describe("StallDetector", () => {
     for (let at = 3030; at < 3100; at += 10) stalled.answer(at, 0, 2, 30);
     assert.deepEqual(stalls, [[30, 30, 30]]);
   });
+  it("takes an answer at the healthy tail for healthy, and one maxStallMs past it for slow", () => {
+    const { offer, stalls } = detector();
+    calm(offer, 0, 3000);
+    offer(3000, 10 + stallDefaults.maxStallMs);
+    offer(3010, 40);
+    offer(3020, 40);
+    offer(3030, 10);
+    offer(3040, 2);
+    offer(3050, 2);
+    assert.deepEqual(stalls, [[10 + stallDefaults.maxStallMs, 40, 40]]);
+  });
+
+  it("keeps a burst whose last slow answer comes maxStallMs after its first, and ends one that goes on longer", () => {
+    const { offer, stalls } = detector();
+    calm(offer, 0, 3000);
+    for (const at of [3000, 3250, 3000 + stallDefaults.maxStallMs]) offer(at, 40);
+    for (const at of [3510, 3520, 3530]) offer(at, 2);
+    assert.deepEqual(stalls, [[40, 40, 40]]);
+  });
+
+  it("takes a burst of exactly half slow answers, up to its last slow one, for a stall", () => {
+    const { offer, stalls } = detector();
+    calm(offer, 0, 3000);
+    for (const [at, latency] of [
+      [3000, 40],
+      [3010, 2],
+      [3020, 2],
+      [3030, 41],
+      [3040, 2],
+      [3050, 42],
+    ] as const) {
+      offer(at, latency);
+    }
+    for (const at of [3060, 3070, 3080]) offer(at, 2);
+    assert.deepEqual(stalls, [[40, 41, 42]]);
+  });
+
+  it("takes a context of exactly a fifth slow answers for calm, the burst's own slot so far among them", () => {
+    const { offer, stalls } = detector();
+    // A lone slow answer in the slot at 2 s, with three healthy ones that end its burst: 1 slow of 4 there.
+    offer(2000, 40);
+    for (const at of [2010, 2020, 2030]) offer(at, 2);
+    // One healthy answer in the burst's own slot before it: 1 slow of 5 in the context.
+    offer(3000, 2);
+    for (const at of [3010, 3020, 3030]) offer(at, 40);
+    for (const at of [3040, 3050, 3060]) offer(at, 2);
+    assert.deepEqual(stalls, [[40, 40, 40]]);
+  });
+
+  it("forgets the answers of a slot contextMs old, though the burst's slot takes its place in the ring", () => {
+    const { offer, stalls } = detector();
+    const slotMs = stallDefaults.contextMs / 8;
+    // A slot with a quarter slow answers, exactly contextMs before the burst's slot: outside the burst's context.
+    offer(3000 - stallDefaults.contextMs, 40);
+    for (const at of [1010, 1020, 1030]) offer(at, 2);
+    assert.equal(3000 - stallDefaults.contextMs, 4 * slotMs);
+    for (const at of [3000, 3010, 3020]) offer(at, 40);
+    for (const at of [3030, 3040, 3050]) offer(at, 2);
+    assert.deepEqual(stalls, [[40, 40, 40]]);
+  });
 });

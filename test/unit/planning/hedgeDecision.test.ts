@@ -184,6 +184,48 @@ describe("the benefit rule (hedgeDecision)", () => {
       );
     });
 
+    it("takes a delay whose reads still running are exactly the spend, and half of whose hedges win", () => {
+      // 100 reads: 98 at 1 ms, 1 at 20, 1 at 1000. s = P(T > 40) = 1 %, spend 2 %; d = 5: P(T > 5) = 2 %, not above it,
+      // and P(T > 40) / P(T > 5) = 0.5, not below half: the floor is taken, not 20 ms.
+      assert.deepEqual(
+        chosen([
+          [1, 98],
+          [20, 1],
+          [1000, 1],
+        ]),
+        { delayMs: 5, winShare: 0.5 },
+      );
+    });
+
+    it("never goes below the floor, though a step under it would have qualified", () => {
+      // 1000 reads: 981 at 1 ms, 4 at 3, 6 at 20, 2 at 39, 7 at 1000. s = P(T > 40) = 0.7 %, spend 1.7 %.
+      // d = 5: P(T > 5) = 1.5 %, win share 7/15 < 0.5. Under the floor, d = 3 would win 9/15; the rule moves up to 20 ms
+      // instead, where 7 of the 9 still running win.
+      const delay = chosen([
+        [1, 981],
+        [3, 4],
+        [20, 6],
+        [39, 2],
+        [1000, 7],
+      ]);
+      assert.equal(delay?.delayMs, 20);
+      assert.ok(Math.abs((delay?.winShare ?? 0) - 7 / 9) < 1e-12, String(delay?.winShare));
+    });
+
+    it("never goes past the ceiling, and takes the ceiling itself", () => {
+      // 100 reads: 80 at 1 ms, 10 at 30, 6 at 60, 4 at 2000. s = P(T > 40) = 10 %, spend 11 %. d = 5: 20 % > 11 %.
+      // d = 30: 10 %, but 4/10 win. d = 60: 4 %, all win: past a ceiling of 50 ms no hedge, at a ceiling of 60 ms that one.
+      const answers: Array<[number, number]> = [
+        [1, 80],
+        [30, 10],
+        [60, 6],
+        [2000, 4],
+      ];
+      const survival = new LatencySurvival(answers, 0);
+      assert.equal(hedgeDelay(survival, 30, { floor: 5, ceiling: 50 }), undefined);
+      assert.deepEqual(hedgeDelay(survival, 30, { floor: 5, ceiling: 60 }), { delayMs: 60, winShare: 1 });
+    });
+
     it("counts a censored latency as a read a hedge rescues", () => {
       // 95 answers at 2 ms and 5 arms cut short by hedges: s = P(T > 40) = 5 %, spend 6 %; d = 5: P(T > 5) = 5 %, all win.
       assert.deepEqual(hedgeDelay(new LatencySurvival([[2, 95]], 5), 30, settings), { delayMs: 5, winShare: 1 });
@@ -219,6 +261,27 @@ describe("the benefit rule (hedgeDecision)", () => {
       assert.equal(decisions.hedgeLatencyMs(east, "pointRead"), 35);
       await clock.tickAsync(10 * 60_000);
       assert.equal(decisions.hedgeLatencyMs(east, "pointRead"), 35, "still known ten minutes later");
+    });
+
+    it("learns no latency that is not one: not a number, infinite or below zero; zero is one", () => {
+      const decisions = new HedgeDecisions(new LatencyWindows());
+      for (const latency of [Number.NaN, Number.POSITIVE_INFINITY, -5]) decisions.observe(west, "pointRead", latency, false);
+      assert.equal(decisions.hedgeLatencyMs(west, "pointRead"), undefined);
+      decisions.observe(west, "pointRead", 0, false);
+      assert.equal(decisions.hedgeLatencyMs(west, "pointRead"), 0);
+    });
+
+    it("decides afresh when the hedge region's latency changes, though the primary's window did not", () => {
+      const windows = windowOf([spread(200, 300, 310), "baseline"]);
+      const decisions = new HedgeDecisions(windows);
+      decisions.observe(west, "pointRead", 30, false);
+      const near = decisions.estimate(east, west, "pointRead", settings);
+      assert.equal(near?.source, "benefit");
+      // West's young ring takes each latency at once: its median is now 1000 ms, later than every read of the primary.
+      for (let i = 0; i < 3; i++) decisions.observe(west, "pointRead", 1000, false);
+      const far = decisions.estimate(east, west, "pointRead", settings);
+      assert.notDeepEqual(far, near);
+      assert.equal(far?.source, "noBenefit");
     });
 
     it("computes a decision once per view of the primary's window, not per request", () => {
@@ -328,6 +391,8 @@ describe("stragglerEvidence", () => {
   it("is 1 without a tail: nothing tells such a read from a straggler", () => {
     assert.equal(stragglerEvidence(1, undefined), 1);
     assert.equal(stragglerEvidence(1, 0), 1);
+    assert.equal(stragglerEvidence(0, 0), 1, "not 0 / 0");
+    assert.equal(stragglerEvidence(5, -10), 1, "a tail below zero is no tail");
   });
 
   it("waitForEvidence is its inverse, clamped to the same range: never past the tail", () => {
