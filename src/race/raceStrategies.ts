@@ -23,8 +23,8 @@ export interface RacePrimary {
  * The race of a document request: a hedge after the threshold, then one per
  * step; a hedge's transient result launches the next hedge at once; the
  * primary's answer, or a hedge's success before it, ends the race (a hedge's
- * final error never does, and neither does its batch or bulk answer that
- * reports a failed operation): a transient answer of the primary goes back
+ * final error never does, nor its 304, and neither does its batch or bulk
+ * answer that reports a failed operation): a transient answer of the primary goes back
  * to the SDK, whose own retry policy moves on as it would unhedged. A
  * write's primary that answers without winning waits for the hedges in
  * flight, which may have applied the write. The load budget, when there is one, admits each hedge,
@@ -84,9 +84,11 @@ export class DocumentRaceStrategy implements RaceStrategy {
     if (!isFinalResult(arm.result)) return "next";
     if (arm.index === 0) return "win";
     // A hedge's final error (a lagging region's 404/0, a 401, a 409) must not beat a primary that may still succeed;
-    // nor may its 200 that reports 409s for documents the primary created.
+    // nor may its 200 that reports 409s for documents the primary created, nor its 304: "nothing newer than your etag or
+    // continuation" from a region behind the primary's, where a change feed read until 304 would stop before the changes.
     const response = arm.result.response;
-    const succeeded = isSuccessResult(arm.result) && !(this.kind === "batch" && response !== undefined && carriesOperationErrors(response));
+    const succeeded =
+      isSuccessResult(arm.result) && response?.status !== 304 && !(this.kind === "batch" && response !== undefined && carriesOperationErrors(response));
     return succeeded ? "win" : "wait";
   }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import https from "node:https";
-import { CosmosClient } from "@azure/cosmos";
+import { ChangeFeedStartFrom, CosmosClient } from "@azure/cosmos";
 import type { Container, CosmosClientOptions, OperationInput } from "@azure/cosmos";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
@@ -595,6 +595,27 @@ describe("beside plain: the SDK's own machinery", function () {
     assert.deepEqual(plain, [1, 2, 3]);
     assert.deepEqual(hedged, plain, hedgedArms.join(" "));
     assert.ok(hedgedArms.some((arms) => arms.includes("North Europe:404")), "a hedge met the lagging region");
+  });
+
+  // Found by a hostile review of 30754c7: a lagging region's 304 ("nothing newer") beat a primary still running, so a
+  // change feed read until 304 stopped before changes plain returned.
+  it("a change feed from the beginning, West US (preferred) 800 ms slow, East US answering 304 at once (a region behind): hedged returns plain's page, not the lagging 304", async function () {
+    const { plain, hedged } = await pair({ crossRegion: { threshold: 100 } });
+    const pages: Record<string, unknown[]> = {};
+    for (const [name, side] of [["plain", plain], ["hedged", hedged]] as const) {
+      const slow = fixture.emulator.region("West US").addFault(scoped({ delayMs: 800 }, side.tag, ["changeFeed"]));
+      const behind = fixture.emulator.region("East US").addFault(scoped({ status: 304 }, side.tag, ["changeFeed"]));
+      const page = await side.container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() }).readNext();
+      pages[name] = [page.statusCode, page.result.length];
+      slow.remove();
+      behind.remove();
+    }
+    await settledTag(fixture.emulator, hedged.tag, 6_000);
+    const arms = hedged.diagnostics.filter((record) => record.operation === "changeFeed").map((record) => record.arms.map((arm) => `${arm.region}:${arm.status ?? arm.outcome}`).join("+"));
+    console.log(`      plain ${JSON.stringify(pages["plain"])}; hedged ${JSON.stringify(pages["hedged"])}; arms ${arms.join(" ")}`);
+    assert.equal(pages["plain"]?.[0], 200);
+    assert.deepEqual(pages["hedged"], pages["plain"]);
+    assert.ok(arms.some((each) => each.includes("East US:304")), `premise: a hedge met the lagging region: ${arms.join(" ")}`);
   });
 
   it("DOCUMENTED OPT-IN (hedgesWithoutSessionToken: true): the same reads return the version before the write where plain returns the write", async function () {

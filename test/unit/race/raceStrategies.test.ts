@@ -153,8 +153,13 @@ describe("DocumentRaceStrategy", () => {
 
     it("a hedge's success wins; its final error is held, so a primary still in flight decides", () => {
       assert.equal(strategy.judge({ index: 1, region: westUs, result: answer(200) }), "win");
-      assert.equal(strategy.judge({ index: 2, region: westUs, result: answer(304) }), "win");
+      assert.equal(strategy.judge({ index: 2, region: westUs, result: answer(201) }), "win");
       for (const status of [400, 401, 404, 409, 412]) assert.equal(strategy.judge({ index: 1, region: westUs, result: answer(status) }), "wait", `${status}`);
+    });
+
+    it("a hedge's 304 is held like a lagging region's 404/0: nothing newer there says nothing of the primary's region", () => {
+      for (const index of [1, 2]) assert.equal(strategy.judge({ index, region: westUs, result: answer(304) }), "wait");
+      assert.equal(new DocumentRaceStrategy(100, 50, undefined, undefined, undefined, "batch").judge({ index: 1, region: westUs, result: answer(304) }), "wait");
     });
   });
 
