@@ -4,7 +4,7 @@ import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
 import { isSuccessResult } from "../cosmos/statusTables.js";
 import type { ArmAbort } from "./armAbort.js";
-import { armAbortFor } from "./armAbort.js";
+import { armAbortFor, reachesCoreTransport } from "./armAbort.js";
 import { cloneRequestFor } from "./cloneRequest.js";
 import type { HedgeArmReason, HedgeDrainEnd, HedgeSkipReason } from "../diagnostics/diagnostics.js";
 import { loserDrainDefaults } from "./loserDrain.js";
@@ -649,17 +649,23 @@ export class HedgingRace<T = RaceOutcome> {
       if (returnedIndex === undefined) {
         // The caller's abort: a primary with the caller's own signal was aborted by it already.
         this.abortArm(arm, now);
-      } else if (arm.controller === undefined) {
-        // A primary sent with the caller's signal only: the race cannot abort it, so it drains.
-        drains.push(this.startDrain(arm, now, drain?.tryStart() === true));
-      } else if (drain !== undefined && arm.sent === true && !fallback && drain.tryStart()) {
-        // A loser not yet sent never goes out: aborting it costs no connection. Nor does a hedge drain past the primary's
-        // answer that did not win: the SDK retries that attempt, and once it has the caller's abort no longer reaches the
-        // attempt's signal, the only one a drain listens to.
-        drains.push(this.startDrain(arm, now, true));
-      } else {
-        this.abortArm(arm, now);
+        continue;
       }
+      if (arm.controller === undefined) {
+        // A primary sent with the caller's signal only: the race cannot abort it, so it drains.
+        drains.push(this.startDrain(arm, now, drain?.tryStart() === true, drainedConnectionOf(arm.request)));
+        continue;
+      }
+      // A loser not yet sent never goes out: aborting it costs no connection. Nor does a hedge drain past the primary's
+      // answer that did not win: the SDK retries that attempt, and once it has the caller's abort no longer reaches the
+      // attempt's signal, the only one a drain listens to. Nor does one sent through a transport of the caller's that
+      // pools its own connections (a fetch client): its connection is not found on the agent the request names, and
+      // nothing could keep it from holding the process until it answers, which plain @azure/cosmos would not.
+      const mayDrain = drain !== undefined && arm.sent === true && !fallback;
+      const connection = mayDrain ? drainedConnectionOf(arm.request) : undefined;
+      const untraceable = connection === undefined && arm.request.agent != null && !reachesCoreTransport(this.input.request);
+      if (mayDrain && !untraceable && drain.tryStart()) drains.push(this.startDrain(arm, now, true, connection));
+      else this.abortArm(arm, now);
     }
     if (this.draining === 0) this.stopListening();
     return drains;
@@ -671,7 +677,7 @@ export class HedgingRace<T = RaceOutcome> {
     arm.controller?.abort();
   }
 
-  private startDrain(arm: ArmState, decidedAt: number, slot: boolean): Promise<RaceArm> {
+  private startDrain(arm: ArmState, decidedAt: number, slot: boolean, connection: DrainedConnection | undefined): Promise<RaceArm> {
     return new Promise<RaceArm>((done) => {
       this.draining += 1;
       const { maxDrainMs } = this.input.drain?.settings ?? loserDrainDefaults;
@@ -679,7 +685,6 @@ export class HedgingRace<T = RaceOutcome> {
       // The loser's own request keeps the process alive while it runs; its bound alone must not.
       (timer as { unref?: () => void }).unref?.();
       // Nor may the loser itself: a script that got its answer exits without waiting for it.
-      const connection = drainedConnectionOf(arm.request);
       connection?.release();
       arm.drain = { decidedAt, timer, done, slot, connection };
       // Node's transport reads this when the response headers arrive: a loser whose headers are still to come

@@ -78,6 +78,25 @@ describe("a drained loser never costs a later request, nor keeps a process alive
     assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose`);
   });
 
+  // Found by a hostile review of 30754c7: over a transport that pools its own connections, a losing hedge was drained,
+  // its connection not found on the agent to let go of, and held the process for the drain's 5 s bound; plain exits.
+  it("over an httpClient of the user's on fetch, hedges that lose to the primary are cut: the script exits as promptly as plain's", async function () {
+    fixture.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 700 });
+    for (const region of ["East US", "North Europe"]) fixture.emulator.region(region).addFault({ operations: ["pointRead"], delayMs: straggler });
+    const run = await runChild({
+      endpoint: fixture.emulator.endpoint,
+      key: fixture.emulator.key,
+      preferredLocations,
+      drainLosers: true,
+      database: fixture.database,
+      container: fixture.containerId,
+      transport: "fetch",
+    });
+    fixture.emulator.clearFaults();
+    assert.deepEqual([run.line.status, run.line.terminalState], [200, "primaryWon"]);
+    assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose`);
+  });
+
   describe("with an agent of the user's that bounds its sockets, every 8th preferred-region read 3 s late", function () {
     const reads = 24;
     const late = 3000;

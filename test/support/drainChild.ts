@@ -3,9 +3,12 @@
  * hedged point read through the real CosmosClient, then `client.dispose()`.
  * It prints one JSON line when it has disposed, so that the parent can time
  * how long the process lives on after that. Its settings come in
- * `DRAIN_CHILD` (JSON: endpoint, key, preferred regions, drainLosers).
+ * `DRAIN_CHILD` (JSON: endpoint, key, preferred regions, drainLosers, the
+ * operation and the transport).
  */
 import { CosmosClient } from "@azure/cosmos";
+import { createHttpHeaders } from "@azure/core-rest-pipeline";
+import type { HttpClient } from "@azure/core-rest-pipeline";
 import { withHedging } from "../../src/client/withHedging.js";
 import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 
@@ -18,7 +21,24 @@ interface ChildSettings {
   readonly container: string;
   /** `"query"`: a paged query (2 items a page) instead of the point read. */
   readonly operation?: "pointRead" | "query";
+  /** `"fetch"`: an `httpClient` of the user's over `fetch`, which pools its own connections and ignores the request's agent. */
+  readonly transport?: "fetch";
 }
+
+/** An `httpClient` over Node's `fetch` (undici), honouring the request's abort signal. */
+const fetchTransport: HttpClient = {
+  async sendRequest(request) {
+    const answer = await fetch(request.url, {
+      method: request.method,
+      headers: request.headers.toJSON(),
+      ...(typeof request.body === "string" ? { body: request.body } : {}),
+      signal: (request.abortSignal ?? null) as AbortSignal | null,
+    });
+    const headers = createHttpHeaders();
+    answer.headers.forEach((value, name) => headers.set(name, value));
+    return { request, status: answer.status, headers, bodyAsText: await answer.text() };
+  },
+};
 
 const settings = JSON.parse(process.env["DRAIN_CHILD"] ?? "{}") as ChildSettings;
 const client = new CosmosClient(
@@ -27,6 +47,7 @@ const client = new CosmosClient(
       endpoint: settings.endpoint,
       key: settings.key,
       connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: settings.preferredLocations },
+      ...(settings.transport === "fetch" ? { httpClient: fetchTransport } : {}),
     },
     { crossRegion: { threshold: 100, drainLosers: settings.drainLosers }, metadata: false },
   ),
