@@ -258,13 +258,17 @@ export interface SdkWiring {
    */
   readonly mayBePlain: (() => boolean) | undefined;
   /**
-   * The client's partition-level circuit breaker, when its options may turn
-   * it on: `always` with `enablePartitionLevelCircuitBreaker`,
-   * `withAccountFailover` with `enablePartitionLevelFailover` (on while the
-   * account reports per-partition automatic failover), and the SDK's
-   * per-attempt timeout of a read while it is on.
+   * The client's partition-level circuit breaker: `always` with
+   * `enablePartitionLevelCircuitBreaker`, `withAccountFailover` with
+   * `enablePartitionLevelFailover` (on while the account reports
+   * per-partition automatic failover), the SDK's per-attempt timeout of a
+   * read while it is on; and whether its endpoint discovery is on
+   * (`enableEndpointDiscovery`), which acts on some failures with the
+   * breaker off too.
    */
-  readonly circuitBreaker?: { readonly always: boolean; readonly withAccountFailover: boolean; readonly readTimeoutMs: number } | undefined;
+  readonly circuitBreaker?:
+    | { readonly always: boolean; readonly withAccountFailover: boolean; readonly readTimeoutMs: number; readonly endpointDiscovery: boolean }
+    | undefined;
 }
 
 /** A hedging client, and the `@azure/cosmos` plugins that hand it each attempt when it is wired to the SDK. */
@@ -311,7 +315,11 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
     { ...crossRegionOptions(options.crossRegion), ...shared },
     breaker === undefined
       ? undefined
-      : { active: () => breaker.always || (breaker.withAccountFailover && regions.topology?.perPartitionFailover === true), readTimeoutMs: breaker.readTimeoutMs },
+      : {
+          active: () => breaker.always || (breaker.withAccountFailover && regions.topology?.perPartitionFailover === true),
+          readTimeoutMs: breaker.readTimeoutMs,
+          endpointDiscovery: breaker.endpointDiscovery,
+        },
   );
   const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared });
   const pipeline = createEmptyPipeline();

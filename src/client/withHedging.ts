@@ -65,9 +65,10 @@ function checkThresholdAgainstSdkTimeout(crossRegion: HedgingOptions["crossRegio
 
 /**
  * The SDK's partition-level circuit breaker as the client's options may turn
- * it on (see `SdkBreakerWatch`), or `undefined` when they cannot: with
- * `enablePartitionLevelCircuitBreaker`, or with `enablePartitionLevelFailover`
- * (the SDK's default) once the account reports per-partition failover.
+ * it on (see `SdkBreakerWatch`): with `enablePartitionLevelCircuitBreaker`,
+ * or with `enablePartitionLevelFailover` (the SDK's default) once the account
+ * reports per-partition failover; and its endpoint discovery, which acts on
+ * a region's failures whether the breaker is on or not.
  */
 function sdkCircuitBreaker(
   connectionPolicy: HedgeableCosmosClientOptions["connectionPolicy"],
@@ -76,8 +77,9 @@ function sdkCircuitBreaker(
   const always = connectionPolicy?.enablePartitionLevelCircuitBreaker === true;
   // On by default in @azure/cosmos 4.10.1 (defaultConnectionPolicy): unset, the breaker runs once the account reports PPAF.
   const withAccountFailover = connectionPolicy?.enablePartitionLevelFailover !== false;
-  if (!always && !withAccountFailover) return undefined;
-  return { always, withAccountFailover, readTimeoutMs: Math.min(requestTimeout ?? Number.POSITIVE_INFINITY, sdkPartitionLevelReadTimeoutMs) };
+  const endpointDiscovery = connectionPolicy?.enableEndpointDiscovery !== false;
+  if (!always && !withAccountFailover && !endpointDiscovery) return undefined;
+  return { always, withAccountFailover, readTimeoutMs: Math.min(requestTimeout ?? Number.POSITIVE_INFINITY, sdkPartitionLevelReadTimeoutMs), endpointDiscovery };
 }
 
 /**

@@ -63,7 +63,8 @@ export type HedgeSkipReason =
   | "continuationPage"
   | "regionThrottled"
   | "sdkRetry"
-  | "sdkCircuitBreaker";
+  | "sdkCircuitBreaker"
+  | "sdkEndpointDiscovery";
 
 /** What the region ranking did with a read. */
 export interface HedgeRanking {
@@ -199,6 +200,11 @@ export interface HedgeDiagnostics {
    * before either could show): the region's requests
    * go unhedged for a minute after its last such failure, so that the
    * breaker counts them and moves the partition as it would without hedging.
+   * `sdkEndpointDiscovery`: a hedge that won hid an answer of this region
+   * that the SDK's endpoint discovery acts on, breaker or not (a 403 with
+   * sub-status 1008 or 3, a request it could not send): the region's
+   * requests go unhedged for a minute, so that the SDK marks it unavailable
+   * and sends elsewhere as it would without hedging.
    */
   skipReason?: HedgeSkipReason;
 }

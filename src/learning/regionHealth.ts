@@ -19,7 +19,7 @@ import type { LoserDrain } from "../race/loserDrain.js";
 import type { HedgingMetrics } from "../diagnostics/metrics.js";
 import { HedgingMetricsRecorder } from "../diagnostics/metrics.js";
 import type { RaceArm, RaceOutcome } from "../race/race.js";
-import type { FixedThresholdSource, SdkBreakerSettings } from "./sdkBreakerWatch.js";
+import type { FixedThresholdSource, SdkBreakerSettings, SdkDeferralReason } from "./sdkBreakerWatch.js";
 import { SdkBreakerWatch } from "./sdkBreakerWatch.js";
 import type { HealthyTails } from "../race/raceStrategies.js";
 
@@ -194,10 +194,15 @@ export class RegionHealth implements RaceLearner, HealthyTails {
 
   /**
    * Whether the requests addressed to `region` go unhedged now, so that the
-   * SDK's circuit breaker sees its failures (see {@link SdkBreakerWatch}).
+   * SDK's circuit breaker and endpoint discovery see its failures (see {@link SdkBreakerWatch}).
    */
   deferringToSdkBreaker(region: string): boolean {
     return this.breaker?.deferring(region) === true;
+  }
+
+  /** Why the requests addressed to `region` go unhedged now (see {@link RegionHealth.deferringToSdkBreaker}), or `undefined`. */
+  sdkDeferral(region: string): SdkDeferralReason | undefined {
+    return this.breaker?.deferral(region);
   }
 
   /** A read is planned to hedge after `thresholdMs` (see {@link SdkBreakerWatch.checkThreshold}). */

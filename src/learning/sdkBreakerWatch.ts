@@ -23,8 +23,15 @@ export interface SdkBreakerSettings {
   readonly active: () => boolean;
   /** The SDK's per-attempt timeout of a read while the breaker is on: an attempt that runs this long is a failure to it. */
   readonly readTimeoutMs: number;
-  /** Told when a region starts to go unhedged (not when a deferral in force is extended), with its name as given. */
-  readonly onDeferral?: ((region: string) => void) | undefined;
+  /**
+   * Whether the SDK's endpoint discovery is on (`enableEndpointDiscovery`,
+   * on by default): breaker or not, it stops sending to a region for
+   * minutes after one attempt there ends as {@link endpointDiscoveryMarks}
+   * says.
+   */
+  readonly endpointDiscovery?: boolean | undefined;
+  /** Told when a region starts to go unhedged (not when a deferral in force is extended), with its name as given and why. */
+  readonly onDeferral?: ((region: string, reason: SdkDeferralReason) => void) | undefined;
   /**
    * Told, once for each place a threshold comes from, when a read's first
    * hedge is due no earlier than {@link SdkBreakerSettings.readTimeoutMs}
@@ -32,6 +39,13 @@ export interface SdkBreakerSettings {
    */
   readonly onUnreachableThreshold?: ((thresholdMs: number, source: FixedThresholdSource) => void) | undefined;
 }
+
+/**
+ * Why a region's requests go unhedged for a while: a hedge hid a failure of
+ * it from the SDK's partition-level circuit breaker, or from its endpoint
+ * discovery.
+ */
+export type SdkDeferralReason = "sdkCircuitBreaker" | "sdkEndpointDiscovery";
 
 /** Where a fixed threshold was set: the client's options, the PPAF default, or the request's own options. */
 export type FixedThresholdSource = "options" | "ppafDefault" | "request";
@@ -64,6 +78,22 @@ export function breakerCounts(result: ArmResult | undefined, durationMs: number 
 }
 
 /**
+ * Whether `@azure/cosmos`'s endpoint discovery stops sending to a region
+ * after an attempt there ended so, whatever its circuit breaker: a 403 with
+ * sub-status 1008 (DatabaseAccountNotFound) or 3 (WriteForbidden), or a
+ * request that could not be sent (`ENOTFOUND`, `REQUEST_SEND_ERROR`). In
+ * 4.10.1 its retry utility hands those to `EndpointDiscoveryRetryPolicy`,
+ * which marks the region unavailable for reads (or writes) for five minutes.
+ */
+export function endpointDiscoveryMarks(result: ArmResult | undefined): boolean {
+  if (result === undefined) return false;
+  const { response } = result;
+  if (response !== undefined) return response.status === 403 && countedForbiddenSubStatuses.has(subStatusOf(response));
+  const code: unknown = typeof result.error === "object" && result.error !== null ? (result.error as { code?: unknown }).code : undefined;
+  return code === "ENOTFOUND" || code === "REQUEST_SEND_ERROR";
+}
+
+/**
  * Keeps hedging from hiding a region's failures from `@azure/cosmos`'s
  * partition-level circuit breaker. The breaker moves a partition's requests
  * to the next region after ten failed reads (five writes) of the SDK's own
@@ -75,11 +105,17 @@ export function breakerCounts(result: ArmResult | undefined, durationMs: number 
  * (longer while it goes on failing), so that the breaker counts what it
  * would count through plain `@azure/cosmos` and moves the partition as it
  * would; once it has, the SDK addresses another region, whose requests are
- * hedged as before.
+ * hedged as before. The SDK's endpoint discovery is kept the same way, with
+ * the breaker on or off: a hedge that wins over a primary answering 403/1008
+ * (a region removed from the account) would keep the SDK from ever marking
+ * the region, and every read would pay the threshold and a second request
+ * where plain `@azure/cosmos` moves on after one.
  */
 export class SdkBreakerWatch {
   /** Until when (`performance.now()`) each region, by normalized name, goes unhedged. */
   private readonly deferredUntil = new Map<string, number>();
+  /** Why each deferral in force began. */
+  private readonly deferredFor = new Map<string, SdkDeferralReason>();
   /** When each primary that lost to a hedge and still runs (drained) was sent, by its region's normalized name. */
   private readonly running = new Map<string, Map<object, number>>();
   /** The places of thresholds already told of as unreachable. */
@@ -100,6 +136,7 @@ export class SdkBreakerWatch {
     if (until !== undefined) {
       if (until > now) return true;
       this.deferredUntil.delete(key);
+      this.deferredFor.delete(key);
     }
     const running = this.running.get(key);
     if (running === undefined || !this.settings.active()) return false;
@@ -108,12 +145,17 @@ export class SdkBreakerWatch {
     let looked = 0;
     for (const sentAt of running.values()) {
       if (now - sentAt >= this.settings.readTimeoutMs) {
-        this.defer(region, key, now);
+        this.defer(region, key, now, "sdkCircuitBreaker");
         return true;
       }
       if (++looked === oldestLooked) break;
     }
     return false;
+  }
+
+  /** Why requests addressed to `region` go unhedged now (see {@link SdkBreakerWatch.deferring}), or `undefined` when they do not. */
+  deferral(region: string, now = performance.now()): SdkDeferralReason | undefined {
+    return this.deferring(region, now) ? this.deferredFor.get(normalizeRegionName(region)) : undefined;
   }
 
   /**
@@ -134,21 +176,31 @@ export class SdkBreakerWatch {
   /**
    * The SDK's attempt to `region` ended as `result` after `durationMs`, and
    * the SDK got a hedge's answer instead: a failure its breaker would have
-   * counted starts (or extends) the deferral. `primary` is the drained
-   * primary {@link SdkBreakerWatch.lost} watched, when it was one.
+   * counted, or one its endpoint discovery would have acted on, starts (or
+   * extends) the deferral. `primary` is the drained primary
+   * {@link SdkBreakerWatch.lost} watched, when it was one.
    * @returns whether it did.
    */
   hidden(region: string, result: ArmResult | undefined, durationMs: number | undefined, primary?: object, now = performance.now()): boolean {
     if (primary !== undefined) this.ended(region, primary);
-    if (!breakerCounts(result, durationMs, this.settings) || !this.settings.active()) return false;
-    this.defer(region, normalizeRegionName(region), now);
+    const reason: SdkDeferralReason | undefined =
+      breakerCounts(result, durationMs, this.settings) && this.settings.active()
+        ? "sdkCircuitBreaker"
+        : this.settings.endpointDiscovery === true && endpointDiscoveryMarks(result)
+          ? "sdkEndpointDiscovery"
+          : undefined;
+    if (reason === undefined) return false;
+    this.defer(region, normalizeRegionName(region), now, reason);
     return true;
   }
 
-  private defer(region: string, key: string, now: number): void {
+  private defer(region: string, key: string, now: number, reason: SdkDeferralReason): void {
     const until = this.deferredUntil.get(key);
     this.deferredUntil.set(key, now + sdkBreakerDeferralMs);
-    if (until === undefined || until <= now) this.settings.onDeferral?.(region);
+    if (until === undefined || until <= now) {
+      this.deferredFor.set(key, reason);
+      this.settings.onDeferral?.(region, reason);
+    }
   }
 
   /**
@@ -162,7 +214,7 @@ export class SdkBreakerWatch {
   cut(region: string, primary?: object, now = performance.now()): boolean {
     if (primary !== undefined) this.ended(region, primary);
     if (!this.settings.active()) return false;
-    this.defer(region, normalizeRegionName(region), now);
+    this.defer(region, normalizeRegionName(region), now, "sdkCircuitBreaker");
     return true;
   }
 

@@ -114,8 +114,9 @@ export class HedgePlanner {
     // and hedging every retry too would multiply the requests of an outage.
     if (controls.sdkRetry === true) return { kind: "skip", reason: "sdkRetry", header };
     if (addressed === undefined) return { kind: "skip", reason: "unknownRegion", header };
-    // A hedge that won hid a failure of this region from the SDK's circuit breaker: it sees the next ones itself.
-    if (this.health?.deferringToSdkBreaker(addressed.name) === true) return { kind: "skip", reason: "sdkCircuitBreaker", header };
+    // A hedge that won hid a failure of this region from the SDK's circuit breaker or endpoint discovery: it sees the next ones itself.
+    const deferral = this.health?.sdkDeferral(addressed.name);
+    if (deferral !== undefined) return { kind: "skip", reason: deferral, header };
     // An account of one region is known at once; which regions exclusions and throttling leave waits for the first hedge.
     const accountRegions = isWrite ? topology?.writeRegions : topology?.readRegions;
     if (accountRegions !== undefined && accountRegions.length < 2) return { kind: "skip", reason: "singleRegion", header };

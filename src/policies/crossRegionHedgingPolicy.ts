@@ -35,7 +35,7 @@ import { HedgePlanner } from "../planning/planner.js";
 import { DocumentRaceStrategy } from "../race/raceStrategies.js";
 import type { RacePrimary } from "../race/raceStrategies.js";
 import { RegionHealth } from "../learning/regionHealth.js";
-import type { FixedThresholdSource, SdkBreakerSettings } from "../learning/sdkBreakerWatch.js";
+import type { FixedThresholdSource, SdkBreakerSettings, SdkDeferralReason } from "../learning/sdkBreakerWatch.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
 import type { CrossRegionTimingSettings } from "../planning/timing.js";
 import { CrossRegionTiming, crossRegionTimings } from "../planning/timing.js";
@@ -405,9 +405,11 @@ export function crossRegionHedging(
 ): RequestHandler & Pick<CrossRegionHedgingPolicy, "metrics"> & { readonly regions: RegionCache } {
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
-  const onDeferral = (region: string): void =>
+  const onDeferral = (region: string, reason: SdkDeferralReason): void =>
     logger.info(
-      `${region}: a hedge hid a failure of this region from @azure/cosmos's partition-level circuit breaker; requests addressed to it go unhedged (skipReason "sdkCircuitBreaker") until a minute after its last failure, so that the breaker counts them as it would without hedging.`,
+      reason === "sdkCircuitBreaker"
+        ? `${region}: a hedge hid a failure of this region from @azure/cosmos's partition-level circuit breaker; requests addressed to it go unhedged (skipReason "sdkCircuitBreaker") until a minute after its last failure, so that the breaker counts them as it would without hedging.`
+        : `${region}: a hedge hid an answer of this region that @azure/cosmos's endpoint discovery acts on (a 403/1008 or 403/3, a request it could not send); requests addressed to it go unhedged (skipReason "sdkEndpointDiscovery") for a minute, so that the SDK marks the region unavailable as it would without hedging.`,
     );
   const health = new RegionHealth(regions, {
     routing: settings.routing,

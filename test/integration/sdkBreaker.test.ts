@@ -275,6 +275,33 @@ async function sequentialBreakerCase(fixture: { readonly emulator: Emulator }, p
 
 // ---------------------------------------------------------------------------------------------------------------------
 
+describe("endpoint discovery beside plain: a region that answers 403/1008 (no longer the account's) late, the breaker off", function () {
+  this.timeout(240_000);
+  const fixture = useEmulator({ items });
+
+  // Found by a hostile review of 30754c7: a hedge that won hid West US's 403/1008 from the SDK's endpoint discovery,
+  // which marks a region unavailable after one such answer, breaker or not; every read then paid the threshold and a
+  // second request for good, where plain moved to East US after its first read.
+  it("hedged stops sending to the region as plain does, within a read or two of the first 403/1008 showing, with the same answers", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 100 } }, { enablePartitionLevelFailover: false });
+    for (const side of [plain, hedged]) fixture.emulator.region("West US").addFault(scoped({ status: 403, substatus: 1008, delayMs: 800 }, side.tag));
+    const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 300, durationMs: 4_200 })));
+    console.log(`      plain:  ${brief(p!)}\n      hedged: ${brief(h!)}`);
+    assert.equal(p!.failures, 0);
+    assert.equal(h!.failures, 0);
+    // Plain sends West US the reads that go before its first 403/1008 comes back (at 800 ms), then none.
+    const plainWest = p!.byRegion["West US"] ?? 0;
+    assert.ok(plainWest >= 1 && plainWest <= 4 && p!.lastAt("West US") < 1_000, `premise: ${JSON.stringify(p!.byRegion)}, last at ${p!.lastAt("West US")} ms`);
+    // Hedged sends it as many, hedged and answered by East US, then as many again unhedged, which the SDK sees; then none.
+    assert.ok((h!.byRegion["West US"] ?? 0) <= 2 * plainWest + 1, `hedged kept sending to West US: ${JSON.stringify(h!.byRegion)}`);
+    assert.ok(h!.lastAt("West US") < 2_200, `hedged sent to West US at ${h!.lastAt("West US")} ms`);
+    assert.ok((h!.skipReasons["sdkEndpointDiscovery"] ?? 0) >= 1, JSON.stringify(h!.skipReasons));
+    assert.equal(h!.skipReasons["sdkCircuitBreaker"] ?? 0, 0, "the breaker is off");
+    const total = (run: Run): number => run.reads.reduce((sum, read) => sum + read.ms, 0);
+    assert.ok(total(h!) <= total(p!) + 600, `hedged reads took ${Math.round(total(h!))} ms in all, plain's ${Math.round(total(p!))}`);
+  });
+});
+
 describe("breaker beside plain: the SDK's default enablePartitionLevelFailover, an account reporting PPAF", function () {
   this.timeout(240_000);
   const fixture = useEmulator({ items, emulator: { perPartitionFailover: true } });

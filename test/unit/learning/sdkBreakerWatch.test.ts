@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
 import type { PipelineResponse } from "@azure/core-rest-pipeline";
 import type { SinonFakeTimers } from "sinon";
-import { breakerCounts, SdkBreakerWatch, sdkBreakerDeferralMs } from "../../../src/learning/sdkBreakerWatch.js";
+import { breakerCounts, endpointDiscoveryMarks, SdkBreakerWatch, sdkBreakerDeferralMs } from "../../../src/learning/sdkBreakerWatch.js";
 import type { SdkBreakerSettings } from "../../../src/learning/sdkBreakerWatch.js";
 import { useFakeClock } from "../../support/leakCheck.js";
 
@@ -31,6 +31,23 @@ describe("breakerCounts", () => {
     assert.equal(breakerCounts(answer(410, 1008), 10, on), false, "sub-status 1008 counts on a 403 only");
     assert.equal(breakerCounts(undefined, 300, on), false);
     assert.equal(breakerCounts(answer(200), undefined, on), false);
+  });
+});
+
+describe("endpointDiscoveryMarks", () => {
+  it("marks what @azure/cosmos 4.10.1's endpoint discovery acts on: a 403/1008 or 403/3, a request it could not send", () => {
+    assert.equal(endpointDiscoveryMarks(answer(403, 1008)), true);
+    assert.equal(endpointDiscoveryMarks(answer(403, 3)), true);
+    assert.equal(endpointDiscoveryMarks({ error: Object.assign(new Error("getaddrinfo ENOTFOUND"), { code: "ENOTFOUND" }) }), true);
+    assert.equal(endpointDiscoveryMarks({ error: Object.assign(new Error("send"), { code: "REQUEST_SEND_ERROR" }) }), true);
+  });
+
+  it("leaves the rest to the SDK's other policies: a 503, a 403 of another sub-status, a reset, a timeout, nothing known", () => {
+    for (const result of [answer(503), answer(403), answer(403, 5), answer(404, 1008), answer(200)]) assert.equal(endpointDiscoveryMarks(result), false);
+    assert.equal(endpointDiscoveryMarks({ error: Object.assign(new Error("reset"), { code: "ECONNRESET" }) }), false);
+    assert.equal(endpointDiscoveryMarks({ error: Object.assign(new Error("aborted"), { name: "AbortError" }) }), false);
+    assert.equal(endpointDiscoveryMarks({ error: "not an object" }), false);
+    assert.equal(endpointDiscoveryMarks(undefined), false);
   });
 });
 
@@ -218,5 +235,28 @@ describe("SdkBreakerWatch", () => {
     assert.deepEqual(started, []);
     assert.equal(watch.deferring("West US"), true);
     assert.deepEqual(started, ["West US"]);
+  });
+  it("defers a region, breaker off, after a hidden answer the SDK's endpoint discovery acts on, and says why", () => {
+    const started: string[] = [];
+    const watch = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, onDeferral: (region, reason) => started.push(`${region} ${reason}`) });
+    assert.equal(watch.hidden("West US", answer(503), 800), false, "a 503 is the breaker's alone");
+    assert.equal(watch.deferral("West US"), undefined);
+    assert.equal(watch.hidden("West US", answer(403, 1008), 800), true);
+    assert.equal(watch.deferring("West US"), true);
+    assert.equal(watch.deferral("westus"), "sdkEndpointDiscovery");
+    assert.deepEqual(started, ["West US sdkEndpointDiscovery"]);
+    clock.tick(sdkBreakerDeferralMs);
+    assert.equal(watch.deferral("West US"), undefined, "a minute later");
+    const off = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: false });
+    assert.equal(off.hidden("West US", answer(403, 1008), 800), false, "with endpoint discovery off the SDK marks nothing");
+  });
+
+  it("names the breaker when both would act, as the breaker's deferral began", () => {
+    const watch = new SdkBreakerWatch({ ...on, endpointDiscovery: true });
+    assert.equal(watch.hidden("West US", answer(403, 1008), 800), true);
+    assert.equal(watch.deferral("West US"), "sdkCircuitBreaker");
+    watch.lost("East US", {}, performance.now());
+    clock.tick(2000);
+    assert.equal(watch.deferral("East US"), "sdkCircuitBreaker", "a loser past the read timeout");
   });
 });

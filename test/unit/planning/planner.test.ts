@@ -115,6 +115,33 @@ describe("HedgePlanner", () => {
     assert.deepEqual(arms(planner, {}, pointRead(westUs)), ["West US", "East US", "North Europe"]);
   });
 
+  it("sends a request addressed to a region whose 403/1008 a hedge hid unhedged, breaker off, so that the SDK's endpoint discovery sees it", () => {
+    const watched = new RegionHealth(regions, {
+      routing: "preferred",
+      throttling: crossRegionHedgingDefaults,
+      sdkBreaker: { active: () => false, readTimeoutMs: 2000, endpointDiscovery: true },
+    });
+    const planner = new HedgePlanner(regions, new CrossRegionTiming({ enabled: true, explicit: fixed, followingAccount: fixed, enableMultiWriteRegionHedge: false }), watched);
+    const gone = createHttpHeaders({ "x-ms-substatus": "1008" });
+    const failed = { response: { request: pointRead(eastUs), status: 403, headers: gone } };
+    const won = { response: { request: pointRead(westUs), status: 200, headers: createHttpHeaders() } };
+    watched.learn({ policy: "crossRegion", operation: "pointRead", thresholdMs: 100, primaryRegion: "East US" }, {
+      kind: "decided",
+      startedAt: 0,
+      result: won,
+      returnedIndex: 1,
+      fallback: false,
+      arms: [
+        { index: 0, region: eastUs, reason: "primary", startedAt: 0, endedAt: 150, result: failed },
+        { index: 1, region: westUs, reason: "threshold", startedAt: 100, endedAt: 130, result: won },
+      ],
+      hedgeRefused: false,
+      drains: [],
+    });
+    assert.equal(arms(planner), "sdkEndpointDiscovery");
+    assert.deepEqual(arms(planner, {}, pointRead(westUs)), ["West US", "East US", "North Europe"]);
+  });
+
   it("tells the SDK's breaker watch of a read's fixed threshold where it comes from, and of no write's", () => {
     const told: string[] = [];
     let active = false;
