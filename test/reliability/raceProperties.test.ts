@@ -109,7 +109,7 @@ interface Prediction {
  * hedge 1 after the threshold, each later hedge a step after the previous
  * launch; a hedge's transient result or transport error brings the next
  * hedge forward, one at a time (not while another brought forward is in
- * flight); a hedge's success wins; the primary's outcome, whatever it is,
+ * flight); a hedge's success wins, but not its 304; the primary's outcome, whatever it is,
  * wins when it comes first (as a fallback when it is not final): a
  * transient one is the SDK's to retry, and a hedge's final error never
  * replaces it.
@@ -145,7 +145,8 @@ function modelDataPlane(arms: readonly ArmSpec[], armCount: number, threshold: n
     const outcome = arms[first.arm]!.outcome;
     const final = isFinal(outcome);
     if (first.arm === 0) return { ...base, returned: 0, fallback: !final };
-    if (final && outcome.kind === "response" && outcome.status < 400) return { ...base, returned: first.arm, fallback: false };
+    // A hedge's 304 ("nothing newer" from a region that may be behind) is held like its final errors.
+    if (final && outcome.kind === "response" && outcome.status < 400 && outcome.status !== 304) return { ...base, returned: first.arm, fallback: false };
     if (final) continue;
     const earlyInFlight = [...early].some((arm) => !settled.has(arm));
     if (launchedAt.length < armCount && !earlyInFlight) {
