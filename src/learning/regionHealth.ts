@@ -134,6 +134,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
    * be handed it without binding it per request.
    */
   readonly noteResponse = (region: string | undefined, response: PipelineResponse): void => {
+    if (region !== undefined) this.breaker?.answered(region, response);
     // Only a 503 or a 403 can be a failure the SDK's breaker counts (see breakerCounts): a success costs one comparison.
     if ((response.status === 503 || response.status === 403) && region !== undefined) this.breaker?.seen(region, { response });
     if (response.status !== 429 || region === undefined) return;

@@ -1,3 +1,4 @@
+import type { PipelineResponse } from "@azure/core-rest-pipeline";
 import type { ArmResult } from "../cosmos/statusTables.js";
 import { subStatusOf } from "../cosmos/statusTables.js";
 import { normalizeRegionName } from "../topology/regionNames.js";
@@ -88,9 +89,14 @@ export function breakerCounts(result: ArmResult | undefined, durationMs: number 
 export function endpointDiscoveryMarks(result: ArmResult | undefined): boolean {
   if (result === undefined) return false;
   const { response } = result;
-  if (response !== undefined) return response.status === 403 && countedForbiddenSubStatuses.has(subStatusOf(response));
+  if (response !== undefined) return marksByAnswer(response);
   const code: unknown = typeof result.error === "object" && result.error !== null ? (result.error as { code?: unknown }).code : undefined;
   return code === "ENOTFOUND" || code === "REQUEST_SEND_ERROR";
+}
+
+/** Whether an answer is one {@link endpointDiscoveryMarks} names: a 403/1008 or 403/3. */
+function marksByAnswer(response: PipelineResponse): boolean {
+  return response.status === 403 && countedForbiddenSubStatuses.has(subStatusOf(response));
 }
 
 /**
@@ -223,6 +229,21 @@ export class SdkBreakerWatch {
     const key = normalizeRegionName(region);
     const running = this.running.get(key);
     if (running?.delete(primary) === true && running.size === 0) this.running.delete(key);
+  }
+
+  /**
+   * `region` answered `response`. An answer the SDK's endpoint discovery
+   * does not act on ends a deferral for it: the region answers again, and
+   * the SDK, which never saw the answer a hedge hid, will not mark it, so
+   * its requests are hedged again at once rather than going unhedged, and
+   * perhaps slow, for the rest of the minute.
+   */
+  answered(region: string, response: PipelineResponse): void {
+    if (this.deferredFor.size === 0 || marksByAnswer(response)) return;
+    const key = normalizeRegionName(region);
+    if (this.deferredFor.get(key) !== "sdkEndpointDiscovery") return;
+    this.deferredFor.delete(key);
+    this.deferredUntil.delete(key);
   }
 
   /**

@@ -152,10 +152,12 @@ function sameTokens(message: ClientRequestLike, request: PipelineRequest): boole
  * link); the request is the one with the arm's method, path, host,
  * signature and page tokens. When more than one request matches (concurrent copies of the
  * same read to the same region within the signature's second) none is
- * returned: releasing another caller's connection could let the process
- * exit under a request that caller awaits.
+ * returned, but `null`: releasing another caller's connection could let the
+ * process exit under a request that caller awaits. `undefined`: the request
+ * is not on its agent (it names none, or a transport of the caller's that
+ * pools its own connections sent it).
  */
-export function drainedConnectionOf(request: PipelineRequest): DrainedConnection | undefined {
+export function drainedConnectionOf(request: PipelineRequest): DrainedConnection | null | undefined {
   const agent = request.agent as (Agent & { sockets?: Record<string, SocketLike[] | undefined> }) | undefined;
   if (agent === undefined || agent === null || typeof agent.sockets !== "object" || agent.sockets === null) return undefined;
   let url: URL;
@@ -177,7 +179,7 @@ export function drainedConnectionOf(request: PipelineRequest): DrainedConnection
       if (message.getHeader(CosmosHeaders.authorization) !== authorization || message.getHeader(CosmosHeaders.date) !== date) continue;
       // The pages of one feed, signed in the same second, differ only in their tokens.
       if (!sameTokens(message, request)) continue;
-      if (found !== undefined) return undefined;
+      if (found !== undefined) return null;
       found = socket;
     }
   }

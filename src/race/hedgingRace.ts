@@ -653,18 +653,20 @@ export class HedgingRace<T = RaceOutcome> {
       }
       if (arm.controller === undefined) {
         // A primary sent with the caller's signal only: the race cannot abort it, so it drains.
-        drains.push(this.startDrain(arm, now, drain?.tryStart() === true, drainedConnectionOf(arm.request)));
+        drains.push(this.startDrain(arm, now, drain?.tryStart() === true, drainedConnectionOf(arm.request) ?? undefined));
         continue;
       }
       // A loser not yet sent never goes out: aborting it costs no connection. Nor does a hedge drain past the primary's
       // answer that did not win: the SDK retries that attempt, and once it has the caller's abort no longer reaches the
-      // attempt's signal, the only one a drain listens to. Nor does one sent through a transport of the caller's that
-      // pools its own connections (a fetch client): its connection is not found on the agent the request names, and
-      // nothing could keep it from holding the process until it answers, which plain @azure/cosmos would not.
+      // attempt's signal, the only one a drain listens to. Nor does a hedge sent through a transport of the caller's that
+      // pools its own connections (a fetch client): it is not on the agent its request names, and nothing could keep it
+      // from holding the process until it answers, which plain @azure/cosmos, never having sent it, would not. (A primary
+      // drains there all the same: plain would wait for that very request, and its answer is what the SDK's breaker and
+      // endpoint discovery must hear of.)
       const mayDrain = drain !== undefined && arm.sent === true && !fallback;
       const connection = mayDrain ? drainedConnectionOf(arm.request) : undefined;
-      const untraceable = connection === undefined && arm.request.agent != null && !reachesCoreTransport(this.input.request);
-      if (mayDrain && !untraceable && drain.tryStart()) drains.push(this.startDrain(arm, now, true, connection));
+      const untraceable = arm.index > 0 && connection === undefined && arm.request.agent != null && !reachesCoreTransport(this.input.request);
+      if (mayDrain && !untraceable && drain.tryStart()) drains.push(this.startDrain(arm, now, true, connection ?? undefined));
       else this.abortArm(arm, now);
     }
     if (this.draining === 0) this.stopListening();

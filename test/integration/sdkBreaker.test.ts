@@ -8,6 +8,7 @@ import type { Emulator, FaultRule, RecordedRequest } from "../emulator/index.js"
 import https from "node:https";
 import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
 import { captureAzureLogs } from "../support/logCapture.js";
+import { fetchTransport } from "../support/fetchTransport.js";
 import { scoped, settledTag } from "../support/taggedRequests.js";
 import type { EmulatorFixture } from "../support/emulatorFixture.js";
 
@@ -299,6 +300,20 @@ describe("endpoint discovery beside plain: a region that answers 403/1008 (no lo
     assert.equal(h!.skipReasons["sdkCircuitBreaker"] ?? 0, 0, "the breaker is off");
     const total = (run: Run): number => run.reads.reduce((sum, read) => sum + read.ms, 0);
     assert.ok(total(h!) <= total(p!) + 600, `hedged reads took ${Math.round(total(h!))} ms in all, plain's ${Math.round(total(p!))}`);
+  });
+
+  // Found by the tenth hostile review: over a transport of the user's, the losing primary was cut with the hedges, so the
+  // watch never heard its 403/1008. A primary drains there (plain waits for that very request); only hedges are cut.
+  it("the same over an httpClient of the user's on fetch: the losing primary drains, its 403/1008 is heard", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 100 } }, { enablePartitionLevelFailover: false }, { httpClient: fetchTransport() });
+    for (const side of [plain, hedged]) fixture.emulator.region("West US").addFault(scoped({ status: 403, substatus: 1008, delayMs: 800 }, side.tag));
+    const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 300, durationMs: 4_200 })));
+    console.log(`      plain:  ${brief(p!)}\n      hedged: ${brief(h!)}`);
+    assert.equal(p!.failures + h!.failures, 0);
+    const plainWest = p!.byRegion["West US"] ?? 0;
+    assert.ok((h!.byRegion["West US"] ?? 0) <= 2 * plainWest + 1, `hedged kept sending to West US: ${JSON.stringify(h!.byRegion)}`);
+    assert.ok(h!.lastAt("West US") < 2_200, `hedged sent to West US at ${h!.lastAt("West US")} ms`);
+    assert.ok((h!.skipReasons["sdkEndpointDiscovery"] ?? 0) >= 1, JSON.stringify(h!.skipReasons));
   });
 });
 

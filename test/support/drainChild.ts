@@ -7,10 +7,9 @@
  * operation and the transport).
  */
 import { CosmosClient } from "@azure/cosmos";
-import { createHttpHeaders } from "@azure/core-rest-pipeline";
-import type { HttpClient } from "@azure/core-rest-pipeline";
 import { withHedging } from "../../src/client/withHedging.js";
 import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
+import { fetchTransport } from "./fetchTransport.js";
 
 interface ChildSettings {
   readonly endpoint: string;
@@ -25,20 +24,6 @@ interface ChildSettings {
   readonly transport?: "fetch";
 }
 
-/** An `httpClient` over Node's `fetch` (undici), honouring the request's abort signal. */
-const fetchTransport: HttpClient = {
-  async sendRequest(request) {
-    const answer = await fetch(request.url, {
-      method: request.method,
-      headers: request.headers.toJSON(),
-      ...(typeof request.body === "string" ? { body: request.body } : {}),
-      signal: (request.abortSignal ?? null) as AbortSignal | null,
-    });
-    const headers = createHttpHeaders();
-    answer.headers.forEach((value, name) => headers.set(name, value));
-    return { request, status: answer.status, headers, bodyAsText: await answer.text() };
-  },
-};
 
 const settings = JSON.parse(process.env["DRAIN_CHILD"] ?? "{}") as ChildSettings;
 const client = new CosmosClient(
@@ -47,7 +32,7 @@ const client = new CosmosClient(
       endpoint: settings.endpoint,
       key: settings.key,
       connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: settings.preferredLocations },
-      ...(settings.transport === "fetch" ? { httpClient: fetchTransport } : {}),
+      ...(settings.transport === "fetch" ? { httpClient: fetchTransport() } : {}),
     },
     { crossRegion: { threshold: 100, drainLosers: settings.drainLosers }, metadata: false },
   ),

@@ -259,4 +259,18 @@ describe("SdkBreakerWatch", () => {
     clock.tick(2000);
     assert.equal(watch.deferral("East US"), "sdkCircuitBreaker", "a loser past the read timeout");
   });
+  it("ends an endpoint-discovery deferral at the region's first answer the SDK would not act on, and never the breaker's", () => {
+    const watch = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true });
+    watch.hidden("West US", answer(403, 1008), 800);
+    watch.answered("West US", answer(403, 1008).response);
+    assert.equal(watch.deferral("West US"), "sdkEndpointDiscovery", "the answer the SDK marks it for");
+    watch.answered("East US", answer(200).response);
+    assert.equal(watch.deferral("West US"), "sdkEndpointDiscovery", "another region's answer");
+    watch.answered("westus", answer(200).response);
+    assert.equal(watch.deferral("West US"), undefined, "it answers again: the SDK will not mark it");
+    const breaker = new SdkBreakerWatch({ ...on, endpointDiscovery: true });
+    breaker.hidden("West US", answer(503), 800);
+    breaker.answered("West US", answer(200).response);
+    assert.equal(breaker.deferral("West US"), "sdkCircuitBreaker", "the breaker counts failures over a minute, whatever comes between");
+  });
 });

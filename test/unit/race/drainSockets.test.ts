@@ -123,7 +123,7 @@ describe("drainSockets", () => {
       const socket = new FakeSocket(message);
       const other = new FakeSocket(onTheWire({}, "GET", "/dbs/db/colls/other"));
       const connection = drainedConnectionOf(requestOn(agentWith(other, socket)));
-      assert.ok(connection !== undefined);
+      assert.ok(connection !== undefined && connection !== null);
       connection.release();
       assert.equal(socket.unrefs, 1);
       assert.equal(other.unrefs, 0);
@@ -147,20 +147,20 @@ describe("drainSockets", () => {
       ];
       assert.equal(drainedConnectionOf(request()), undefined);
       candidates.push(onTheWire({ "x-ms-continuation": "page-2" }));
-      assert.ok(drainedConnectionOf(request()) !== undefined, "(the control: the same page on the wire is found)");
+      assert.ok(drainedConnectionOf(request()) != null, "(the control: the same page on the wire is found)");
     });
 
-    it("two sockets carrying copies of the same request: neither, so another caller's connection is never released", () => {
+    it("two sockets carrying copies of the same request: neither, so another caller's connection is never released; null says it is on the agent", () => {
       const agent = agentWith(new FakeSocket(onTheWire()));
       agent.sockets["acct-eastus.documents.azure.com:443:other"] = [new FakeSocket(onTheWire())];
-      assert.equal(drainedConnectionOf(requestOn(agent)), undefined);
+      assert.equal(drainedConnectionOf(requestOn(agent)), null);
     });
 
     it("skips sockets between requests and messages it cannot read", () => {
       const socket = new FakeSocket(onTheWire());
       const agent = { sockets: { a: [new FakeSocket(null), new FakeSocket({ method: "GET", path: "/dbs/db/colls/c/docs?x=1" })], b: undefined, c: [socket] } };
       const connection = drainedConnectionOf(requestOn(agent));
-      assert.ok(connection !== undefined);
+      assert.ok(connection !== undefined && connection !== null);
       connection.release();
       assert.equal(socket.unrefs, 1);
     });
