@@ -118,10 +118,8 @@ function marksByAnswer(response: PipelineResponse): boolean {
  * where plain `@azure/cosmos` moves on after one.
  */
 export class SdkBreakerWatch {
-  /** Until when (`performance.now()`) each region, by normalized name, goes unhedged. */
-  private readonly deferredUntil = new Map<string, number>();
-  /** Why each deferral in force began. */
-  private readonly deferredFor = new Map<string, SdkDeferralReason>();
+  /** Until when (`performance.now()`) each region, by normalized name, goes unhedged, and why. */
+  private readonly deferrals = new Map<string, { until: number; reason: SdkDeferralReason }>();
   /** When each primary that lost to a hedge and still runs (drained) was sent, by its region's normalized name. */
   private readonly running = new Map<string, Map<object, number>>();
   /** The places of thresholds already told of as unreachable. */
@@ -136,13 +134,12 @@ export class SdkBreakerWatch {
    * would otherwise hide its failure until the drain's own bound cut it).
    */
   deferring(region: string, now = performance.now()): boolean {
-    if (this.deferredUntil.size === 0 && this.running.size === 0) return false;
+    if (this.deferrals.size === 0 && this.running.size === 0) return false;
     const key = normalizeRegionName(region);
-    const until = this.deferredUntil.get(key);
-    if (until !== undefined) {
-      if (until > now) return true;
-      this.deferredUntil.delete(key);
-      this.deferredFor.delete(key);
+    const deferral = this.deferrals.get(key);
+    if (deferral !== undefined) {
+      if (deferral.until > now) return true;
+      this.deferrals.delete(key);
     }
     const running = this.running.get(key);
     if (running === undefined || !this.settings.active()) return false;
@@ -161,7 +158,7 @@ export class SdkBreakerWatch {
 
   /** Why requests addressed to `region` go unhedged now (see {@link SdkBreakerWatch.deferring}), or `undefined` when they do not. */
   deferral(region: string, now = performance.now()): SdkDeferralReason | undefined {
-    return this.deferring(region, now) ? this.deferredFor.get(normalizeRegionName(region)) : undefined;
+    return this.deferring(region, now) ? this.deferrals.get(normalizeRegionName(region))?.reason : undefined;
   }
 
   /**
@@ -201,12 +198,15 @@ export class SdkBreakerWatch {
   }
 
   private defer(region: string, key: string, now: number, reason: SdkDeferralReason): void {
-    const until = this.deferredUntil.get(key);
-    this.deferredUntil.set(key, now + sdkBreakerDeferralMs);
-    if (until === undefined || until <= now) {
-      this.deferredFor.set(key, reason);
-      this.settings.onDeferral?.(region, reason);
+    const deferral = this.deferrals.get(key);
+    if (deferral !== undefined && deferral.until > now) {
+      deferral.until = now + sdkBreakerDeferralMs;
+      // The breaker's counts outlive any answer between its failures: a deferral it shares is ended only by time.
+      if (reason === "sdkCircuitBreaker") deferral.reason = reason;
+      return;
     }
+    this.deferrals.set(key, { until: now + sdkBreakerDeferralMs, reason });
+    this.settings.onDeferral?.(region, reason);
   }
 
   /**
@@ -239,11 +239,9 @@ export class SdkBreakerWatch {
    * perhaps slow, for the rest of the minute.
    */
   answered(region: string, response: PipelineResponse): void {
-    if (this.deferredFor.size === 0 || marksByAnswer(response)) return;
+    if (this.deferrals.size === 0 || marksByAnswer(response)) return;
     const key = normalizeRegionName(region);
-    if (this.deferredFor.get(key) !== "sdkEndpointDiscovery") return;
-    this.deferredFor.delete(key);
-    this.deferredUntil.delete(key);
+    if (this.deferrals.get(key)?.reason === "sdkEndpointDiscovery") this.deferrals.delete(key);
   }
 
   /**
@@ -252,8 +250,9 @@ export class SdkBreakerWatch {
    * while the region keeps failing.
    */
   seen(region: string, result: ArmResult, now = performance.now()): void {
-    if (this.deferredUntil.size === 0 || !breakerCounts(result, undefined, this.settings) || !this.deferring(region, now)) return;
-    this.deferredUntil.set(normalizeRegionName(region), now + sdkBreakerDeferralMs);
+    if (this.deferrals.size === 0 || !breakerCounts(result, undefined, this.settings) || !this.deferring(region, now)) return;
+    const deferral = this.deferrals.get(normalizeRegionName(region));
+    if (deferral !== undefined) deferral.until = now + sdkBreakerDeferralMs;
   }
 
   /**

@@ -653,7 +653,7 @@ export class HedgingRace<T = RaceOutcome> {
       }
       if (arm.controller === undefined) {
         // A primary sent with the caller's signal only: the race cannot abort it, so it drains.
-        drains.push(this.startDrain(arm, now, drain?.tryStart() === true, drainedConnectionOf(arm.request) ?? undefined));
+        drains.push(this.startDrain(arm, now, drain?.tryStart() === true, drainedConnectionOf(arm.request)));
         continue;
       }
       // A loser not yet sent never goes out: aborting it costs no connection. Nor does a hedge drain past the primary's
@@ -666,7 +666,7 @@ export class HedgingRace<T = RaceOutcome> {
       const mayDrain = drain !== undefined && arm.sent === true && !fallback;
       const connection = mayDrain ? drainedConnectionOf(arm.request) : undefined;
       const untraceable = arm.index > 0 && connection === undefined && arm.request.agent != null && !reachesCoreTransport(this.input.request);
-      if (mayDrain && !untraceable && drain.tryStart()) drains.push(this.startDrain(arm, now, true, connection ?? undefined));
+      if (mayDrain && !untraceable && drain.tryStart()) drains.push(this.startDrain(arm, now, true, connection));
       else this.abortArm(arm, now);
     }
     if (this.draining === 0) this.stopListening();
@@ -679,7 +679,8 @@ export class HedgingRace<T = RaceOutcome> {
     arm.controller?.abort();
   }
 
-  private startDrain(arm: ArmState, decidedAt: number, slot: boolean, connection: DrainedConnection | undefined): Promise<RaceArm> {
+  /** @param connection - the arm's connection on its agent; `null` or `undefined` when it cannot be told (see `drainedConnectionOf`). */
+  private startDrain(arm: ArmState, decidedAt: number, slot: boolean, connection: DrainedConnection | null | undefined): Promise<RaceArm> {
     return new Promise<RaceArm>((done) => {
       this.draining += 1;
       const { maxDrainMs } = this.input.drain?.settings ?? loserDrainDefaults;
@@ -688,7 +689,7 @@ export class HedgingRace<T = RaceOutcome> {
       (timer as { unref?: () => void }).unref?.();
       // Nor may the loser itself: a script that got its answer exits without waiting for it.
       connection?.release();
-      arm.drain = { decidedAt, timer, done, slot, connection };
+      arm.drain = { decidedAt, timer, done, slot, connection: connection ?? undefined };
       // Node's transport reads this when the response headers arrive: a loser whose headers are still to come
       // hands its body over as a stream, which the drain reads within the byte bound. (A progress callback
       // would count the bytes too, but aborting a request under one throws from the transport's stream.)

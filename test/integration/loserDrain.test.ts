@@ -45,15 +45,19 @@ describe("a drained loser never costs a later request, nor keeps a process alive
   this.timeout(60_000);
   const fixture = useEmulator({ items, preferredLocations });
 
+  /** The drain child's settings for this fixture's account, with `extra` (see test/support/drainChild.ts). */
+  const childOn = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+    endpoint: fixture.emulator.endpoint,
+    key: fixture.emulator.key,
+    preferredLocations,
+    drainLosers: true,
+    database: fixture.database,
+    container: fixture.containerId,
+    ...extra,
+  });
+
   it("a script that made one hedged read exits as promptly after client.dispose() as with drainLosers: false, a 10 s straggler in the preferred region notwithstanding", async function () {
-    const settings = (drainLosers: boolean) => ({
-      endpoint: fixture.emulator.endpoint,
-      key: fixture.emulator.key,
-      preferredLocations,
-      drainLosers,
-      database: fixture.database,
-      container: fixture.containerId,
-    });
+    const settings = (drainLosers: boolean) => childOn({ drainLosers });
     fixture.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: straggler });
     const drained = await runChild(settings(true));
     const aborted = await runChild(settings(false));
@@ -64,15 +68,7 @@ describe("a drained loser never costs a later request, nor keeps a process alive
 
   it("the same after a paged query whose every page's primary drained: pages signed in the same second are told apart by their tokens", async function () {
     fixture.emulator.region("West US").addFault({ operations: ["query"], delayMs: straggler });
-    const run = await runChild({
-      endpoint: fixture.emulator.endpoint,
-      key: fixture.emulator.key,
-      preferredLocations,
-      drainLosers: true,
-      database: fixture.database,
-      container: fixture.containerId,
-      operation: "query",
-    });
+    const run = await runChild(childOn({ operation: "query" }));
     fixture.emulator.clearFaults();
     assert.equal(run.line.status, 200);
     assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose`);
@@ -83,15 +79,7 @@ describe("a drained loser never costs a later request, nor keeps a process alive
   it("over an httpClient of the user's on fetch, hedges that lose to the primary are cut: the script exits as promptly as plain's", async function () {
     fixture.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 700 });
     for (const region of ["East US", "North Europe"]) fixture.emulator.region(region).addFault({ operations: ["pointRead"], delayMs: straggler });
-    const run = await runChild({
-      endpoint: fixture.emulator.endpoint,
-      key: fixture.emulator.key,
-      preferredLocations,
-      drainLosers: true,
-      database: fixture.database,
-      container: fixture.containerId,
-      transport: "fetch",
-    });
+    const run = await runChild(childOn({ transport: "fetch" }));
     fixture.emulator.clearFaults();
     assert.deepEqual([run.line.status, run.line.terminalState], [200, "primaryWon"]);
     assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose`);

@@ -272,5 +272,12 @@ describe("SdkBreakerWatch", () => {
     breaker.hidden("West US", answer(503), 800);
     breaker.answered("West US", answer(200).response);
     assert.equal(breaker.deferral("West US"), "sdkCircuitBreaker", "the breaker counts failures over a minute, whatever comes between");
+    let active = false;
+    const later = new SdkBreakerWatch({ active: () => active, readTimeoutMs: 2000, endpointDiscovery: true });
+    later.hidden("West US", answer(403, 1008), 800);
+    active = true;
+    later.hidden("West US", answer(503), 800);
+    later.answered("West US", answer(200).response);
+    assert.equal(later.deferral("West US"), "sdkCircuitBreaker", "a breaker that came on joins the deferral, and an answer no longer ends it");
   });
 });

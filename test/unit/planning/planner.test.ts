@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
+import type { PipelineResponse } from "@azure/core-rest-pipeline";
 import type { SinonFakeTimers } from "sinon";
 import { RegionCache } from "../../../src/topology/regionCache.js";
 import type { RegionEndpoint } from "../../../src/topology/regionCache.js";
 import { HedgePlanner } from "../../../src/planning/planner.js";
 import type { RacePlan, SkipPlan } from "../../../src/planning/planner.js";
 import { RegionHealth } from "../../../src/learning/regionHealth.js";
+import type { SdkBreakerSettings } from "../../../src/learning/sdkBreakerWatch.js";
 import type { RequestHedgingControls } from "../../../src/request/requestModel.js";
 import { CrossRegionTiming, MetadataTiming } from "../../../src/planning/timing.js";
 import { diagnosticsHeader } from "../../../src/diagnostics/diagnosticsHeader.js";
@@ -93,10 +95,10 @@ describe("HedgePlanner", () => {
     assert.deepEqual(arms(documents), ["East US", "West US", "North Europe"]);
   });
 
-  it("sends a request addressed to a region the SDK's circuit breaker must see fail unhedged, and others as before", () => {
-    const watched = new RegionHealth(regions, { routing: "preferred", throttling: crossRegionHedgingDefaults, sdkBreaker: { active: () => true, readTimeoutMs: 2000 } });
+  /** A planner over a region health whose SDK watch has seen a hedge win over East US's `primary` answer (its arm ended at `primaryEndedAt`). */
+  function afterHiddenAnswer(sdkBreaker: SdkBreakerSettings, primary: PipelineResponse, primaryEndedAt: number): HedgePlanner {
+    const watched = new RegionHealth(regions, { routing: "preferred", throttling: crossRegionHedgingDefaults, sdkBreaker });
     const planner = new HedgePlanner(regions, new CrossRegionTiming({ enabled: true, explicit: fixed, followingAccount: fixed, enableMultiWriteRegionHedge: false }), watched);
-    const failed = { response: { request: pointRead(eastUs), status: 503, headers: createHttpHeaders() } };
     const won = { response: { request: pointRead(westUs), status: 200, headers: createHttpHeaders() } };
     watched.learn({ policy: "crossRegion", operation: "pointRead", thresholdMs: 100, primaryRegion: "East US" }, {
       kind: "decided",
@@ -105,39 +107,24 @@ describe("HedgePlanner", () => {
       returnedIndex: 1,
       fallback: false,
       arms: [
-        { index: 0, region: eastUs, reason: "primary", startedAt: 0, endedAt: 20, result: failed },
-        { index: 1, region: westUs, reason: "transientResult", startedAt: 20, endedAt: 60, result: won },
+        { index: 0, region: eastUs, reason: "primary", startedAt: 0, endedAt: primaryEndedAt, result: { response: primary } },
+        { index: 1, region: westUs, reason: primaryEndedAt < 100 ? "transientResult" : "threshold", startedAt: Math.min(primaryEndedAt, 100), endedAt: 130, result: won },
       ],
       hedgeRefused: false,
       drains: [],
     });
+    return planner;
+  }
+
+  it("sends a request addressed to a region the SDK's circuit breaker must see fail unhedged, and others as before", () => {
+    const planner = afterHiddenAnswer({ active: () => true, readTimeoutMs: 2000 }, { request: pointRead(eastUs), status: 503, headers: createHttpHeaders() }, 20);
     assert.equal(arms(planner), "sdkCircuitBreaker");
     assert.deepEqual(arms(planner, {}, pointRead(westUs)), ["West US", "East US", "North Europe"]);
   });
 
   it("sends a request addressed to a region whose 403/1008 a hedge hid unhedged, breaker off, so that the SDK's endpoint discovery sees it", () => {
-    const watched = new RegionHealth(regions, {
-      routing: "preferred",
-      throttling: crossRegionHedgingDefaults,
-      sdkBreaker: { active: () => false, readTimeoutMs: 2000, endpointDiscovery: true },
-    });
-    const planner = new HedgePlanner(regions, new CrossRegionTiming({ enabled: true, explicit: fixed, followingAccount: fixed, enableMultiWriteRegionHedge: false }), watched);
-    const gone = createHttpHeaders({ "x-ms-substatus": "1008" });
-    const failed = { response: { request: pointRead(eastUs), status: 403, headers: gone } };
-    const won = { response: { request: pointRead(westUs), status: 200, headers: createHttpHeaders() } };
-    watched.learn({ policy: "crossRegion", operation: "pointRead", thresholdMs: 100, primaryRegion: "East US" }, {
-      kind: "decided",
-      startedAt: 0,
-      result: won,
-      returnedIndex: 1,
-      fallback: false,
-      arms: [
-        { index: 0, region: eastUs, reason: "primary", startedAt: 0, endedAt: 150, result: failed },
-        { index: 1, region: westUs, reason: "threshold", startedAt: 100, endedAt: 130, result: won },
-      ],
-      hedgeRefused: false,
-      drains: [],
-    });
+    const gone = { request: pointRead(eastUs), status: 403, headers: createHttpHeaders({ "x-ms-substatus": "1008" }) };
+    const planner = afterHiddenAnswer({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true }, gone, 150);
     assert.equal(arms(planner), "sdkEndpointDiscovery");
     assert.deepEqual(arms(planner, {}, pointRead(westUs)), ["West US", "East US", "North Europe"]);
   });
