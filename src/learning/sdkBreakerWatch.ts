@@ -119,7 +119,7 @@ function marksByAnswer(response: PipelineResponse): boolean {
  */
 export class SdkBreakerWatch {
   /** Until when (`performance.now()`) each region, by normalized name, goes unhedged, and why. */
-  private readonly deferrals = new Map<string, { until: number; reason: SdkDeferralReason }>();
+  private readonly deferrals = new Map<string, { until: number; reason: SdkDeferralReason; writes?: boolean }>();
   /** When each primary that lost to a hedge and still runs (drained) was sent, by its region's normalized name. */
   private readonly running = new Map<string, Map<object, number>>();
   /** The places of thresholds already told of as unreachable. */
@@ -194,6 +194,11 @@ export class SdkBreakerWatch {
           : undefined;
     if (reason === undefined) return false;
     this.defer(region, normalizeRegionName(region), now, reason);
+    // A 403/3 (WriteForbidden) makes the SDK avoid the region for writes only: its reads' answers say nothing of it.
+    if (reason === "sdkEndpointDiscovery" && result?.response !== undefined && subStatusOf(result.response) === 3) {
+      const deferral = this.deferrals.get(normalizeRegionName(region));
+      if (deferral !== undefined) deferral.writes = true;
+    }
     return true;
   }
 
@@ -233,7 +238,8 @@ export class SdkBreakerWatch {
 
   /**
    * `region` answered `response`. An answer the SDK's endpoint discovery
-   * does not act on ends a deferral for it: the region answers again, and
+   * does not act on ends a deferral for it (a read's answer, one begun by a
+   * write's 403/3): the region answers again, and
    * the SDK, which never saw the answer a hedge hid, will not mark it, so
    * its requests are hedged again at once rather than going unhedged, and
    * perhaps slow, for the rest of the minute.
@@ -241,7 +247,9 @@ export class SdkBreakerWatch {
   answered(region: string, response: PipelineResponse): void {
     if (this.deferrals.size === 0 || marksByAnswer(response)) return;
     const key = normalizeRegionName(region);
-    if (this.deferrals.get(key)?.reason === "sdkEndpointDiscovery") this.deferrals.delete(key);
+    const deferral = this.deferrals.get(key);
+    if (deferral?.reason !== "sdkEndpointDiscovery" || (deferral.writes === true && response.request.method === "GET")) return;
+    this.deferrals.delete(key);
   }
 
   /**

@@ -280,4 +280,15 @@ describe("SdkBreakerWatch", () => {
     later.answered("West US", answer(200).response);
     assert.equal(later.deferral("West US"), "sdkCircuitBreaker", "a breaker that came on joins the deferral, and an answer no longer ends it");
   });
+
+  it("ends a deferral a write's 403/3 began only at a write's ordinary answer: the SDK avoids the region for writes alone", () => {
+    const watch = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true });
+    watch.hidden("West US", answer(403, 3), 800);
+    const read = answer(200).response;
+    watch.answered("West US", read);
+    assert.equal(watch.deferral("West US"), "sdkEndpointDiscovery", "a read's 200 says nothing of writes");
+    const written = { ...answer(201).response, request: createPipelineRequest({ url: "https://account-westus.documents.azure.com/", method: "POST" }) };
+    watch.answered("West US", written);
+    assert.equal(watch.deferral("West US"), undefined);
+  });
 });
