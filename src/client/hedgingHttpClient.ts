@@ -26,6 +26,7 @@ import { hedgingClientSummary } from "./hedgingSummary.js";
 import { classifyOperation, documentKinds } from "../cosmos/operationKind.js";
 import type { CosmosRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
 import { sdkRequestPlugin, unrecordedOperations } from "../cosmos/sdkRequestPlugin.js";
+import { SdkEndpointMarks } from "../cosmos/sdkEndpointMarks.js";
 import type { CosmosOperationPlugin, CosmosPassThroughPlugin } from "../cosmos/operationPlugin.js";
 import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
 
@@ -311,6 +312,8 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
   };
   loadOpenTelemetry();
   const breaker = sdk?.circuitBreaker;
+  // Learned from the SDK's request contexts by the request plugin; told what a hedge hid from the SDK's endpoint discovery.
+  const marks = breaker?.endpointDiscovery === true ? new SdkEndpointMarks() : undefined;
   const crossRegion = crossRegionHedging(
     { ...crossRegionOptions(options.crossRegion), ...shared },
     breaker === undefined
@@ -319,6 +322,7 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
           active: () => breaker.always || (breaker.withAccountFailover && regions.topology?.perPartitionFailover === true),
           readTimeoutMs: breaker.readTimeoutMs,
           endpointDiscovery: breaker.endpointDiscovery,
+          marks,
         },
   );
   const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared });
@@ -389,5 +393,5 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
   const { mayBePlain } = sdk;
   const unrecorded = off && mayBePlain !== undefined ? unrecordedOperations(mayBePlain, () => steering.leavesPlain(undefined)) : undefined;
   // The pass-through plugin first, so that the operation plugin gets the SDK's own request context (see ownContextPlugin).
-  return { client, plugins: [ownContextPlugin(), operationPlugin(unrecorded), sdkRequestPlugin(client, mayBePlain, unrecorded)] };
+  return { client, plugins: [ownContextPlugin(), operationPlugin(unrecorded), sdkRequestPlugin(client, mayBePlain, unrecorded, marks)] };
 }

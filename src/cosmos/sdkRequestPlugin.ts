@@ -7,6 +7,7 @@ import { feedOperationOf, runAs } from "./operationPlugin.js";
 import type { SdkAttempt } from "./attemptHandoff.js";
 import { handOver } from "./attemptHandoff.js";
 import { hasScopedControls } from "../request/requestControls.js";
+import type { SdkEndpointMarks } from "./sdkEndpointMarks.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 export interface CosmosRequestContext {
@@ -23,6 +24,8 @@ export interface CosmosRequestContext {
   pipeline?: unknown;
   /** The client's plugins, in the order the SDK runs them. */
   plugins?: unknown;
+  /** The SDK's `GlobalEndpointManager`, whose endpoint discovery {@link SdkEndpointMarks} tells of an answer a hedge hid. */
+  globalEndpointManager?: unknown;
 }
 
 /**
@@ -173,14 +176,21 @@ export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, st
  *   asked on every attempt (the SDK reads the client's `defaultHeaders` on
  *   every request, so a header of this package's added to them later counts);
  *   unset, none is.
+ * @param marks - learns the SDK's endpoint manager from each attempt's
+ *   context, to tell its endpoint discovery what a hedge hid from it.
  */
-export function sdkRequestPlugin(hedgingClient: object, mayBePlain?: () => boolean, unrecorded?: (context: CosmosRequestContext) => boolean): CosmosRequestPlugin {
+export function sdkRequestPlugin(
+  hedgingClient: object,
+  mayBePlain?: () => boolean,
+  unrecorded?: (context: CosmosRequestContext) => boolean,
+  marks?: SdkEndpointMarks,
+): CosmosRequestPlugin {
   let warned = false;
   let handOverWorks = true;
   const config: CosmosRequestPlugin & { readonly [ownRequestPlugin]: true } = {
     [ownRequestPlugin]: true,
     on: "request",
-    plugin: (context, _diagnosticNode, next) => {
+    plugin: (context, diagnosticNode, next) => {
       if (context.httpClient !== hedgingClient) {
         if (!warned) {
           warned = true;
@@ -191,6 +201,7 @@ export function sdkRequestPlugin(hedgingClient: object, mayBePlain?: () => boole
         // Nothing would take a hand-over or remove a header: written, they would reach the service.
         return next(context);
       }
+      marks?.seen(context.globalEndpointManager, diagnosticNode);
       const { headers } = context;
       if (headers === undefined) return next(context);
       const named = operationNamedIn(headers);

@@ -202,9 +202,11 @@ export interface HedgeDiagnostics {
    * breaker counts them and moves the partition as it would without hedging.
    * `sdkEndpointDiscovery`: a hedge that won hid an answer of this region
    * that the SDK's endpoint discovery acts on, breaker or not (a 403 with
-   * sub-status 1008 or 3, a request it could not send): the region's
-   * requests go unhedged for a minute, so that the SDK marks it unavailable
-   * and sends elsewhere as it would without hedging.
+   * sub-status 1008 or 3, a request it could not send), and the SDK could
+   * not be told of it directly (a write's answer, or one `withHedging`
+   * result shared by two clients; a read's is told to the SDK's endpoint
+   * discovery): the region's requests go unhedged for a minute, so that the
+   * SDK marks it unavailable and sends elsewhere as it would without hedging.
    */
   skipReason?: HedgeSkipReason;
 }

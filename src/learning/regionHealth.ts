@@ -7,6 +7,7 @@ import type { RankedTargets, RegionRouting } from "./regionRanking.js";
 import { DemotionTracker, ThompsonRanking } from "./regionRanking.js";
 import { CosmosHeaders } from "../cosmos/headers.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
+import { isReadKind } from "../cosmos/operationKind.js";
 import type { AdaptiveThresholdSettings } from "../planning/adaptiveThreshold.js";
 import { adaptiveThresholdDefaults } from "../planning/adaptiveThreshold.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
@@ -66,6 +67,11 @@ type Settlement = "success" | "timeout" | "error" | "none";
 function settlementOfStatus(status: number): Exclude<Settlement, "none"> {
   if (status < 400) return "success";
   return status === 408 ? "timeout" : "error";
+}
+
+/** Whether the SDK's attempt of an operation read or wrote, as its endpoint discovery tells them apart. */
+function attemptKind(operation: OperationKind): "read" | "write" {
+  return isReadKind(operation) ? "read" : "write";
 }
 
 function settlementOf(result: ArmResult | undefined): Settlement {
@@ -223,7 +229,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     // primary is watched while it runs, and told of when its drain ends (see learnDrained).
     if (this.breaker !== undefined && primaryArm !== undefined && returnedIndex !== undefined && returnedIndex !== 0) {
       if (primaryArm.drain !== undefined) this.breaker.lost(primaryArm.region.name, primaryArm, primaryArm.startedAt);
-      else if (primaryArm.result !== undefined) this.breaker.hidden(primaryArm.region.name, primaryArm.result, decidedDurationMs(primaryArm));
+      else if (primaryArm.result !== undefined) this.breaker.hidden(primaryArm.region.name, primaryArm.result, decidedDurationMs(primaryArm), undefined, attemptKind(header.operation));
       else if (primaryArm.aborted === true) this.breaker.cut(primaryArm.region.name);
     }
     if (latencyClass === undefined || primaryArm === undefined) return;
@@ -361,7 +367,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
       // Cut at the drain's time bound before the SDK's own timeout would have judged it: how it ends is not known. (A
       // drain cut at its byte bound has its answer.)
       if (end === "timeLimit" && (duration ?? 0) < this.breaker.settings.readTimeoutMs) this.breaker.cut(arm.region.name, arm);
-      else this.breaker.hidden(arm.region.name, end === "callerAborted" ? undefined : arm.drain?.result, duration, arm);
+      else this.breaker.hidden(arm.region.name, end === "callerAborted" ? undefined : arm.drain?.result, duration, arm, attemptKind(operation));
     }
     if (latencyClass !== undefined && this.runningDrains.delete(arm)) this.latencies.stopRunning(arm.region.name, latencyClass);
     if (latencyClass === undefined || duration === undefined) return;

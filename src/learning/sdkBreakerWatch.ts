@@ -31,6 +31,13 @@ export interface SdkBreakerSettings {
    * says.
    */
   readonly endpointDiscovery?: boolean | undefined;
+  /**
+   * The SDK's own endpoint discovery, where it can be told (see
+   * `SdkEndpointMarks`): a read's hidden answer that it acts on is handed to
+   * it, so that it keeps the region from its reads for its own window, as
+   * after an answer it saw, rather than the region going unhedged.
+   */
+  readonly marks?: SdkEndpointMarker | undefined;
   /** Told when a region starts to go unhedged (not when a deferral in force is extended), with its name as given and why. */
   readonly onDeferral?: ((region: string, reason: SdkDeferralReason) => void) | undefined;
   /**
@@ -39,6 +46,15 @@ export interface SdkBreakerSettings {
    * while the breaker is on: the SDK cuts the read first, so it is never hedged.
    */
   readonly onUnreachableThreshold?: ((thresholdMs: number, source: FixedThresholdSource) => void) | undefined;
+}
+
+/** Marks a region unavailable for reads in the SDK's own endpoint discovery (`SdkEndpointMarks`). */
+export interface SdkEndpointMarker {
+  /**
+   * Marks `region` for the SDK's reads, or returns false at once when it
+   * cannot; `unmarked` is called later if the mark turns out to have failed.
+   */
+  markForReads(region: string, unmarked: () => void): boolean;
 }
 
 /**
@@ -180,11 +196,16 @@ export class SdkBreakerWatch {
    * The SDK's attempt to `region` ended as `result` after `durationMs`, and
    * the SDK got a hedge's answer instead: a failure its breaker would have
    * counted, or one its endpoint discovery would have acted on, starts (or
-   * extends) the deferral. `primary` is the drained primary
-   * {@link SdkBreakerWatch.lost} watched, when it was one.
-   * @returns whether it did.
+   * extends) the deferral. A read's answer that only endpoint discovery
+   * acts on is told to the SDK instead, where it can be (see
+   * {@link SdkBreakerSettings.marks}): the SDK then moves its reads as plain
+   * `@azure/cosmos` does, for as long, and the region's requests need no
+   * deferral. `primary` is the drained primary {@link SdkBreakerWatch.lost}
+   * watched, when it was one; `attempt` says whether the SDK's attempt read
+   * or wrote.
+   * @returns whether it did either.
    */
-  hidden(region: string, result: ArmResult | undefined, durationMs: number | undefined, primary?: object, now = performance.now()): boolean {
+  hidden(region: string, result: ArmResult | undefined, durationMs: number | undefined, primary?: object, attempt: "read" | "write" = "read", now = performance.now()): boolean {
     if (primary !== undefined) this.ended(region, primary);
     const reason: SdkDeferralReason | undefined =
       breakerCounts(result, durationMs, this.settings) && this.settings.active()
@@ -193,7 +214,11 @@ export class SdkBreakerWatch {
           ? "sdkEndpointDiscovery"
           : undefined;
     if (reason === undefined) return false;
-    this.defer(region, normalizeRegionName(region), now, reason);
+    const key = normalizeRegionName(region);
+    if (reason === "sdkEndpointDiscovery" && attempt === "read" && this.settings.marks?.markForReads(region, () => this.defer(region, key, performance.now(), reason)) === true) {
+      return true;
+    }
+    this.defer(region, key, now, reason);
     // A 403/3 (WriteForbidden) makes the SDK avoid the region for writes only: its reads' answers say nothing of it.
     if (reason === "sdkEndpointDiscovery" && result?.response !== undefined && subStatusOf(result.response) === 3) {
       const deferral = this.deferrals.get(normalizeRegionName(region));

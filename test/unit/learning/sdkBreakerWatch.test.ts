@@ -251,6 +251,42 @@ describe("SdkBreakerWatch", () => {
     assert.equal(off.hidden("West US", answer(403, 1008), 800), false, "with endpoint discovery off the SDK marks nothing");
   });
 
+  it("tells the SDK's endpoint discovery of a read's hidden answer, where it can, instead of deferring; defers when it cannot, for writes, and for the breaker", () => {
+    const told: string[] = [];
+    let can = true;
+    let failLater: (() => void) | undefined;
+    const marks = {
+      markForReads: (region: string, unmarked: () => void): boolean => {
+        if (!can) return false;
+        told.push(region);
+        failLater = unmarked;
+        return true;
+      },
+    };
+    const started: string[] = [];
+    const watch = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, marks, onDeferral: (region, reason) => started.push(`${region} ${reason}`) });
+    assert.equal(watch.hidden("West US", answer(403, 1008), 800), true);
+    assert.deepEqual(told, ["West US"]);
+    assert.equal(watch.deferral("West US"), undefined, "the SDK moves its reads itself: nothing to defer");
+    clock.tick(5);
+    failLater?.();
+    assert.equal(watch.deferral("West US"), "sdkEndpointDiscovery", "the SDK could not be told after all");
+    assert.deepEqual(started, ["West US sdkEndpointDiscovery"]);
+    const writes = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, marks });
+    assert.equal(writes.hidden("East US", answer(403, 3), 800, undefined, "write"), true);
+    assert.deepEqual(told, ["West US"], "the SDK marks a write's region for writes, which it cannot be told of");
+    assert.equal(writes.deferral("East US"), "sdkEndpointDiscovery");
+    can = false;
+    const unknown = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, marks });
+    assert.equal(unknown.hidden("West US", answer(403, 1008), 800), true);
+    assert.equal(unknown.deferral("West US"), "sdkEndpointDiscovery", "no manager known: deferred as before");
+    can = true;
+    const breaker = new SdkBreakerWatch({ ...on, endpointDiscovery: true, marks });
+    assert.equal(breaker.hidden("West US", answer(403, 1008), 800), true);
+    assert.equal(breaker.deferral("West US"), "sdkCircuitBreaker", "the breaker counts it: the SDK must see the next one itself");
+    assert.deepEqual(told, ["West US"]);
+  });
+
   it("names the breaker when both would act, as the breaker's deferral began", () => {
     const watch = new SdkBreakerWatch({ ...on, endpointDiscovery: true });
     assert.equal(watch.hidden("West US", answer(403, 1008), 800), true);
