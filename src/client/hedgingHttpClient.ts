@@ -325,7 +325,7 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
           marks,
         },
   );
-  const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared });
+  const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared }, marks);
   const pipeline = createEmptyPipeline();
   // One layer: steering, both hedging policies, the detection record and the arms' spans (see hedgingLayer).
   const steering = regionSteering(regions);

@@ -20,6 +20,9 @@ import { policyLogger } from "../log.js";
 import { boundsSockets, primaryMayDrain } from "../race/drainSockets.js";
 import type { RequestHandler } from "./requestHandler.js";
 import { policyOver } from "./requestHandler.js";
+import type { RaceLearner } from "../diagnostics/diagnosticsHeader.js";
+import type { SdkEndpointMarker } from "../learning/sdkBreakerWatch.js";
+import { endpointDiscoveryMarks } from "../learning/sdkBreakerWatch.js";
 
 /** The name of the {@link metadataHedgingPolicy}. */
 export const metadataHedgingPolicyName = "metadataHedgingPolicy";
@@ -174,12 +177,35 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   return policyOver(metadataHedgingPolicyName, hedging.regions, hedging);
 }
 
-/** The hedging of a {@link metadataHedgingPolicy}, for a layer that reads each request's controls and classifies it itself. */
-export function metadataHedging(options: MetadataHedgingPolicyOptions): RequestHandler & { readonly regions: RegionCache } {
+/**
+ * Hears how a metadata read's primary ended once it has drained, after a
+ * hedge answered the SDK: an answer the SDK's endpoint discovery acts on (a
+ * 403/1008 of a region no longer the account's) is told to it, as after an
+ * answer it saw; otherwise the SDK would go on reading from the region, and
+ * its data reads with it. A metadata read is never deferred: it is rare,
+ * and one the SDK cannot be told of stays as it was.
+ */
+function drainedPrimaryListener(marks: SdkEndpointMarker): RaceLearner {
+  const nothing = (): void => undefined;
+  return {
+    noteResponse: nothing,
+    learnSkipped: nothing,
+    learn: nothing,
+    learnDrained(_operation, arm) {
+      if (arm.index === 0 && endpointDiscoveryMarks(arm.drain?.result)) marks.markForReads(arm.region.name, nothing);
+    },
+  };
+}
+
+/**
+ * The hedging of a {@link metadataHedgingPolicy}, for a layer that reads each request's controls and classifies it itself.
+ * @param marks - the SDK's endpoint discovery, which `withHedging` knows of (see `SdkEndpointMarks`).
+ */
+export function metadataHedging(options: MetadataHedgingPolicyOptions, marks?: SdkEndpointMarker): RequestHandler & { readonly regions: RegionCache } {
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
   const planner = new HedgePlanner(regions, new MetadataTiming(settings.enabled, settings.thresholdMs, settings.requestTimeout));
-  const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics };
+  const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: marks === undefined ? undefined : drainedPrimaryListener(marks) };
 
   function sendMetadataRead(
     request: PipelineRequest,

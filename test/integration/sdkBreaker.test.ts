@@ -324,6 +324,35 @@ describe("endpoint discovery beside plain: a region that answers 403/1008 (no lo
     assert.ok(total(h!) <= total(p!) + 600, `hedged reads took ${Math.round(total(h!))} ms in all, plain's ${Math.round(total(p!))}`);
   });
 
+  // A metadata hedge hid the same from the SDK: the Collection read's hedge answered at the metadata threshold, the
+  // SDK never marked West US, and its point reads went on to it (slow there), each hedged, where plain's went elsewhere.
+  it("a container read whose primary answers 403/1008 after the metadata hedge won: the SDK is told, and the point reads after it leave the region as plain's", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 100 } }, { enablePartitionLevelFailover: false });
+    for (const side of [plain, hedged]) {
+      fixture.emulator.region("West US").addFault(scoped({ status: 403, substatus: 1008, delayMs: 2_000, count: 1 }, side.tag, ["collectionRead"]));
+      fixture.emulator.region("West US").addFault(scoped({ delayMs: 400 }, side.tag));
+    }
+    const containerReads = await Promise.all(
+      [plain, hedged].map(async (side) => {
+        const started = performance.now();
+        const { statusCode } = await side.container.read();
+        return { statusCode, ms: Math.round(performance.now() - started) };
+      }),
+    );
+    // The drained primary's 403/1008 comes at 2 s, the SDK's mark after its account read: wait for it before reading on.
+    await sleep(1_000);
+    const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 300, durationMs: 3_000 })));
+    console.log(`      container reads: ${JSON.stringify(containerReads)}\n      plain:  ${brief(p!)}\n      hedged: ${brief(h!)}`);
+    assert.deepEqual(
+      containerReads.map(({ statusCode }) => statusCode),
+      [200, 200],
+    );
+    assert.equal(p!.failures + h!.failures, 0);
+    assert.equal(p!.byRegion["West US"] ?? 0, 0, `premise: plain's point reads left West US after its container read's 403/1008: ${JSON.stringify(p!.byRegion)}`);
+    assert.equal(h!.byRegion["West US"] ?? 0, 0, `hedged's point reads still went to West US: ${JSON.stringify(h!.byRegion)}`);
+    assert.equal(h!.hedgesFired, 0, "nothing for a hedge to do once the reads go to East US");
+  });
+
   // Found by the tenth hostile review: over a transport of the user's, the losing primary was cut with the hedges, so the
   // watch never heard its 403/1008. A primary drains there (plain waits for that very request); only hedges are cut.
   it("the same over an httpClient of the user's on fetch: the losing primary drains, its 403/1008 is heard", async function () {

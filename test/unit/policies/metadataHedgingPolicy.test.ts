@@ -13,10 +13,12 @@ import { loserDrainDefaults } from "../../../src/race/loserDrain.js";
 import { setRequestControls } from "../../../src/request/requestControls.js";
 import type { RequestHedgingControls } from "../../../src/request/requestModel.js";
 import {
+  metadataHedging,
   metadataHedgingDefaults,
   metadataHedgingPolicy,
   metadataHedgingPolicyName,
 } from "../../../src/policies/metadataHedgingPolicy.js";
+import { policyOver } from "../../../src/policies/requestHandler.js";
 import type { MetadataHedgingPolicyOptions } from "../../../src/policies/metadataHedgingPolicy.js";
 import { FakeTransport } from "../../support/fakeTransport.js";
 import type { ScriptStep } from "../../support/fakeTransport.js";
@@ -594,6 +596,34 @@ describe("metadataHedgingPolicy", () => {
       assert.equal(diagnostics.arms[0]?.outcome, "drained");
       await clock.tickAsync(loserDrainDefaults.maxDrainMs);
       assert.equal(diagnostics.arms[0]?.drainEnd, "timeLimit");
+    });
+
+    it("tells the SDK's endpoint discovery of a drained primary's 403/1008 that a hedge hid, and of nothing else", async () => {
+      const told: string[] = [];
+      const marks = { markForReads: (region: string): boolean => (told.push(region), true) };
+      const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs, northEurope], perPartitionFailover: true } });
+      const pipeline = createEmptyPipeline();
+      pipeline.addPolicy(policyOver(metadataHedgingPolicyName, regions, metadataHedging({ regions }, marks)));
+      const send = (): (() => Settled) => observe(pipeline.sendRequest(transport, collectionRead()));
+      transport.script(eastUs.endpoint, { status: 403, subStatus: 1008, delayMs: threshold + 500 });
+      transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      const hidden = send();
+      await clock.tickAsync(threshold + 10);
+      assert.equal(diagnosticsOf(responseOf(hidden)).hedgeWon, true);
+      assert.deepEqual(told, [], "not before the primary's answer");
+      await clock.tickAsync(500);
+      assert.deepEqual(told, ["East US"]);
+      transport.script(eastUs.endpoint, { status: 200, delayMs: threshold + 500 });
+      transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      const slowOnly = send();
+      await clock.tickAsync(threshold + 510);
+      assert.equal(diagnosticsOf(responseOf(slowOnly)).hedgeWon, true);
+      transport.script(eastUs.endpoint, { status: 200, delayMs: threshold + 10 });
+      transport.script(westUs.endpoint, { status: 403, subStatus: 1008, delayMs: 100 });
+      const hedgeRefused = send();
+      await clock.tickAsync(threshold + 200);
+      assert.equal(diagnosticsOf(responseOf(hedgeRefused)).hedgeWon, false);
+      assert.deepEqual(told, ["East US"], "a primary that answered in the end, and a hedge's answer, tell nothing");
     });
 
     it("passes other requests through untouched, without diagnostics", async () => {
