@@ -26,7 +26,7 @@ import { hedgingClientSummary } from "./hedgingSummary.js";
 import { classifyOperation, documentKinds } from "../cosmos/operationKind.js";
 import type { CosmosRequestPlugin } from "../cosmos/sdkRequestPlugin.js";
 import { sdkRequestPlugin, unrecordedOperations } from "../cosmos/sdkRequestPlugin.js";
-import { SdkEndpointMarks } from "../cosmos/sdkEndpointMarks.js";
+import { keepAttemptContext, SdkBookkeeping } from "../cosmos/sdkBookkeeping.js";
 import type { CosmosOperationPlugin, CosmosPassThroughPlugin } from "../cosmos/operationPlugin.js";
 import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
 
@@ -312,20 +312,22 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
   };
   loadOpenTelemetry();
   const breaker = sdk?.circuitBreaker;
-  // Learned from the SDK's request contexts by the request plugin; told what a hedge hid from the SDK's endpoint discovery.
-  const marks = breaker?.endpointDiscovery === true ? new SdkEndpointMarks() : undefined;
+  // Learned from the SDK's request contexts by the request plugin; told what a hedge hid from the SDK's endpoint discovery
+  // and breaker (which counts only with endpoint discovery on: the SDK's retry policies return before it otherwise).
+  const bookkeeping = breaker?.endpointDiscovery === true ? new SdkBookkeeping() : undefined;
+  const breakerActive = (): boolean => breaker !== undefined && (breaker.always || (breaker.withAccountFailover && regions.topology?.perPartitionFailover === true));
   const crossRegion = crossRegionHedging(
     { ...crossRegionOptions(options.crossRegion), ...shared },
     breaker === undefined
       ? undefined
       : {
-          active: () => breaker.always || (breaker.withAccountFailover && regions.topology?.perPartitionFailover === true),
+          active: breakerActive,
           readTimeoutMs: breaker.readTimeoutMs,
           endpointDiscovery: breaker.endpointDiscovery,
-          marks,
+          bookkeeping,
         },
   );
-  const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared }, marks);
+  const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared }, bookkeeping);
   const pipeline = createEmptyPipeline();
   // One layer: steering, both hedging policies, the detection record and the arms' spans (see hedgingLayer).
   const steering = regionSteering(regions);
@@ -351,6 +353,8 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
     regions,
     sendRequest: (request) => {
       const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
+      // What a hedge hides of this attempt is told to the client that sent it.
+      if (handed?.context !== undefined) keepAttemptContext(request, handed.context);
       // The SDK's request goes where it would have gone without hedging, at once: not behind a hedge holding its socket.
       yieldSocketsTo(request);
       // Off means off: an attempt of an operation left unrecorded, the SDK's retries included, is the SDK's alone. Account
@@ -393,5 +397,5 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
   const { mayBePlain } = sdk;
   const unrecorded = off && mayBePlain !== undefined ? unrecordedOperations(mayBePlain, () => steering.leavesPlain(undefined)) : undefined;
   // The pass-through plugin first, so that the operation plugin gets the SDK's own request context (see ownContextPlugin).
-  return { client, plugins: [ownContextPlugin(), operationPlugin(unrecorded), sdkRequestPlugin(client, mayBePlain, unrecorded, marks)] };
+  return { client, plugins: [ownContextPlugin(), operationPlugin(unrecorded), sdkRequestPlugin(client, mayBePlain, unrecorded, bookkeeping)] };
 }

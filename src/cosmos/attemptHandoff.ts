@@ -44,6 +44,12 @@ export interface SdkAttempt {
    * goes out as the SDK built it, with nothing kept.
    */
   readonly unrecorded?: boolean | undefined;
+  /**
+   * The SDK's request context of the attempt, for the SDK's breaker to
+   * count a failure of it that a hedge hides (see `keepAttemptContext`);
+   * set by a client wired to the SDK's bookkeeping.
+   */
+  readonly context?: object | undefined;
   /** Set when the hedging client took it. */
   taken?: boolean;
 }

@@ -7,7 +7,7 @@ import { feedOperationOf, runAs } from "./operationPlugin.js";
 import type { SdkAttempt } from "./attemptHandoff.js";
 import { handOver } from "./attemptHandoff.js";
 import { hasScopedControls } from "../request/requestControls.js";
-import type { SdkEndpointMarks } from "./sdkEndpointMarks.js";
+import type { SdkBookkeeping } from "./sdkBookkeeping.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 export interface CosmosRequestContext {
@@ -24,7 +24,7 @@ export interface CosmosRequestContext {
   pipeline?: unknown;
   /** The client's plugins, in the order the SDK runs them. */
   plugins?: unknown;
-  /** The SDK's `GlobalEndpointManager`, whose endpoint discovery {@link SdkEndpointMarks} tells of an answer a hedge hid. */
+  /** The SDK's `GlobalEndpointManager`, whose endpoint discovery {@link SdkBookkeeping} tells of an answer a hedge hid. */
   globalEndpointManager?: unknown;
 }
 
@@ -176,14 +176,15 @@ export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, st
  *   asked on every attempt (the SDK reads the client's `defaultHeaders` on
  *   every request, so a header of this package's added to them later counts);
  *   unset, none is.
- * @param marks - learns the SDK's endpoint manager from each attempt's
- *   context, to tell its endpoint discovery what a hedge hid from it.
+ * @param bookkeeping - learns the SDK's endpoint manager from each
+ *   attempt's context, and is handed the context, to tell the SDK's
+ *   endpoint discovery and breaker what a hedge hid from them.
  */
 export function sdkRequestPlugin(
   hedgingClient: object,
   mayBePlain?: () => boolean,
   unrecorded?: (context: CosmosRequestContext) => boolean,
-  marks?: SdkEndpointMarks,
+  bookkeeping?: SdkBookkeeping,
 ): CosmosRequestPlugin {
   let warned = false;
   let handOverWorks = true;
@@ -201,7 +202,7 @@ export function sdkRequestPlugin(
         // Nothing would take a hand-over or remove a header: written, they would reach the service.
         return next(context);
       }
-      marks?.seen(context.globalEndpointManager, diagnosticNode);
+      bookkeeping?.seen(context.globalEndpointManager, diagnosticNode);
       const { headers } = context;
       if (headers === undefined) return next(context);
       const named = operationNamedIn(headers);
@@ -222,7 +223,7 @@ export function sdkRequestPlugin(
           ownPluginRunsLast(context);
         const kind = plain && context.resourceType === "docs" && context.operationType === "read" && context.method === "GET" ? "pointRead" : undefined;
         const endpoint = plain && typeof context.endpoint === "string" ? context.endpoint : undefined;
-        const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation, plain, kind, unrecorded: left, endpoint };
+        const attempt: SdkAttempt = { client: hedgingClient, sdkExcluded, sdkRetry, operation, plain, kind, unrecorded: left, endpoint, context: bookkeeping === undefined ? undefined : context };
         const result = handOver(attempt, send, context);
         if (attempt.taken !== true) {
           handOverWorks = false;

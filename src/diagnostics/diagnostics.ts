@@ -195,18 +195,19 @@ export interface HedgeDiagnostics {
    * a 429), sent where the SDK sent it; only the first attempt is hedged, so
    * that an outage costs at most twice the requests of plain `@azure/cosmos`.
    * `sdkCircuitBreaker`: the SDK's partition-level circuit breaker is on, and
-   * a hedge that won hid a failure of this region from it (a 503, a 403/3,
-   * no answer, an answer past the SDK's timeout, or a primary aborted
-   * before either could show): the region's requests
-   * go unhedged for a minute after its last such failure, so that the
-   * breaker counts them and moves the partition as it would without hedging.
+   * a hedge that won hid a failure of this region from it that could not be
+   * told to the breaker directly (a primary aborted before its answer could
+   * show, or an attempt whose request context was not kept): the region's
+   * requests go unhedged for a minute after its last such failure, so that
+   * the breaker counts them and moves the partition as it would without
+   * hedging.
    * `sdkEndpointDiscovery`: a hedge that won hid an answer of this region
    * that the SDK's endpoint discovery acts on, breaker or not (a 403 with
    * sub-status 1008 or 3, a request it could not send), and the SDK could
-   * not be told of it directly (a write's answer, or one `withHedging`
-   * result shared by two clients; a read's is told to the SDK's endpoint
-   * discovery): the region's requests go unhedged for a minute, so that the
-   * SDK marks it unavailable and sends elsewhere as it would without hedging.
+   * not be told of it directly (a write's answer; a read's is told to the
+   * SDK's endpoint discovery): the region's requests go unhedged for a
+   * minute, so that the SDK marks it unavailable and sends elsewhere as it
+   * would without hedging.
    */
   skipReason?: HedgeSkipReason;
 }

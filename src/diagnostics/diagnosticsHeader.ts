@@ -1,4 +1,4 @@
-import type { PipelineResponse } from "@azure/core-rest-pipeline";
+import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import type { RegionEndpoint } from "../topology/regionCache.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import type { HedgeDiagnostics } from "./diagnostics.js";
@@ -69,8 +69,8 @@ export interface RaceLearner {
   readonly noteResponse: (region: string | undefined, response: PipelineResponse) => void;
   /** A request sent unhedged, once it has ended; `region` is the one it went to, when known, and `failure` how it failed without an answer. */
   learnSkipped(region: string | undefined, failure?: ArmResult): void;
-  /** A race once it is decided or aborted, with what was planned for it. */
-  learn(header: DiagnosticsHeader, outcome: RaceOutcome): void;
+  /** A race once it is decided or aborted, with what was planned for it; `request` is the one the race was run for (the SDK's). */
+  learn(header: DiagnosticsHeader, outcome: RaceOutcome, request?: PipelineRequest): void;
   /** A drained loser once its drain has ended. */
   learnDrained(operation: OperationKind, arm: RaceArm): void;
 }

@@ -1,4 +1,4 @@
-import type { PipelineResponse } from "@azure/core-rest-pipeline";
+import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import type { LatencyClass } from "./latencyWindows.js";
 import { LatencyWindows, latencyClassOf } from "./latencyWindows.js";
 import type { RegionCache, RegionEndpoint } from "../topology/regionCache.js";
@@ -11,7 +11,7 @@ import { isReadKind } from "../cosmos/operationKind.js";
 import type { AdaptiveThresholdSettings } from "../planning/adaptiveThreshold.js";
 import { adaptiveThresholdDefaults } from "../planning/adaptiveThreshold.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
-import { isSuccessResult } from "../cosmos/statusTables.js";
+import { isSuccessResult, subStatusOf } from "../cosmos/statusTables.js";
 import { decidedDurationMs, drainedDurationMs, timedOut } from "./armFacts.js";
 import { HedgeDecisions } from "../planning/hedgeDecision.js";
 import type { DiagnosticsHeader, RaceLearner } from "../diagnostics/diagnosticsHeader.js";
@@ -26,6 +26,12 @@ import type { HealthyTails } from "../race/raceStrategies.js";
 
 /** The percentile of a region's healthy latencies that a read must outlast to count as a likely straggler. */
 const healthyTailQuantile = 0.99;
+
+/** `@azure/cosmos` 4.10.1 keeps a region it marked unavailable out of its requests this long (`Constants.LocationUnavailableExpirationTimeInMs`). */
+const sdkLocationUnavailableMs = 5 * 60_000;
+
+/** The 403 sub-status of a region where the account is not found (DatabaseAccountNotFound). */
+const databaseAccountNotFound = 1008;
 
 /**
  * The successes of reads won alone that a {@link RegionHealth} has not
@@ -116,6 +122,8 @@ export class RegionHealth implements RaceLearner, HealthyTails {
   private readonly thompson: ThompsonRanking | undefined;
   /** Until when (on the `performance.now()` clock) each region, by normalized name, answers 429. */
   private readonly throttledUntil = new Map<string, number>();
+  /** Until when each region, by normalized name, is kept out of hedges for a 403/1008 (see {@link RegionHealth.unavailableForHedges}). */
+  private readonly unavailableUntil = new Map<string, number>();
   /** The drained losers counted as running in their region's window, until their drain ends (see learnDrained). */
   private readonly runningDrains = new WeakSet<RaceArm>();
   private readonly adaptive: AdaptiveThresholdSettings | undefined;
@@ -136,18 +144,45 @@ export class RegionHealth implements RaceLearner, HealthyTails {
 
   /**
    * Notes a response of a region: a 429 keeps the region out of hedges until
-   * its `x-ms-retry-after-ms` has passed. A property, so that the race can
+   * its `x-ms-retry-after-ms` has passed; a 403/1008 for as long as the SDK
+   * keeps its own requests away after one. A property, so that the race can
    * be handed it without binding it per request.
    */
   readonly noteResponse = (region: string | undefined, response: PipelineResponse): void => {
     if (region !== undefined) this.breaker?.answered(region, response);
     // Only a 503 or a 403 can be a failure the SDK's breaker counts (see breakerCounts): a success costs one comparison.
-    if ((response.status === 503 || response.status === 403) && region !== undefined) this.breaker?.seen(region, { response });
+    if ((response.status === 503 || response.status === 403) && region !== undefined) {
+      this.breaker?.seen(region, { response });
+      if (response.status === 403 && subStatusOf(response) === databaseAccountNotFound) {
+        this.unavailableUntil.set(normalizeRegionName(region), performance.now() + sdkLocationUnavailableMs);
+      }
+    }
     if (response.status !== 429 || region === undefined) return;
     const header = Number.parseFloat(response.headers.get(CosmosHeaders.retryAfterMs) ?? "");
     const waitMs = Number.isFinite(header) && header >= 0 ? Math.min(header, this.throttling.maxRetryAfterMs) : this.throttling.throttleWithoutRetryAfterMs;
     this.throttledUntil.set(normalizeRegionName(region), performance.now() + waitMs);
   };
+
+  /** Whether any region may be kept out of hedges for a 403/1008 now: when none is, nothing needs filtering. */
+  anyUnavailableForHedges(): boolean {
+    return this.unavailableUntil.size > 0;
+  }
+
+  /**
+   * Whether `region` answered 403/1008 (the account is not found there: a
+   * region removed from it) within the SDK's window: `@azure/cosmos` keeps
+   * its own requests away from such a region for five minutes, whether it
+   * saw the answer or was told of it, so a hedge there is wasted; a hedge's
+   * own such answer shows it as well, although the SDK never sees it.
+   */
+  unavailableForHedges(region: string): boolean {
+    const key = normalizeRegionName(region);
+    const until = this.unavailableUntil.get(key);
+    if (until === undefined) return false;
+    if (until > performance.now()) return true;
+    this.unavailableUntil.delete(key);
+    return false;
+  }
 
   /** Whether any region may be throttled now: when none is, nothing needs filtering. */
   anyThrottled(): boolean {
@@ -218,7 +253,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
   }
 
   /** Learns from a finished race: metrics, latency windows, Thompson posteriors and demotion streaks. */
-  learn(header: DiagnosticsHeader, outcome: RaceOutcome): void {
+  learn(header: DiagnosticsHeader, outcome: RaceOutcome, request?: PipelineRequest): void {
     this.settle();
     const primaryArm = outcome.arms[0];
     this.recorder.record(outcome, header.primaryRegion);
@@ -228,9 +263,12 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     // The SDK gets the hedge's answer for the region it addressed: a failure of that attempt it never sees. A drained
     // primary is watched while it runs, and told of when its drain ends (see learnDrained).
     if (this.breaker !== undefined && primaryArm !== undefined && returnedIndex !== undefined && returnedIndex !== 0) {
-      if (primaryArm.drain !== undefined) this.breaker.lost(primaryArm.region.name, primaryArm, primaryArm.startedAt);
-      else if (primaryArm.result !== undefined) this.breaker.hidden(primaryArm.region.name, primaryArm.result, decidedDurationMs(primaryArm), undefined, attemptKind(header.operation));
-      else if (primaryArm.aborted === true) this.breaker.cut(primaryArm.region.name);
+      const { breaker } = this;
+      // Copied now, at the decision: the SDK takes the hedge's answer and may reuse its request context.
+      const sdk = request === undefined ? undefined : breaker.settings.bookkeeping?.attemptOf(request);
+      if (primaryArm.drain !== undefined) breaker.lost(primaryArm.region.name, primaryArm, primaryArm.startedAt, sdk);
+      else if (primaryArm.result !== undefined) breaker.hidden(primaryArm.region.name, primaryArm.result, decidedDurationMs(primaryArm), { kind: attemptKind(header.operation), sdk });
+      else if (primaryArm.aborted === true) breaker.cut(primaryArm.region.name);
     }
     if (latencyClass === undefined || primaryArm === undefined) return;
     const returned = returnedIndex === undefined ? undefined : outcome.arms[returnedIndex];
@@ -367,7 +405,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
       // Cut at the drain's time bound before the SDK's own timeout would have judged it: how it ends is not known. (A
       // drain cut at its byte bound has its answer.)
       if (end === "timeLimit" && (duration ?? 0) < this.breaker.settings.readTimeoutMs) this.breaker.cut(arm.region.name, arm);
-      else this.breaker.hidden(arm.region.name, end === "callerAborted" ? undefined : arm.drain?.result, duration, arm, attemptKind(operation));
+      else this.breaker.hidden(arm.region.name, end === "callerAborted" ? undefined : arm.drain?.result, duration, { primary: arm, kind: attemptKind(operation) });
     }
     if (latencyClass !== undefined && this.runningDrains.delete(arm)) this.latencies.stopRunning(arm.region.name, latencyClass);
     if (latencyClass === undefined || duration === undefined) return;

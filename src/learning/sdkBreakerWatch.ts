@@ -1,7 +1,8 @@
-import type { PipelineResponse } from "@azure/core-rest-pipeline";
+import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import type { ArmResult } from "../cosmos/statusTables.js";
 import { subStatusOf } from "../cosmos/statusTables.js";
 import { normalizeRegionName } from "../topology/regionNames.js";
+import type { SdkAttemptFacts, SdkPartitionAttempt } from "../cosmos/sdkBookkeeping.js";
 
 /**
  * How long a region's requests go unhedged after a failure of its that the
@@ -32,12 +33,12 @@ export interface SdkBreakerSettings {
    */
   readonly endpointDiscovery?: boolean | undefined;
   /**
-   * The SDK's own endpoint discovery, where it can be told (see
-   * `SdkEndpointMarks`): a read's hidden answer that it acts on is handed to
-   * it, so that it keeps the region from its reads for its own window, as
-   * after an answer it saw, rather than the region going unhedged.
+   * The SDK's own bookkeeping, where it can be told (see `SdkBookkeeping`):
+   * a hidden failure its breaker counts, and a read's hidden answer its
+   * endpoint discovery acts on, are handed to it, as after an answer it
+   * saw, rather than the region going unhedged.
    */
-  readonly marks?: SdkEndpointMarker | undefined;
+  readonly bookkeeping?: SdkBookkeeper | undefined;
   /** Told when a region starts to go unhedged (not when a deferral in force is extended), with its name as given and why. */
   readonly onDeferral?: ((region: string, reason: SdkDeferralReason) => void) | undefined;
   /**
@@ -48,13 +49,39 @@ export interface SdkBreakerSettings {
   readonly onUnreachableThreshold?: ((thresholdMs: number, source: FixedThresholdSource) => void) | undefined;
 }
 
-/** Marks a region unavailable for reads in the SDK's own endpoint discovery (`SdkEndpointMarks`). */
-export interface SdkEndpointMarker {
+/** Tells the SDK's own bookkeeping what a hedge hid from it (`SdkBookkeeping`). */
+export interface SdkBookkeeper {
   /**
-   * Marks `region` for the SDK's reads, or returns false at once when it
-   * cannot; `unmarked` is called later if the mark turns out to have failed.
+   * Marks `region` unavailable for the reads of the client that sent
+   * `attempt` (when known), or returns false at once when it cannot;
+   * `unmarked` is called later if the mark turns out to have failed.
    */
-  markForReads(region: string, unmarked: () => void): boolean;
+  markForReads(region: string, unmarked: () => void, attempt?: SdkAttemptFacts): boolean;
+  /**
+   * Counts a failure of `attempt` in the SDK's breaker, or returns false at
+   * once when it cannot; `uncounted` is called later if that turns out to have failed.
+   */
+  countFailure(attempt: SdkPartitionAttempt, counted: (outcome: "moved" | "counted" | "failed") => void): boolean;
+  /** What the SDK's bookkeeping needs of the attempt sent as `request`, when its context was kept. */
+  attemptOf(request: PipelineRequest): SdkAttemptFacts | undefined;
+}
+
+/** A primary that lost to a hedge and drains, as the watch keeps it. */
+interface RunningPrimary {
+  readonly sentAt: number;
+  readonly sdk: SdkAttemptFacts | undefined;
+  /** Counted by the SDK's breaker once it ran as long as the SDK's read timeout: its end counts no more. */
+  told: boolean;
+}
+
+/** What the watch is told of the SDK's attempt whose outcome a hedge hid. */
+export interface HiddenAttempt {
+  /** The drained primary {@link SdkBreakerWatch.lost} watched, when it was one. */
+  readonly primary?: object | undefined;
+  /** Whether it read or wrote; default read. */
+  readonly kind?: "read" | "write" | undefined;
+  /** What the SDK's bookkeeping needs of it, when known. */
+  readonly sdk?: SdkAttemptFacts | undefined;
 }
 
 /**
@@ -137,7 +164,7 @@ export class SdkBreakerWatch {
   /** Until when (`performance.now()`) each region, by normalized name, goes unhedged, and why. */
   private readonly deferrals = new Map<string, { until: number; reason: SdkDeferralReason; writes?: boolean }>();
   /** When each primary that lost to a hedge and still runs (drained) was sent, by its region's normalized name. */
-  private readonly running = new Map<string, Map<object, number>>();
+  private readonly running = new Map<string, Map<object, RunningPrimary>>();
   /** The places of thresholds already told of as unreachable. */
   private readonly unreachable = new Set<FixedThresholdSource>();
 
@@ -162,10 +189,14 @@ export class SdkBreakerWatch {
     // The oldest losers first (in the order their races were decided): one past the timeout is among them, and a read
     // of a region with many stragglers draining looks at a few, not at all of them.
     let looked = 0;
-    for (const sentAt of running.values()) {
-      if (now - sentAt >= this.settings.readTimeoutMs) {
-        this.defer(region, key, now, "sdkCircuitBreaker");
-        return true;
+    for (const entry of running.values()) {
+      if (!entry.told && now - entry.sentAt >= this.settings.readTimeoutMs) {
+        // The SDK would have cut it at its timeout and counted a failure: told so, the region's reads stay hedged.
+        if (entry.sdk?.partition === undefined || !this.count(region, key, entry.sdk.partition, undefined)) {
+          this.defer(region, key, now, "sdkCircuitBreaker");
+          return true;
+        }
+        entry.told = true;
       }
       if (++looked === oldestLooked) break;
     }
@@ -181,43 +212,46 @@ export class SdkBreakerWatch {
    * A primary of `region`, sent at `sentAt`, lost to a hedge and drains:
    * running past the SDK's read timeout, it defers the region (see
    * {@link SdkBreakerWatch.deferring}) until {@link SdkBreakerWatch.hidden}
-   * is told how it ended. `primary` names it.
+   * is told how it ended. `primary` names it; `sdk` is what the SDK's
+   * breaker needs to count a failure of it, when known.
    */
-  lost(region: string, primary: object, sentAt: number): void {
-    if (!this.settings.active()) return;
+  lost(region: string, primary: object, sentAt: number, sdk?: SdkAttemptFacts): void {
+    // Kept with the breaker off too, for the facts: how it ends may be an answer endpoint discovery acts on.
+    if (!this.settings.active() && sdk === undefined) return;
     const key = normalizeRegionName(region);
     let running = this.running.get(key);
     if (running === undefined) this.running.set(key, (running = new Map()));
     // Bounded by the drains in flight, which end within their own bound; a cap all the same, as a guard against a drain never told of.
-    if (running.size < maxRunningPerRegion) running.set(primary, sentAt);
+    if (running.size < maxRunningPerRegion) running.set(primary, { sentAt, sdk, told: false });
   }
 
   /**
    * The SDK's attempt to `region` ended as `result` after `durationMs`, and
    * the SDK got a hedge's answer instead: a failure its breaker would have
-   * counted, or one its endpoint discovery would have acted on, starts (or
-   * extends) the deferral. A read's answer that only endpoint discovery
-   * acts on is told to the SDK instead, where it can be (see
-   * {@link SdkBreakerSettings.marks}): the SDK then moves its reads as plain
-   * `@azure/cosmos` does, for as long, and the region's requests need no
-   * deferral. `primary` is the drained primary {@link SdkBreakerWatch.lost}
-   * watched, when it was one; `attempt` says whether the SDK's attempt read
-   * or wrote.
+   * counted, or one its endpoint discovery would have acted on, is told to
+   * the SDK where it can be (see {@link SdkBreakerSettings.bookkeeping}), as
+   * its own retry policies would have told it: the breaker counts it and
+   * moves the partition at the same failure as plain `@azure/cosmos`, while
+   * the region's reads stay hedged; endpoint discovery keeps a read's region
+   * away for its own window. Where it cannot be, it starts (or extends) the
+   * deferral.
    * @returns whether it did either.
    */
-  hidden(region: string, result: ArmResult | undefined, durationMs: number | undefined, primary?: object, attempt: "read" | "write" = "read", now = performance.now()): boolean {
-    if (primary !== undefined) this.ended(region, primary);
+  hidden(region: string, result: ArmResult | undefined, durationMs: number | undefined, attempt: HiddenAttempt = {}, now = performance.now()): boolean {
+    const running = attempt.primary === undefined ? undefined : this.ended(region, attempt.primary);
+    // Counted when it ran as long as the SDK's timeout: the SDK would not have waited for how it ended.
+    if (running?.told === true) return true;
+    const marks = this.settings.endpointDiscovery === true && endpointDiscoveryMarks(result);
     const reason: SdkDeferralReason | undefined =
-      breakerCounts(result, durationMs, this.settings) && this.settings.active()
-        ? "sdkCircuitBreaker"
-        : this.settings.endpointDiscovery === true && endpointDiscoveryMarks(result)
-          ? "sdkEndpointDiscovery"
-          : undefined;
+      breakerCounts(result, durationMs, this.settings) && this.settings.active() ? "sdkCircuitBreaker" : marks ? "sdkEndpointDiscovery" : undefined;
     if (reason === undefined) return false;
     const key = normalizeRegionName(region);
-    if (reason === "sdkEndpointDiscovery" && attempt === "read" && this.settings.marks?.markForReads(region, () => this.defer(region, key, performance.now(), reason)) === true) {
-      return true;
-    }
+    const read = attempt.kind !== "write";
+    const sdk = attempt.sdk ?? running?.sdk;
+    const markForReads = (): boolean => this.settings.bookkeeping?.markForReads(region, () => this.defer(region, key, performance.now(), "sdkEndpointDiscovery"), sdk) === true;
+    // The SDK's retry policy counts the failure first and marks the region only when the breaker did not move the partition.
+    if (reason === "sdkCircuitBreaker" && sdk?.partition !== undefined && this.count(region, key, sdk.partition, marks && read ? markForReads : undefined)) return true;
+    if (reason === "sdkEndpointDiscovery" && read && markForReads()) return true;
     this.defer(region, key, now, reason);
     // A 403/3 (WriteForbidden) makes the SDK avoid the region for writes only: its reads' answers say nothing of it.
     if (reason === "sdkEndpointDiscovery" && result?.response !== undefined && subStatusOf(result.response) === 3) {
@@ -225,6 +259,21 @@ export class SdkBreakerWatch {
       if (deferral !== undefined) deferral.writes = true;
     }
     return true;
+  }
+
+  /**
+   * Tells the SDK's breaker of a failure of `sdk`, falling back to deferring
+   * `region` if the SDK's call fails; `andThen` runs when the breaker
+   * counted it without moving the partition.
+   * @returns whether the SDK is being told.
+   */
+  private count(region: string, key: string, sdk: SdkPartitionAttempt, andThen: (() => void) | undefined): boolean {
+    return (
+      this.settings.bookkeeping?.countFailure(sdk, (outcome) => {
+        if (outcome === "failed") this.defer(region, key, performance.now(), "sdkCircuitBreaker");
+        else if (outcome === "counted") andThen?.();
+      }) === true
+    );
   }
 
   private defer(region: string, key: string, now: number, reason: SdkDeferralReason): void {
@@ -254,11 +303,13 @@ export class SdkBreakerWatch {
     return true;
   }
 
-  /** Forgets a drained primary that has ended. */
-  private ended(region: string, primary: object): void {
+  /** Forgets a drained primary that has ended, and returns what was kept of it. */
+  private ended(region: string, primary: object): RunningPrimary | undefined {
     const key = normalizeRegionName(region);
     const running = this.running.get(key);
-    if (running?.delete(primary) === true && running.size === 0) this.running.delete(key);
+    const entry = running?.get(primary);
+    if (entry !== undefined && running!.delete(primary) && running!.size === 0) this.running.delete(key);
+    return entry;
   }
 
   /**

@@ -153,7 +153,7 @@ export class HedgePlanner {
     // The read order follows the demotions, which the reads won alone and not yet learned may change.
     this.health?.settle();
     const isWrite = documentWriteKinds.has(operation);
-    let candidates = raceTargets(this.regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions);
+    let candidates = this.withoutUnavailable(raceTargets(this.regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions), 1);
     if (candidates.length > this.strategy.maxArms) candidates = candidates.slice(0, this.strategy.maxArms);
     if (candidates.length < 2) return "singleRegion";
     const { health } = this;
@@ -185,10 +185,25 @@ export class HedgePlanner {
   ): readonly RegionEndpoint[] | HedgeSkipReason {
     this.health?.settle();
     const applicable = raceTargets(this.regions, addressed, documentWriteKinds.has(operation) ? "write" : "read", request.url, controls.excludedRegions);
-    const open = planned.filter((region) => applicable.some((each) => sameRegion(each, region)));
+    const open = this.withoutUnavailable(
+      planned.filter((region) => applicable.some((each) => sameRegion(each, region))),
+      0,
+    );
     if (open.length === 0) return "singleRegion";
     const unthrottled = this.withoutThrottled(open);
     return unthrottled.length === 0 ? "regionThrottled" : unthrottled;
+  }
+
+  /**
+   * `regions` without those that answered 403/1008 lately (see
+   * {@link RegionHealth.unavailableForHedges}), from index `from` on (the
+   * primary, at 0 of a race's targets, goes where the SDK sent it); the list
+   * itself when none may be.
+   */
+  private withoutUnavailable(regions: readonly RegionEndpoint[], from: number): readonly RegionEndpoint[] {
+    const { health } = this;
+    if (health === undefined || !health.anyUnavailableForHedges()) return regions;
+    return regions.filter((region, index) => index < from || !health.unavailableForHedges(region.name));
   }
 
   /** `regions` without those answering 429 now; the list itself when none may be. */

@@ -21,7 +21,9 @@ import { boundsSockets, primaryMayDrain } from "../race/drainSockets.js";
 import type { RequestHandler } from "./requestHandler.js";
 import { policyOver } from "./requestHandler.js";
 import type { RaceLearner } from "../diagnostics/diagnosticsHeader.js";
-import type { SdkEndpointMarker } from "../learning/sdkBreakerWatch.js";
+import type { RaceArm } from "../race/race.js";
+import type { SdkAttemptFacts } from "../cosmos/sdkBookkeeping.js";
+import type { SdkBookkeeper } from "../learning/sdkBreakerWatch.js";
 import { endpointDiscoveryMarks } from "../learning/sdkBreakerWatch.js";
 
 /** The name of the {@link metadataHedgingPolicy}. */
@@ -185,27 +187,34 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
  * its data reads with it. A metadata read is never deferred: it is rare,
  * and one the SDK cannot be told of stays as it was.
  */
-function drainedPrimaryListener(marks: SdkEndpointMarker): RaceLearner {
+function drainedPrimaryListener(bookkeeping: SdkBookkeeper): RaceLearner {
   const nothing = (): void => undefined;
+  /** The SDK's facts of each primary left to drain, copied at the decision, to be told to the client that sent it. */
+  const drainedPrimaries = new WeakMap<RaceArm, SdkAttemptFacts>();
   return {
     noteResponse: nothing,
     learnSkipped: nothing,
-    learn: nothing,
+    learn(_header, outcome, request) {
+      const primary = outcome.arms[0];
+      if (primary?.drain === undefined || request === undefined) return;
+      const facts = bookkeeping.attemptOf(request);
+      if (facts !== undefined) drainedPrimaries.set(primary, facts);
+    },
     learnDrained(_operation, arm) {
-      if (arm.index === 0 && endpointDiscoveryMarks(arm.drain?.result)) marks.markForReads(arm.region.name, nothing);
+      if (arm.index === 0 && endpointDiscoveryMarks(arm.drain?.result)) bookkeeping.markForReads(arm.region.name, nothing, drainedPrimaries.get(arm));
     },
   };
 }
 
 /**
  * The hedging of a {@link metadataHedgingPolicy}, for a layer that reads each request's controls and classifies it itself.
- * @param marks - the SDK's endpoint discovery, which `withHedging` knows of (see `SdkEndpointMarks`).
+ * @param bookkeeping - the SDK's endpoint discovery, which `withHedging` knows of (see `SdkBookkeeping`).
  */
-export function metadataHedging(options: MetadataHedgingPolicyOptions, marks?: SdkEndpointMarker): RequestHandler & { readonly regions: RegionCache } {
+export function metadataHedging(options: MetadataHedgingPolicyOptions, bookkeeping?: SdkBookkeeper): RequestHandler & { readonly regions: RegionCache } {
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
   const planner = new HedgePlanner(regions, new MetadataTiming(settings.enabled, settings.thresholdMs, settings.requestTimeout));
-  const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: marks === undefined ? undefined : drainedPrimaryListener(marks) };
+  const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: bookkeeping === undefined ? undefined : drainedPrimaryListener(bookkeeping) };
 
   function sendMetadataRead(
     request: PipelineRequest,

@@ -311,7 +311,7 @@ function conclude(
   // Read now: the header becomes the published record, which the caller may change.
   const { operation } = header;
   const returnedIndex = outcome.kind === "decided" ? outcome.returnedIndex : undefined;
-  sink.learner?.learn(header, outcome);
+  sink.learner?.learn(header, outcome, request);
   if (outcome.skipReason !== undefined && outcome.arms.length <= 1 && outcome.kind === "decided") {
     // The plan found no hedge to send when one was due: the request ran unhedged, and its record says why.
     const response = outcome.result.response;

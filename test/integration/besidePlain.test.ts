@@ -495,13 +495,14 @@ describe("beside plain: the SDK's own machinery", function () {
   // 503 after 800 ms, or no answer within the 2 s the SDK gives a read with the breaker on. Plain pays for ten reads,
   // its breaker trips, and every later read is fast. Hedges win those reads (the budget's floor of one hedge a second
   // covers a reader this slow), so without SdkBreakerWatch the SDK never saw a failure and every later read paid the
-  // threshold for as long as the region failed. The reads whose hedges won before the first failure showed are not
-  // counted by the breaker: it trips a few reads after plain's.
+  // threshold for as long as the region failed. Each drained primary's failure is told to the SDK's breaker, which moves
+  // the partition after as many West US attempts as plain's (one more, sent while the last failure was still on its
+  // way), while the hedges win the failing reads: hedged is faster than plain in all.
   for (const [label, rule] of [
     ["answering 503 after 800 ms", { status: 503, delayMs: 800 }],
     ["answering after 2500 ms (past the SDK's 2 s read timeout)", { delayMs: 2_500 }],
   ] as const) {
-    it(`partition-level circuit breaker, the defaults, West US (preferred) ${label} to every read, 30 reads one after another: hedged's last 10 reads are no slower than plain's, and its breaker trips as plain's`, async function () {
+    it(`partition-level circuit breaker, the defaults, West US (preferred) ${label} to every read, 30 reads one after another: hedged's last 10 reads are no slower than plain's, its breaker trips as plain's, and the hedges win the failing reads meanwhile`, async function () {
       this.timeout(150_000);
       const { plain, hedged } = await pair({}, {}, { enablePartitionLevelCircuitBreaker: true });
       const run = async (side: Side): Promise<{ elapsed: number; lastTenMs: number; failures: number; westUs: number; lastWestUs: number; hedged: number }> => {
@@ -539,6 +540,8 @@ describe("beside plain: the SDK's own machinery", function () {
       assert.equal(p.lastWestUs, 0, `the premise: plain's breaker moved its last reads away from West US: ${summary}`);
       assert.ok(h.lastTenMs <= p.lastTenMs + 1_000, `hedged's last 10 reads slower than plain's: ${summary}`);
       assert.ok(h.lastWestUs <= p.lastWestUs + 1, `hedged still reading West US after plain's breaker tripped: ${summary}`);
+      assert.ok(h.westUs <= p.westUs + 1, `hedged's breaker tripped later than plain's: ${summary}`);
+      assert.ok(h.elapsed <= p.elapsed - 1_000, `the hedges did not win the failing reads while the breaker counted: ${summary}`);
     });
   }
 

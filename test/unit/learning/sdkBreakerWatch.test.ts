@@ -3,7 +3,8 @@ import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipel
 import type { PipelineResponse } from "@azure/core-rest-pipeline";
 import type { SinonFakeTimers } from "sinon";
 import { breakerCounts, endpointDiscoveryMarks, SdkBreakerWatch, sdkBreakerDeferralMs } from "../../../src/learning/sdkBreakerWatch.js";
-import type { SdkBreakerSettings } from "../../../src/learning/sdkBreakerWatch.js";
+import type { SdkBookkeeper, SdkBreakerSettings } from "../../../src/learning/sdkBreakerWatch.js";
+import type { SdkAttemptFacts, SdkPartitionAttempt } from "../../../src/cosmos/sdkBookkeeping.js";
 import { useFakeClock } from "../../support/leakCheck.js";
 
 function answer(status: number, subStatus?: number): { response: PipelineResponse } {
@@ -12,6 +13,52 @@ function answer(status: number, subStatus?: number): { response: PipelineRespons
 }
 
 const on: SdkBreakerSettings = { active: () => true, readTimeoutMs: 2000 };
+
+/** What the SDK's breaker is told of a point read of partition 0 in West US. */
+const partition: SdkPartitionAttempt = {
+  manager: { tryPartitionLevelFailover: async () => false },
+  context: { operationType: "read", resourceType: "docs", partitionKeyRangeId: "0", endpoint: "https://account-westus.documents.azure.com:443/" },
+};
+
+/** The facts of that read as its request context gave them. */
+const attempt: SdkAttemptFacts = { endpointManager: undefined, partition };
+
+/** A bookkeeper that records what it is told, and answers for the SDK when the test says. */
+function fakeBookkeeper(): SdkBookkeeper & {
+  can: boolean;
+  readonly marked: string[];
+  readonly counted: SdkPartitionAttempt[];
+  /** The attempt facts each mark was told with. */
+  readonly markedWith: Array<SdkAttemptFacts | undefined>;
+  markFailed(): void;
+  answer(outcome: "moved" | "counted" | "failed"): void;
+} {
+  let unmarked: (() => void) | undefined;
+  let pending: ((outcome: "moved" | "counted" | "failed") => void) | undefined;
+  const fake = {
+    can: true,
+    marked: [] as string[],
+    counted: [] as SdkPartitionAttempt[],
+    markedWith: [] as Array<SdkAttemptFacts | undefined>,
+    markForReads(region: string, failed: () => void, facts?: SdkAttemptFacts): boolean {
+      if (!fake.can) return false;
+      fake.marked.push(region);
+      fake.markedWith.push(facts);
+      unmarked = failed;
+      return true;
+    },
+    countFailure(sdk: SdkPartitionAttempt, counted: (outcome: "moved" | "counted" | "failed") => void): boolean {
+      if (!fake.can) return false;
+      fake.counted.push(sdk);
+      pending = counted;
+      return true;
+    },
+    attemptOf: () => undefined,
+    markFailed: () => unmarked?.(),
+    answer: (outcome: "moved" | "counted" | "failed") => pending?.(outcome),
+  };
+  return fake;
+}
 
 describe("breakerCounts", () => {
   it("counts what @azure/cosmos 4.10.1 counts against a partition's region: a 503, a 403/3 or 403/1008, no answer, an answer past its read timeout", () => {
@@ -106,7 +153,7 @@ describe("SdkBreakerWatch", () => {
     clock.tick(1);
     assert.equal(watch.deferring("West US"), true);
     clock.tick(sdkBreakerDeferralMs);
-    watch.hidden("West US", undefined, 5000, primary);
+    watch.hidden("West US", undefined, 5000, { primary });
     assert.equal(watch.deferring("West US"), true, "its drain cut at 5 s: a failure the breaker would have counted");
   });
 
@@ -115,7 +162,7 @@ describe("SdkBreakerWatch", () => {
     const primary = {};
     watch.lost("West US", primary, performance.now());
     clock.tick(900);
-    assert.equal(watch.hidden("West US", answer(200), 900, primary), false);
+    assert.equal(watch.hidden("West US", answer(200), 900, { primary }), false);
     clock.tick(5000);
     assert.equal(watch.deferring("West US"), false);
     const off = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000 });
@@ -201,7 +248,7 @@ describe("SdkBreakerWatch", () => {
     const again = new SdkBreakerWatch(on);
     again.lost("West US", old, performance.now() - 5_000);
     again.lost("West US", recent, performance.now());
-    again.hidden("West US", answer(200), 100, recent);
+    again.hidden("West US", answer(200), 100, { primary: recent });
     assert.equal(again.deferring("West US"), true, "the old one still runs");
     assert.equal(watch.deferring("West US"), true);
   });
@@ -222,7 +269,7 @@ describe("SdkBreakerWatch", () => {
     const primaries = Array.from({ length: 1024 }, () => ({}));
     for (const primary of primaries) watch.lost("West US", primary, performance.now());
     watch.lost("West US", {}, performance.now() - 5_000);
-    for (const primary of primaries) watch.hidden("West US", answer(200), 100, primary);
+    for (const primary of primaries) watch.hidden("West US", answer(200), 100, { primary });
     assert.equal(watch.deferring("West US"), false, "the 1025th was never watched");
   });
 
@@ -252,39 +299,75 @@ describe("SdkBreakerWatch", () => {
   });
 
   it("tells the SDK's endpoint discovery of a read's hidden answer, where it can, instead of deferring; defers when it cannot, for writes, and for the breaker", () => {
-    const told: string[] = [];
-    let can = true;
-    let failLater: (() => void) | undefined;
-    const marks = {
-      markForReads: (region: string, unmarked: () => void): boolean => {
-        if (!can) return false;
-        told.push(region);
-        failLater = unmarked;
-        return true;
-      },
-    };
+    const sdk = fakeBookkeeper();
     const started: string[] = [];
-    const watch = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, marks, onDeferral: (region, reason) => started.push(`${region} ${reason}`) });
+    const watch = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, bookkeeping: sdk, onDeferral: (region, reason) => started.push(`${region} ${reason}`) });
     assert.equal(watch.hidden("West US", answer(403, 1008), 800), true);
-    assert.deepEqual(told, ["West US"]);
+    assert.deepEqual(sdk.marked, ["West US"]);
     assert.equal(watch.deferral("West US"), undefined, "the SDK moves its reads itself: nothing to defer");
     clock.tick(5);
-    failLater?.();
+    sdk.markFailed();
     assert.equal(watch.deferral("West US"), "sdkEndpointDiscovery", "the SDK could not be told after all");
     assert.deepEqual(started, ["West US sdkEndpointDiscovery"]);
-    const writes = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, marks });
-    assert.equal(writes.hidden("East US", answer(403, 3), 800, undefined, "write"), true);
-    assert.deepEqual(told, ["West US"], "the SDK marks a write's region for writes, which it cannot be told of");
+    const writes = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, bookkeeping: sdk });
+    assert.equal(writes.hidden("East US", answer(403, 3), 800, { kind: "write" }), true);
+    assert.deepEqual(sdk.marked, ["West US"], "the SDK marks a write's region for writes, which it cannot be told of");
     assert.equal(writes.deferral("East US"), "sdkEndpointDiscovery");
-    can = false;
-    const unknown = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, marks });
+    sdk.can = false;
+    const unknown = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, bookkeeping: sdk });
     assert.equal(unknown.hidden("West US", answer(403, 1008), 800), true);
     assert.equal(unknown.deferral("West US"), "sdkEndpointDiscovery", "no manager known: deferred as before");
-    can = true;
-    const breaker = new SdkBreakerWatch({ ...on, endpointDiscovery: true, marks });
+    sdk.can = true;
+    const breaker = new SdkBreakerWatch({ ...on, endpointDiscovery: true, bookkeeping: sdk });
     assert.equal(breaker.hidden("West US", answer(403, 1008), 800), true);
-    assert.equal(breaker.deferral("West US"), "sdkCircuitBreaker", "the breaker counts it: the SDK must see the next one itself");
-    assert.deepEqual(told, ["West US"]);
+    assert.equal(breaker.deferral("West US"), "sdkCircuitBreaker", "the breaker counts it, and its attempt is not known: the SDK must see the next one itself");
+    assert.deepEqual(sdk.marked, ["West US"]);
+  });
+
+  it("counts a hidden failure in the SDK's breaker where the attempt is known, instead of deferring; marks a read's region too when the breaker did not move the partition, as the SDK's retry policy does", () => {
+    const sdk = fakeBookkeeper();
+    const watch = new SdkBreakerWatch({ ...on, endpointDiscovery: true, bookkeeping: sdk });
+    assert.equal(watch.hidden("West US", answer(503), 800, { sdk: attempt }), true);
+    assert.deepEqual(sdk.counted, [partition]);
+    assert.equal(watch.deferral("West US"), undefined, "the region's reads stay hedged");
+    sdk.answer("failed");
+    assert.equal(watch.deferral("West US"), "sdkCircuitBreaker", "the SDK's call failed: deferred instead");
+    const fresh = new SdkBreakerWatch({ ...on, endpointDiscovery: true, bookkeeping: sdk });
+    assert.equal(fresh.hidden("West US", answer(503), 800), true);
+    assert.equal(fresh.deferral("West US"), "sdkCircuitBreaker", "no attempt known: deferred as before");
+    const forbidden = new SdkBreakerWatch({ ...on, endpointDiscovery: true, bookkeeping: sdk });
+    forbidden.hidden("West US", answer(403, 1008), 800, { sdk: attempt });
+    sdk.answer("counted");
+    assert.deepEqual(sdk.marked, ["West US"], "counted without a move: the SDK marks the region for reads");
+    assert.deepEqual(sdk.markedWith, [attempt], "in the client that sent the attempt");
+    forbidden.hidden("West US", answer(403, 1008), 800, { sdk: attempt });
+    sdk.answer("moved");
+    forbidden.hidden("West US", answer(403, 3), 800, { sdk: attempt, kind: "write" });
+    sdk.answer("counted");
+    assert.deepEqual(sdk.marked, ["West US"], "the partition moved, or the attempt wrote: no read mark");
+    assert.equal(forbidden.deferral("West US"), undefined);
+  });
+
+  it("counts a drained primary once it has run as long as the SDK's read timeout, as the SDK's timeout would, and not again when it ends", () => {
+    const sdk = fakeBookkeeper();
+    const watch = new SdkBreakerWatch({ ...on, endpointDiscovery: true, bookkeeping: sdk });
+    const primary = {};
+    watch.lost("West US", primary, performance.now(), attempt);
+    clock.tick(1999);
+    assert.equal(watch.deferring("West US"), false);
+    assert.deepEqual(sdk.counted, []);
+    clock.tick(1);
+    assert.equal(watch.deferring("West US"), false, "told the SDK instead of deferring");
+    assert.deepEqual(sdk.counted, [partition]);
+    assert.equal(watch.deferring("West US"), false);
+    assert.deepEqual(sdk.counted, [partition], "once");
+    clock.tick(1000);
+    assert.equal(watch.hidden("West US", answer(503), 3000, { primary }), true);
+    assert.deepEqual(sdk.counted, [partition], "its end is not counted again");
+    const unknown = {};
+    watch.lost("West US", unknown, performance.now());
+    clock.tick(2000);
+    assert.equal(watch.deferring("West US"), true, "no attempt known: deferred as before");
   });
 
   it("names the breaker when both would act, as the breaker's deferral began", () => {

@@ -95,6 +95,25 @@ describe("HedgePlanner", () => {
     assert.deepEqual(arms(documents), ["East US", "West US", "North Europe"]);
   });
 
+  it("keeps a region that answered 403/1008 out of hedges for the SDK's five minutes, never the primary, and skips when none is left", () => {
+    const forbidden = (region: RegionEndpoint, subStatus: string): PipelineResponse => ({ request: pointRead(region), status: 403, headers: createHttpHeaders({ "x-ms-substatus": subStatus }) });
+    health.noteResponse("West US", forbidden(westUs, "3"));
+    assert.deepEqual(arms(documents), ["East US", "West US", "North Europe"], "a 403 of another sub-status says nothing of the account");
+    health.noteResponse("westus", forbidden(westUs, "1008"));
+    assert.deepEqual(arms(documents), ["East US", "North Europe"]);
+    assert.deepEqual(arms(documents, {}, pointRead(westUs)), ["West US", "East US", "North Europe"], "the SDK's request goes where it sent it");
+    const request = pointRead(eastUs);
+    const planned = plan(documents, { excludedRegions: ["UK South"] }, request);
+    assert.ok(planned.kind === "race" && planned.hedges !== undefined);
+    health.noteResponse("North Europe", forbidden(northEurope, "1008"));
+    assert.equal(documents.stillOpen(request, "pointRead", planned.primary, { excludedRegions: ["UK South"] }, planned.hedges), "singleRegion");
+    assert.equal(arms(documents), "singleRegion");
+    clock.tick(5 * 60_000 - 1);
+    assert.equal(arms(documents), "singleRegion");
+    clock.tick(1);
+    assert.deepEqual(arms(documents), ["East US", "West US", "North Europe"]);
+  });
+
   /** A planner over a region health whose SDK watch has seen a hedge win over East US's `primary` answer (its arm ended at `primaryEndedAt`). */
   function afterHiddenAnswer(sdkBreaker: SdkBreakerSettings, primary: PipelineResponse, primaryEndedAt: number): HedgePlanner {
     const watched = new RegionHealth(regions, { routing: "preferred", throttling: crossRegionHedgingDefaults, sdkBreaker });

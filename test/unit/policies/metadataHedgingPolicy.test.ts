@@ -600,7 +600,7 @@ describe("metadataHedgingPolicy", () => {
 
     it("tells the SDK's endpoint discovery of a drained primary's 403/1008 that a hedge hid, and of nothing else", async () => {
       const told: string[] = [];
-      const marks = { markForReads: (region: string): boolean => (told.push(region), true) };
+      const marks = { markForReads: (region: string): boolean => (told.push(region), true), countFailure: () => false, attemptOf: () => undefined };
       const regions = new RegionCache({ topology: { readRegions: [eastUs, westUs, northEurope], perPartitionFailover: true } });
       const pipeline = createEmptyPipeline();
       pipeline.addPolicy(policyOver(metadataHedgingPolicyName, regions, metadataHedging({ regions }, marks)));

@@ -1,0 +1,257 @@
+import assert from "node:assert/strict";
+import { createPipelineRequest } from "@azure/core-rest-pipeline";
+import { keepAttemptContext, SdkBookkeeping } from "../../../src/cosmos/sdkBookkeeping.js";
+import type { SdkAttempt } from "../../../src/cosmos/attemptHandoff.js";
+import { takeHandedOver } from "../../../src/cosmos/attemptHandoff.js";
+import { sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
+import { captureAzureLogs } from "../../support/logCapture.js";
+
+/** The shape of @azure/cosmos 4.10.1's DiagnosticNodeInternal constructor: level, node type, parent. */
+class FakeNode {
+  constructor(
+    readonly diagnosticLevel: unknown,
+    readonly nodeType: string,
+    readonly parent: unknown,
+  ) {}
+}
+
+/** The shape of @azure/cosmos 4.10.1's GlobalEndpointManager, as far as a mark goes. */
+class FakeEndpointManager {
+  readonly marked: Array<{ node: unknown; endpoint: string }> = [];
+  failWith: Error | undefined;
+  constructor(readonly locations: Array<{ name: string; databaseAccountEndpoint: string }>) {}
+  async getReadLocations(): Promise<ReadonlyArray<{ name: string; databaseAccountEndpoint: string }>> {
+    return this.locations;
+  }
+  async markCurrentLocationUnavailableForRead(node: unknown, endpoint: string): Promise<void> {
+    if (this.failWith !== undefined) throw this.failWith;
+    this.marked.push({ node, endpoint });
+  }
+}
+
+const account = (): FakeEndpointManager =>
+  new FakeEndpointManager([
+    { name: "West US", databaseAccountEndpoint: "https://account-westus.documents.azure.com:443/" },
+    { name: "East US", databaseAccountEndpoint: "https://account-eastus.documents.azure.com:443/" },
+  ]);
+
+/** Lets the mark's promise chain run (it awaits the SDK twice). */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe("SdkBookkeeping", () => {
+  it("marks a region by its name in the SDK's own read locations, with a fresh root node of the SDK's node class", async () => {
+    const marks = new SdkBookkeeping();
+    const manager = account();
+    const operationNode = new FakeNode("info", "CLIENT_REQUEST_NODE", null);
+    marks.seen(manager, operationNode);
+    let unmarked = 0;
+    assert.equal(
+      marks.markForReads("westus", () => unmarked++),
+      true,
+    );
+    await settle();
+    assert.deepEqual(
+      manager.marked.map(({ endpoint }) => endpoint),
+      ["https://account-westus.documents.azure.com:443/"],
+    );
+    const node = manager.marked[0]!.node;
+    assert.ok(node instanceof FakeNode && node !== operationNode, "not the finished operation's node");
+    assert.deepEqual([node.diagnosticLevel, node.nodeType, node.parent], ["info", "CLIENT_REQUEST_NODE", null]);
+    assert.equal(unmarked, 0);
+  });
+
+  it("marks nothing, and says so at once, before it knows the SDK's manager, or once two clients' managers share it", async () => {
+    const marks = new SdkBookkeeping();
+    assert.equal(
+      marks.markForReads("West US", () => assert.fail("nothing was tried")),
+      false,
+    );
+    marks.seen({ notAManager: true }, new FakeNode("info", "x", null));
+    marks.seen(account(), { plainObject: true });
+    assert.equal(
+      marks.markForReads("West US", () => undefined),
+      false,
+      "neither a context without a manager nor a node without a class of its own is enough",
+    );
+    const first = account();
+    marks.seen(first, new FakeNode("info", "x", null));
+    marks.seen(undefined, new FakeNode("info", "x", null));
+    assert.equal(
+      marks.markForReads("West US", () => undefined),
+      true,
+      "a context without a manager says nothing of another client",
+    );
+    marks.seen(account(), new FakeNode("info", "x", null));
+    assert.equal(
+      marks.markForReads("West US", () => undefined),
+      false,
+      "which client's attempt was hidden is not known",
+    );
+    await settle();
+    assert.equal(first.marked.length, 1, "only the mark made while one manager was known");
+  });
+
+  it("calls back once when the SDK cannot be told: no such region among its locations, or its mark fails; the warning names neither error text nor key", async () => {
+    const marks = new SdkBookkeeping();
+    const manager = account();
+    marks.seen(manager, new FakeNode("info", "x", null));
+    let unmarked = 0;
+    assert.equal(
+      marks.markForReads("North Europe", () => unmarked++),
+      true,
+    );
+    await settle();
+    assert.equal(unmarked, 1);
+    manager.failWith = new Error("refresh failed for key=secret-key-text");
+    const logs = captureAzureLogs("warning");
+    try {
+      marks.markForReads("West US", () => unmarked++);
+      await settle();
+    } finally {
+      logs.restore();
+    }
+    assert.equal(unmarked, 2);
+    const lines = logs.packageLines();
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.match(lines[0]!, /West US/);
+    assert.doesNotMatch(lines[0]!, /secret-key-text/);
+  });
+
+  it("is handed the SDK's manager and node by the request plugin on each attempt", async () => {
+    const client = {};
+    const marks = new SdkBookkeeping();
+    const plugin = sdkRequestPlugin(client, () => true, undefined, marks);
+    const manager = account();
+    await plugin.plugin({ httpClient: client, headers: {}, globalEndpointManager: manager }, new FakeNode("info", "x", null), async () => "response");
+    marks.markForReads("East US", () => assert.fail("marked"));
+    await settle();
+    assert.deepEqual(
+      manager.marked.map(({ endpoint }) => endpoint),
+      ["https://account-eastus.documents.azure.com:443/"],
+    );
+    const other = new SdkBookkeeping();
+    await sdkRequestPlugin({}, () => true, undefined, other).plugin({ httpClient: client, headers: {}, globalEndpointManager: manager }, new FakeNode("info", "x", null), async () => "response");
+    assert.equal(
+      other.markForReads("East US", () => undefined),
+      false,
+      "the context of a client that does not send through the hedging client is not learned from",
+    );
+  });
+
+  describe("the SDK's partition-level circuit breaker", () => {
+    /** The shape of @azure/cosmos 4.10.1's GlobalPartitionEndpointManager, as far as counting a failure goes. */
+    class FakePartitionManager {
+      readonly told: Array<{ context: unknown; node: unknown }> = [];
+      outcome: boolean | Error = false;
+      async tryPartitionLevelFailover(context: unknown, node: unknown): Promise<boolean> {
+        this.told.push({ context, node });
+        if (this.outcome instanceof Error) throw this.outcome;
+        return this.outcome;
+      }
+    }
+
+    const contextOf = (manager: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+      globalPartitionEndpointManager: manager,
+      operationType: "read",
+      resourceType: "docs",
+      partitionKeyRangeId: "3",
+      endpoint: "https://account-westus.documents.azure.com:443/",
+      body: { large: "not copied" },
+      ...extra,
+    });
+
+    it("copies what the SDK's bookkeeping reads from the context kept for the request, at the time it is asked: the client's managers, and the breaker's fields where all are there", () => {
+      const bookkeeping = new SdkBookkeeping();
+      const manager = new FakePartitionManager();
+      const endpoints = account();
+      const request = createPipelineRequest({ url: "https://account-westus.documents.azure.com/dbs/db/colls/c/docs/1" });
+      assert.equal(bookkeeping.attemptOf(request), undefined);
+      const context = contextOf(manager, { globalEndpointManager: endpoints });
+      keepAttemptContext(request, context);
+      const attempt = bookkeeping.attemptOf(request);
+      assert.equal(attempt?.endpointManager, endpoints);
+      assert.equal(attempt?.partition?.manager, manager);
+      assert.deepEqual(attempt?.partition?.context, { operationType: "read", resourceType: "docs", partitionKeyRangeId: "3", endpoint: "https://account-westus.documents.azure.com:443/" });
+      context.endpoint = "https://account-eastus.documents.azure.com:443/";
+      assert.equal(attempt?.partition?.context.endpoint, "https://account-westus.documents.azure.com:443/", "a copy: the SDK may reuse its context");
+      for (const broken of [contextOf({}), contextOf(manager, { partitionKeyRangeId: undefined }), contextOf(manager, { endpoint: 7 }), contextOf(manager, { operationType: undefined })]) {
+        const other = createPipelineRequest({ url: "https://account-westus.documents.azure.com/" });
+        keepAttemptContext(other, broken);
+        assert.deepEqual(bookkeeping.attemptOf(other), { endpointManager: undefined, partition: undefined }, JSON.stringify(broken));
+      }
+    });
+
+    it("marks the region in the hidden attempt's own client, even with two clients on one hedging client", async () => {
+      const bookkeeping = new SdkBookkeeping();
+      const first = account();
+      const second = account();
+      bookkeeping.seen(first, new FakeNode("info", "x", null));
+      bookkeeping.seen(second, new FakeNode("info", "x", null));
+      assert.equal(
+        bookkeeping.markForReads("West US", () => undefined),
+        false,
+        "two clients, no attempt to say which",
+      );
+      const request = createPipelineRequest({ url: "https://account-westus.documents.azure.com/" });
+      keepAttemptContext(request, contextOf(new FakePartitionManager(), { globalEndpointManager: second }));
+      assert.equal(
+        bookkeeping.markForReads("West US", () => assert.fail("unmarked"), bookkeeping.attemptOf(request)),
+        true,
+      );
+      await settle();
+      assert.deepEqual([first.marked.length, second.marked.length], [0, 1]);
+    });
+
+    it("counts a failure with the SDK's own call and a fresh node, and says what the breaker did; a failing call is warned about without its text", async () => {
+      const bookkeeping = new SdkBookkeeping();
+      const manager = new FakePartitionManager();
+      const request = createPipelineRequest({ url: "https://account-westus.documents.azure.com/" });
+      keepAttemptContext(request, contextOf(manager));
+      const attempt = bookkeeping.attemptOf(request)!.partition!;
+      assert.equal(
+        bookkeeping.countFailure(attempt, () => assert.fail("nothing to count with")),
+        false,
+        "no node class known yet",
+      );
+      bookkeeping.seen(account(), new FakeNode("info", "x", null));
+      const outcomes: string[] = [];
+      assert.equal(
+        bookkeeping.countFailure(attempt, (outcome) => outcomes.push(outcome)),
+        true,
+      );
+      await settle();
+      manager.outcome = true;
+      bookkeeping.countFailure(attempt, (outcome) => outcomes.push(outcome));
+      await settle();
+      manager.outcome = new Error("failover failed with key=secret-key-text");
+      const logs = captureAzureLogs("warning");
+      try {
+        bookkeeping.countFailure(attempt, (outcome) => outcomes.push(outcome));
+        await settle();
+      } finally {
+        logs.restore();
+      }
+      assert.deepEqual(outcomes, ["counted", "moved", "failed"]);
+      assert.equal(manager.told.length, 3);
+      assert.deepEqual(manager.told[0]!.context, attempt.context);
+      assert.ok(manager.told[0]!.node instanceof FakeNode && manager.told[0]!.node !== manager.told[1]!.node, "a fresh node each time");
+      assert.equal(logs.packageLines().length, 1);
+      assert.doesNotMatch(logs.packageLines()[0]!, /secret-key-text/);
+    });
+
+    it("is handed the SDK's request context with each attempt by the request plugin, only when the client is wired to the SDK's bookkeeping", async () => {
+      const client = {};
+      const context = { httpClient: client, headers: {}, plugins: [] as unknown[], ...contextOf(new FakePartitionManager()) };
+      const handedBy = async (bookkeeping: SdkBookkeeping | undefined): Promise<SdkAttempt | undefined> => {
+        let handed: SdkAttempt | undefined;
+        await sdkRequestPlugin(client, () => true, undefined, bookkeeping).plugin(context, new FakeNode("info", "x", null), async () => {
+          handed = takeHandedOver(client);
+          return "response";
+        });
+        return handed;
+      };
+      assert.equal((await handedBy(new SdkBookkeeping()))?.context, context);
+      assert.equal((await handedBy(undefined))?.context, undefined);
+    });
+  });
+});
