@@ -276,7 +276,7 @@ async function sequentialBreakerCase(fixture: { readonly emulator: Emulator }, p
 
 // ---------------------------------------------------------------------------------------------------------------------
 
-describe("endpoint discovery beside plain: a region that answers 403/1008 (no longer the account's) late, the breaker off", function () {
+describe("endpoint discovery beside plain: a region that answers 403/1008 (no longer the account's) late", function () {
   this.timeout(240_000);
   const fixture = useEmulator({ items });
 
@@ -306,22 +306,84 @@ describe("endpoint discovery beside plain: a region that answers 403/1008 (no lo
   // Found by helper-22: a hedge that won hid West US's one 403/1008; the deferral that followed was ended by the region's
   // next, slow but ordinary, answer, and every read was hedged for good (7.1 s against plain's 1.9 s), where plain's
   // one answer kept its reads away for the SDK's five minutes. The drained primary's answer is now told to the SDK.
-  it("one 403/1008, then a region slow but answering: hedged moves its reads away as plain does, for as long", async function () {
-    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 100 } }, { enablePartitionLevelFailover: false });
-    for (const side of [plain, hedged]) {
-      fixture.emulator.region("West US").addFault(scoped({ status: 403, substatus: 1008, delayMs: 800, count: 1 }, side.tag));
+  for (const [label, connectionPolicy] of [
+    ["the breaker off", { enablePartitionLevelFailover: false }],
+    // helper-24: with the breaker on, the 403/1008 was the breaker's to count, and nothing marked the region.
+    ["the breaker on", breakerOn],
+  ] as const) {
+    it(`one 403/1008, then a region slow but answering, ${label}: hedged moves its reads away as plain does, for as long`, async function () {
+      const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 100 } }, connectionPolicy);
+      for (const side of [plain, hedged]) {
+        fixture.emulator.region("West US").addFault(scoped({ status: 403, substatus: 1008, delayMs: 800, count: 1 }, side.tag));
+        fixture.emulator.region("West US").addFault(scoped({ delayMs: 400 }, side.tag));
+      }
+      const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 300, durationMs: 6_000 })));
+      console.log(`      plain:  ${brief(p!)}\n      hedged: ${brief(h!)}`);
+      assert.equal(p!.failures + h!.failures, 0);
+      const plainWest = p!.byRegion["West US"] ?? 0;
+      assert.ok(plainWest >= 1 && p!.lastAt("West US") < 1_500, `premise: plain moved off West US after its 403/1008: ${JSON.stringify(p!.byRegion)}, last at ${p!.lastAt("West US")} ms`);
+      assert.ok((h!.byRegion["West US"] ?? 0) <= plainWest + 2, `hedged kept sending to West US: ${JSON.stringify(h!.byRegion)}`);
+      assert.ok(h!.lastAt("West US") < 2_000, `hedged sent to West US at ${h!.lastAt("West US")} ms`);
+      assert.equal((h!.skipReasons["sdkEndpointDiscovery"] ?? 0) + (h!.skipReasons["sdkCircuitBreaker"] ?? 0), 0, `the SDK was told, no read went unhedged: ${JSON.stringify(h!.skipReasons)}`);
+      const total = (run: Run): number => run.reads.reduce((sum, read) => sum + read.ms, 0);
+      assert.ok(total(h!) <= total(p!) + 600, `hedged reads took ${Math.round(total(h!))} ms in all, plain's ${Math.round(total(p!))}`);
+    });
+  }
+
+  // helper-24: one withHedging result given to two CosmosClients shares one hedging client between two of the SDK's
+  // endpoint managers; a mark went to neither, and the deferral that stood in for it was ended by the next slow answer
+  // (54 West US requests against the two plain clients' 6).
+  it("one withHedging result given to two CosmosClients: each client's hidden 403/1008 marks that client's region, as two plain clients", async function () {
+    const clients = async (hedging: boolean): Promise<Side[]> => {
+      const tag = newTag(hedging ? "shared" : "plains");
+      const diagnostics: HedgeDiagnostics[] = [];
+      const times: number[] = [];
+      const options: CosmosClientOptions = {
+        endpoint: fixture.emulator.endpoint,
+        key: fixture.emulator.key,
+        userAgentSuffix: tag,
+        connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, enablePartitionLevelFailover: false },
+      };
+      const built = hedging ? withHedging(options, { crossRegion: { threshold: 100 }, onDiagnostics: (record) => void (diagnostics.push(record), times.push(performance.now())) }) : options;
+      const sides: Side[] = [];
+      for (let i = 0; i < 2; i++) {
+        const container = fixture.adopt(new CosmosClient(built)).database("db").container("items");
+        await container.item("item-0", "pk").read();
+        sides.push({ label: hedging ? "hedged" : "plain", tag, container, diagnostics, times });
+      }
+      await settledTag(fixture.emulator, tag, 6_000);
+      diagnostics.length = 0;
+      return sides;
+    };
+    const plains = await clients(false);
+    const shared = await clients(true);
+    for (const side of [plains[0]!, shared[0]!]) {
+      fixture.emulator.region("West US").addFault(scoped({ status: 403, substatus: 1008, delayMs: 800, count: 2 }, side.tag));
       fixture.emulator.region("West US").addFault(scoped({ delayMs: 400 }, side.tag));
     }
-    const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 300, durationMs: 6_000 })));
+    const runs = await Promise.all([...plains, ...shared].map((side) => steady(fixture.emulator, side, { everyMs: 300, durationMs: 6_000 })));
+    // Each pair of clients shares a tag: a run's requests are both clients'.
+    console.log(`      plain (two clients):  ${brief(runs[0]!)}\n      hedged (two clients): ${brief(runs[2]!)}`);
+    assert.equal(runs.reduce((sum, run) => sum + run.failures, 0), 0);
+    assert.ok((runs[2]!.byRegion["West US"] ?? 0) <= (runs[0]!.byRegion["West US"] ?? 0) + 2, `the shared hedging client kept reading West US: ${JSON.stringify(runs[2]!.byRegion)}`);
+    const total = (run: Run): number => run.reads.reduce((sum, read) => sum + read.ms, 0);
+    assert.ok(total(runs[2]!) + total(runs[3]!) <= total(runs[0]!) + total(runs[1]!) + 1_200, "the shared hedging client slower in all");
+  });
+
+  // helper-24: once the SDK had marked West US, its reads went to East US, and a slow East US read was hedged into West
+  // US, which answered 403/1008 every time (24 such hedges in 20 s, against plain's none after its mark).
+  it("no hedge goes to a region that answered 403/1008, for the SDK's five minutes", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 100 } }, { enablePartitionLevelFailover: false });
+    for (const side of [plain, hedged]) {
+      fixture.emulator.region("West US").addFault(scoped({ status: 403, substatus: 1008, delayMs: 500 }, side.tag));
+      fixture.emulator.region("East US").addFault(scoped({ delayMs: 300, every: 3 }, side.tag));
+    }
+    const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 200, durationMs: 6_000 })));
     console.log(`      plain:  ${brief(p!)}\n      hedged: ${brief(h!)}`);
     assert.equal(p!.failures + h!.failures, 0);
-    const plainWest = p!.byRegion["West US"] ?? 0;
-    assert.ok(plainWest >= 1 && p!.lastAt("West US") < 1_500, `premise: plain moved off West US after its 403/1008: ${JSON.stringify(p!.byRegion)}, last at ${p!.lastAt("West US")} ms`);
-    assert.ok((h!.byRegion["West US"] ?? 0) <= plainWest + 2, `hedged kept sending to West US: ${JSON.stringify(h!.byRegion)}`);
-    assert.ok(h!.lastAt("West US") < 2_000, `hedged sent to West US at ${h!.lastAt("West US")} ms`);
-    assert.equal(h!.skipReasons["sdkEndpointDiscovery"] ?? 0, 0, `the SDK was told, no read went unhedged: ${JSON.stringify(h!.skipReasons)}`);
-    const total = (run: Run): number => run.reads.reduce((sum, read) => sum + read.ms, 0);
-    assert.ok(total(h!) <= total(p!) + 600, `hedged reads took ${Math.round(total(h!))} ms in all, plain's ${Math.round(total(p!))}`);
+    assert.ok(p!.lastAt("West US") < 1_500, `premise: plain left West US after its first 403/1008s, last at ${p!.lastAt("West US")} ms`);
+    assert.ok(h!.lastAt("West US") < 1_500, `hedged sent to West US at ${h!.lastAt("West US")} ms: ${JSON.stringify(h!.byRegion)}`);
+    assert.ok(h!.hedgesFired >= 3, "premise: East US's slow reads were hedged (to North Europe)");
   });
 
   // A metadata hedge hid the same from the SDK: the Collection read's hedge answered at the metadata threshold, the
