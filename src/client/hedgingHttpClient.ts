@@ -353,8 +353,6 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
     regions,
     sendRequest: (request) => {
       const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
-      // What a hedge hides of this attempt is told to the client that sent it.
-      if (handed?.context !== undefined) keepAttemptContext(request, handed.context);
       // The SDK's request goes where it would have gone without hedging, at once: not behind a hedge holding its socket.
       yieldSocketsTo(request);
       // Off means off: an attempt of an operation left unrecorded, the SDK's retries included, is the SDK's alone. Account
@@ -369,6 +367,8 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
       ) {
         return sendToTransport(request);
       }
+      // What a hedge hides of this attempt is told to the client that sent it.
+      if (handed?.context !== undefined) keepAttemptContext(request, handed.context);
       // Nearly every request of a withHedging client: the SDK's own, plain, to a pipeline of nothing but the layer over
       // core's transport. It goes out as it is, and costs nothing more until a hedge is due.
       if (handed?.plain === true && !hasScopedControls() && routeOf().armsReachCoreTransport) {
