@@ -263,12 +263,19 @@ export interface SdkWiring {
    * `enablePartitionLevelCircuitBreaker`, `withAccountFailover` with
    * `enablePartitionLevelFailover` (on while the account reports
    * per-partition automatic failover), the SDK's per-attempt timeout of a
-   * read while it is on; and whether its endpoint discovery is on
+   * read while it is on and otherwise (`requestTimeout`); and whether its
+   * endpoint discovery is on
    * (`enableEndpointDiscovery`), which acts on some failures with the
    * breaker off too.
    */
   readonly circuitBreaker?:
-    | { readonly always: boolean; readonly withAccountFailover: boolean; readonly readTimeoutMs: number; readonly endpointDiscovery: boolean }
+    | {
+        readonly always: boolean;
+        readonly withAccountFailover: boolean;
+        readonly readTimeoutMs: number;
+        readonly requestTimeoutMs: number;
+        readonly endpointDiscovery: boolean;
+      }
     | undefined;
 }
 
@@ -323,6 +330,7 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
       : {
           active: breakerActive,
           readTimeoutMs: breaker.readTimeoutMs,
+          requestTimeoutMs: breaker.requestTimeoutMs,
           endpointDiscovery: breaker.endpointDiscovery,
           bookkeeping,
         },

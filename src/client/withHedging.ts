@@ -40,6 +40,9 @@ function singleWriteRegion(crossRegion: HedgingOptions["crossRegion"], useMultip
  */
 const sdkPartitionLevelReadTimeoutMs = 2000;
 
+/** `@azure/cosmos`'s default `connectionPolicy.requestTimeout` (4.10.1). */
+const sdkDefaultRequestTimeoutMs = 60_000;
+
 /**
  * Refuses a fixed data-plane threshold that the SDK's own per-attempt
  * timeout would always cut short: the SDK aborts the attempt, and its hedge,
@@ -79,7 +82,13 @@ function sdkCircuitBreaker(
   const withAccountFailover = connectionPolicy?.enablePartitionLevelFailover !== false;
   const endpointDiscovery = connectionPolicy?.enableEndpointDiscovery !== false;
   if (!always && !withAccountFailover && !endpointDiscovery) return undefined;
-  return { always, withAccountFailover, readTimeoutMs: Math.min(requestTimeout ?? Number.POSITIVE_INFINITY, sdkPartitionLevelReadTimeoutMs), endpointDiscovery };
+  return {
+    always,
+    withAccountFailover,
+    readTimeoutMs: Math.min(requestTimeout ?? Number.POSITIVE_INFINITY, sdkPartitionLevelReadTimeoutMs),
+    requestTimeoutMs: requestTimeout ?? sdkDefaultRequestTimeoutMs,
+    endpointDiscovery,
+  };
 }
 
 /**

@@ -26,6 +26,12 @@ export interface SdkBreakerSettings {
   /** The SDK's per-attempt timeout of a read while the breaker is on: an attempt that runs this long is a failure to it. */
   readonly readTimeoutMs: number;
   /**
+   * The SDK's per-attempt timeout otherwise (the client's `requestTimeout`):
+   * an answer later than that was never seen, the SDK having cut the
+   * attempt first. Default: none.
+   */
+  readonly requestTimeoutMs?: number | undefined;
+  /**
    * Whether the SDK's endpoint discovery is on (`enableEndpointDiscovery`,
    * on by default): breaker or not, it stops sending to a region for
    * minutes after one attempt there ends as {@link endpointDiscoveryMarks}
@@ -70,8 +76,6 @@ export interface SdkBookkeeper {
 interface RunningPrimary {
   readonly sentAt: number;
   readonly sdk: SdkAttemptFacts | undefined;
-  /** Counted by the SDK's breaker once it ran as long as the SDK's read timeout: its end counts no more. */
-  told: boolean;
 }
 
 /** What the watch is told of the SDK's attempt whose outcome a hedge hid. */
@@ -105,20 +109,34 @@ const countedForbiddenSubStatuses: ReadonlySet<number> = new Set([3, 1008]);
 
 /**
  * Whether the SDK's breaker counts an attempt that ended so against its
- * region: a 503 or a 403/3 or 403/1008 answer, no answer at all (the SDK's
- * timeout, a name that does not resolve; a reset connection too, which the
- * SDK retries without counting: an unhedged request more is never worse than
- * plain), or an answer that came later than the SDK's timeout would have
- * waited.
+ * region, as `@azure/cosmos` 4.10.1's retry utility hands it to a policy
+ * that calls `tryPartitionLevelFailover`: a 503 or a 403/3 or 403/1008
+ * answer, a request it could not send (`ENOTFOUND`, `REQUEST_SEND_ERROR`),
+ * one its timeout cut, or an attempt that ran as long as that timeout (cut
+ * there, with or without an answer later). A reset connection, or any
+ * other error, is not counted: the SDK's default policy retries it in the
+ * same region.
  * @param durationMs - how long the attempt ran.
  */
 export function breakerCounts(result: ArmResult | undefined, durationMs: number | undefined, settings: SdkBreakerSettings): boolean {
   if (durationMs !== undefined && durationMs >= settings.readTimeoutMs) return true;
   if (result === undefined) return false;
   const { response } = result;
-  if (response === undefined) return true;
+  if (response === undefined) return couldNotSend(result) || cutBySdkTimeout(result);
   if (response.status === 503) return true;
   return response.status === 403 && countedForbiddenSubStatuses.has(subStatusOf(response));
+}
+
+/** Whether an attempt failed without an answer because it could not be sent: a name that does not resolve, or a request the transport could not send. */
+function couldNotSend(result: ArmResult): boolean {
+  const code: unknown = typeof result.error === "object" && result.error !== null ? (result.error as { code?: unknown }).code : undefined;
+  return code === "ENOTFOUND" || code === "REQUEST_SEND_ERROR";
+}
+
+/** Whether an attempt was cut by the SDK's own timeout, which aborts it and counts a `TimeoutError`. */
+function cutBySdkTimeout(result: ArmResult): boolean {
+  const { error } = result;
+  return error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError");
 }
 
 /**
@@ -132,9 +150,7 @@ export function breakerCounts(result: ArmResult | undefined, durationMs: number 
 export function endpointDiscoveryMarks(result: ArmResult | undefined): boolean {
   if (result === undefined) return false;
   const { response } = result;
-  if (response !== undefined) return marksByAnswer(response);
-  const code: unknown = typeof result.error === "object" && result.error !== null ? (result.error as { code?: unknown }).code : undefined;
-  return code === "ENOTFOUND" || code === "REQUEST_SEND_ERROR";
+  return response !== undefined ? marksByAnswer(response) : couldNotSend(result);
 }
 
 /** Whether an answer is one {@link endpointDiscoveryMarks} names: a 403/1008 or 403/3. */
@@ -165,6 +181,12 @@ export class SdkBreakerWatch {
   private readonly deferrals = new Map<string, { until: number; reason: SdkDeferralReason; writes?: boolean }>();
   /** When each primary that lost to a hedge and still runs (drained) was sent, by its region's normalized name. */
   private readonly running = new Map<string, Map<object, RunningPrimary>>();
+  /**
+   * Drained primaries the SDK's breaker was told of once they ran as long as
+   * its read timeout: out of {@link SdkBreakerWatch.running}, so that the
+   * next ones are looked at, and not counted again when they end.
+   */
+  private readonly countedAtTimeout = new WeakSet<object>();
   /** The places of thresholds already told of as unreachable. */
   private readonly unreachable = new Set<FixedThresholdSource>();
 
@@ -189,17 +211,20 @@ export class SdkBreakerWatch {
     // The oldest losers first (in the order their races were decided): one past the timeout is among them, and a read
     // of a region with many stragglers draining looks at a few, not at all of them.
     let looked = 0;
-    for (const entry of running.values()) {
-      if (!entry.told && now - entry.sentAt >= this.settings.readTimeoutMs) {
-        // The SDK would have cut it at its timeout and counted a failure: told so, the region's reads stay hedged.
-        if (entry.sdk?.partition === undefined || !this.count(region, key, entry.sdk.partition, undefined)) {
-          this.defer(region, key, now, "sdkCircuitBreaker");
-          return true;
-        }
-        entry.told = true;
+    for (const [primary, entry] of running) {
+      if (now - entry.sentAt < this.settings.readTimeoutMs) {
+        if (++looked === oldestLooked) break;
+        continue;
       }
-      if (++looked === oldestLooked) break;
+      // The SDK would have cut it at its timeout and counted a failure: told so, the region's reads stay hedged.
+      if (entry.sdk?.partition === undefined || !this.count(region, key, entry.sdk.partition, undefined)) {
+        this.defer(region, key, now, "sdkCircuitBreaker");
+        return true;
+      }
+      this.countedAtTimeout.add(primary);
+      running.delete(primary);
     }
+    if (running.size === 0) this.running.delete(key);
     return false;
   }
 
@@ -222,7 +247,7 @@ export class SdkBreakerWatch {
     let running = this.running.get(key);
     if (running === undefined) this.running.set(key, (running = new Map()));
     // Bounded by the drains in flight, which end within their own bound; a cap all the same, as a guard against a drain never told of.
-    if (running.size < maxRunningPerRegion) running.set(primary, { sentAt, sdk, told: false });
+    if (running.size < maxRunningPerRegion) running.set(primary, { sentAt, sdk });
   }
 
   /**
@@ -238,10 +263,12 @@ export class SdkBreakerWatch {
    * @returns whether it did either.
    */
   hidden(region: string, result: ArmResult | undefined, durationMs: number | undefined, attempt: HiddenAttempt = {}, now = performance.now()): boolean {
-    const running = attempt.primary === undefined ? undefined : this.ended(region, attempt.primary);
     // Counted when it ran as long as the SDK's timeout: the SDK would not have waited for how it ended.
-    if (running?.told === true) return true;
-    const marks = this.settings.endpointDiscovery === true && endpointDiscoveryMarks(result);
+    if (attempt.primary !== undefined && this.countedAtTimeout.delete(attempt.primary)) return true;
+    const running = attempt.primary === undefined ? undefined : this.ended(region, attempt.primary);
+    // An answer that came after the SDK's own timeout would have cut the attempt is one it never saw.
+    const sdkTimeoutMs = this.settings.active() ? this.settings.readTimeoutMs : (this.settings.requestTimeoutMs ?? Number.POSITIVE_INFINITY);
+    const marks = this.settings.endpointDiscovery === true && (durationMs === undefined || durationMs < sdkTimeoutMs) && endpointDiscoveryMarks(result);
     const reason: SdkDeferralReason | undefined =
       breakerCounts(result, durationMs, this.settings) && this.settings.active() ? "sdkCircuitBreaker" : marks ? "sdkEndpointDiscovery" : undefined;
     if (reason === undefined) return false;

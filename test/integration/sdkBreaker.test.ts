@@ -225,6 +225,33 @@ describe("breaker beside plain: an account without PPAF", function () {
     assert.ok(h.p50 <= p.p50, "hedged p50 worse than plain's with the breaker off");
   });
 
+  // helper-25: told to the breaker, a reset a hedge hid was counted as a failure, and after twelve the partition moved
+  // off a West US that plain, whose SDK retries a reset where it was, never left.
+  it("breaker on, twelve West US connections reset, then West US healthy: hedged stays on West US as plain does", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 100 } }, breakerOn);
+    for (const side of [plain, hedged]) fixture.emulator.region("West US").addFault(scoped({ connectionReset: true, delayMs: 300, count: 12 }, side.tag));
+    await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 150, durationMs: 3_000 })));
+    const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 100, durationMs: 3_000 })));
+    console.log(`      after the resets, plain:  ${brief(p!)}\n      after the resets, hedged: ${brief(h!)}`);
+    assert.equal(p!.failures + h!.failures, 0);
+    assert.equal(p!.byRegion["East US"] ?? 0, 0, `premise: plain's breaker counted no reset: ${JSON.stringify(p!.byRegion)}`);
+    assert.equal(h!.byRegion["East US"] ?? 0, 0, `hedged's breaker moved off a healthy West US: ${JSON.stringify(h!.byRegion)}`);
+  });
+
+  // helper-25: with ten readers at once, counted primaries still draining kept the later ones from being counted at the
+  // SDK's timeout, and the breaker tripped a second after plain's, with a hundred more West US requests.
+  it("breaker on, budget off, ten readers every 100 ms, West US silent for 3 s: hedged's breaker trips after as many West US attempts as plain's, its reads answered meanwhile", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 100, budget: false } }, breakerOn);
+    for (const side of [plain, hedged]) fixture.emulator.region("West US").addFault(scoped({ delayMs: 3_000 }, side.tag));
+    const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 100, durationMs: 4_000, batch: 10 })));
+    console.log(`      plain:  ${brief(p!)}\n      hedged: ${brief(h!)}`);
+    assert.equal(p!.failures + h!.failures, 0);
+    const plainWest = p!.byRegion["West US"] ?? 0;
+    assert.ok((h!.byRegion["West US"] ?? 0) <= plainWest + 10, `hedged's breaker tripped later: West US ${h!.byRegion["West US"]} against plain's ${plainWest}`);
+    assert.ok(h!.lastAt("West US") <= p!.lastAt("West US") + 300, `hedged last read West US at ${h!.lastAt("West US")} ms, plain at ${p!.lastAt("West US")}`);
+    assert.ok(h!.p99 < 1_000 && p!.p99 >= 2_000, `the hedges answered the reads plain's SDK cut at 2 s: p99 ${h!.p99} against ${p!.p99}`);
+  });
+
   it("angle 8a': breaker on, drainLosers: false (default budget), West US 503 after 800 ms, 30 reads one after another: hedged's breaker trips as plain's", async function () {
     const { plain, hedged } = await pairOn(fixture, { crossRegion: { drainLosers: false } }, breakerOn);
     await sequentialBreakerCase(fixture, plain, hedged, { status: 503, delayMs: 800 });

@@ -393,7 +393,7 @@ describe("RegionHealth", () => {
       clock.tick(59_000);
       learner.noteResponse("East US", response(503));
       clock.tick(59_000);
-      learner.learnSkipped("East US", { error: new Error("timed out") });
+      learner.learnSkipped("East US", { error: Object.assign(new Error("The operation was aborted."), { name: "AbortError" }) });
       clock.tick(59_000);
       assert.equal(learner.deferringToSdkBreaker("East US"), true);
       learner.noteResponse("East US", response(200));

@@ -61,12 +61,13 @@ function fakeBookkeeper(): SdkBookkeeper & {
 }
 
 describe("breakerCounts", () => {
-  it("counts what @azure/cosmos 4.10.1 counts against a partition's region: a 503, a 403/3 or 403/1008, no answer, an answer past its read timeout", () => {
+  it("counts what @azure/cosmos 4.10.1 counts against a partition's region: a 503, a 403/3 or 403/1008, a request it could not send, an attempt as long as its read timeout", () => {
     assert.equal(breakerCounts(answer(503), 800, on), true);
     assert.equal(breakerCounts(answer(403, 3), 10, on), true);
     assert.equal(breakerCounts(answer(403, 1008), 10, on), true);
     assert.equal(breakerCounts({ error: Object.assign(new Error("aborted"), { name: "AbortError" }) }, 2000, on), true);
-    assert.equal(breakerCounts({ error: Object.assign(new Error("reset"), { code: "ECONNRESET" }) }, 5, on), true);
+    assert.equal(breakerCounts({ error: Object.assign(new Error("getaddrinfo ENOTFOUND"), { code: "ENOTFOUND" }) }, 5, on), true);
+    assert.equal(breakerCounts({ error: Object.assign(new Error("send"), { code: "REQUEST_SEND_ERROR" }) }, 5, on), true);
     assert.equal(breakerCounts(answer(200), 2000, on), true, "a success the SDK's timeout would have cut first");
     assert.equal(breakerCounts(undefined, 2500, on), true, "a drain cut at its time bound, past the SDK's timeout");
   });
@@ -78,6 +79,11 @@ describe("breakerCounts", () => {
     assert.equal(breakerCounts(answer(410, 1008), 10, on), false, "sub-status 1008 counts on a 403 only");
     assert.equal(breakerCounts(undefined, 300, on), false);
     assert.equal(breakerCounts(answer(200), undefined, on), false);
+    // helper-25: told to the breaker, a reset moved a partition off a healthy region plain never left.
+    assert.equal(breakerCounts({ error: Object.assign(new Error("reset"), { code: "ECONNRESET" }) }, 5, on), false, "the SDK's default policy retries a reset in the same region");
+    assert.equal(breakerCounts({ error: "not an object" }, 5, on), false);
+    assert.equal(breakerCounts({ error: Object.assign(new Error("timed out"), { code: "ETIMEDOUT" }) }, 5, on), false, "a socket's own timeout is no TimeoutError of the SDK's");
+    assert.equal(breakerCounts({ error: Object.assign(new Error("cut"), { name: "AbortError" }) }, 5, on), true, "the SDK's timeout aborts its attempt");
   });
 });
 
@@ -348,6 +354,22 @@ describe("SdkBreakerWatch", () => {
     assert.equal(forbidden.deferral("West US"), undefined);
   });
 
+  it("marks no region for an answer that came after the SDK's own timeout would have cut the attempt, which counts as that timeout", () => {
+    const sdk = fakeBookkeeper();
+    const breaker = new SdkBreakerWatch({ ...on, endpointDiscovery: true, bookkeeping: sdk });
+    // helper-25: a 403/1008 at 2.5 s, past the SDK's 2 s read timeout, marked West US for five minutes.
+    assert.equal(breaker.hidden("West US", answer(403, 1008), 2500, { sdk: attempt }), true);
+    sdk.answer("counted");
+    assert.deepEqual([sdk.counted.length, sdk.marked], [1, []], "counted as the timeout, never marked");
+    const off = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, requestTimeoutMs: 60_000, endpointDiscovery: true, bookkeeping: sdk });
+    assert.equal(off.hidden("West US", answer(403, 1008), 2500, { sdk: attempt }), true);
+    assert.deepEqual(sdk.marked, ["West US"], "the breaker off, the SDK waits for its requestTimeout, and sees it");
+    const short = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 300, requestTimeoutMs: 300, endpointDiscovery: true, bookkeeping: sdk });
+    assert.equal(short.hidden("West US", answer(403, 1008), 400, { sdk: attempt }), false);
+    assert.equal(short.deferral("West US"), undefined);
+    assert.deepEqual(sdk.marked, ["West US"]);
+  });
+
   it("counts a drained primary once it has run as long as the SDK's read timeout, as the SDK's timeout would, and not again when it ends", () => {
     const sdk = fakeBookkeeper();
     const watch = new SdkBreakerWatch({ ...on, endpointDiscovery: true, bookkeeping: sdk });
@@ -368,6 +390,24 @@ describe("SdkBreakerWatch", () => {
     watch.lost("West US", unknown, performance.now());
     clock.tick(2000);
     assert.equal(watch.deferring("West US"), true, "no attempt known: deferred as before");
+  });
+
+  it("counts every drained primary past the read timeout, however many readers at once, those counted no longer taking the place of the next", () => {
+    const sdk = fakeBookkeeper();
+    const watch = new SdkBreakerWatch({ ...on, endpointDiscovery: true, bookkeeping: sdk });
+    const primaries = Array.from({ length: 12 }, () => ({}));
+    for (const primary of primaries.slice(0, 10)) watch.lost("West US", primary, performance.now(), attempt);
+    clock.tick(500);
+    for (const primary of primaries.slice(10)) watch.lost("West US", primary, performance.now(), attempt);
+    clock.tick(1500);
+    assert.equal(watch.deferring("West US"), false);
+    // helper-25: eight counted primaries still draining kept the ninth and later from being looked at.
+    assert.equal(sdk.counted.length, 10, "the ten sent at once, all of them");
+    clock.tick(500);
+    assert.equal(watch.deferring("West US"), false);
+    assert.equal(sdk.counted.length, 12);
+    for (const primary of primaries) watch.hidden("West US", answer(503), 3000, { primary });
+    assert.equal(sdk.counted.length, 12, "none counted again at its end");
   });
 
   it("names the breaker when both would act, as the breaker's deferral began", () => {
