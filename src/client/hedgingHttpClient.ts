@@ -375,14 +375,14 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
       ) {
         return sendToTransport(request);
       }
-      // What a hedge hides of this attempt is told to the client that sent it.
-      if (handed?.context !== undefined) keepAttemptContext(request, handed.context);
       // Nearly every request of a withHedging client: the SDK's own, plain, to a pipeline of nothing but the layer over
-      // core's transport. It goes out as it is, and costs nothing more until a hedge is due.
+      // core's transport. It goes out as it is, and costs nothing more until a hedge is due (its SDK context included).
       if (handed?.plain === true && !hasScopedControls() && routeOf().armsReachCoreTransport) {
-        const sent = layer.sendPlain(request, handed.operation, sendToTransport, handed.kind, handed.endpoint);
+        const sent = layer.sendPlain(request, handed.operation, sendToTransport, handed.kind, handed.endpoint, handed.context);
         if (sent !== undefined) return sent;
       }
+      // What a hedge hides of this attempt is told to the client that sent it.
+      if (handed?.context !== undefined) keepAttemptContext(request, handed.context);
       if (sdkPluginInstalled && hedgeOnlyWithSdkOptions(request, sdkOptionsOf(request, handed)) === "missing" && !warnedWithoutSdkOptions) {
         warnedWithoutSdkOptions = true;
         logger.warning(

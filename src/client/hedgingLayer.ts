@@ -37,6 +37,7 @@ export interface HedgingLayer extends PipelinePolicy {
     transport: SendRequest,
     kind?: OperationKind,
     endpoint?: string,
+    sdkContext?: object,
   ): Promise<PipelineResponse> | undefined;
 }
 
@@ -93,13 +94,13 @@ export function hedgingLayer(regions: RegionCache, steering: RequestStep, handle
       if (attempt === undefined) return send(request, traced(next));
       return send(request, recordingSend(attempt, regions, traced(next)));
     },
-    sendPlain(request, detection, transport, kind, endpoint) {
+    sendPlain(request, detection, transport, kind, endpoint, sdkContext) {
       if (steering.leavesPlain?.(detection) !== true) return undefined;
       const operation = kind ?? classifyOperation(request);
       const addressed = endpoint === undefined ? regions.regionOf(request.url) : endpointRegions.of(endpoint);
       if (addressed === undefined) return undefined;
       for (const handler of handlers) {
-        if (handler.kinds.has(operation)) return handler.sendLazily?.(request, operation, addressed, detection, routeOver(transport));
+        if (handler.kinds.has(operation)) return handler.sendLazily?.(request, operation, addressed, detection, routeOver(transport), sdkContext);
       }
       return undefined;
     },

@@ -1,3 +1,4 @@
+import { keepAttemptContext } from "../cosmos/sdkBookkeeping.js";
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from "@azure/core-rest-pipeline";
 import type { RegionCache } from "../topology/regionCache.js";
 import { regionCacheOption } from "../topology/regionCache.js";
@@ -348,6 +349,8 @@ class DocumentRead extends PendingRead {
     readonly route: LayerRoute,
     host: PendingReadHost,
     startedAt: number,
+    /** The SDK's request context of the attempt, kept for its bookkeeping once a race is built. */
+    readonly sdkContext: object | undefined,
   ) {
     super(request, region, plan.header.thresholdMs ?? 0, host, startedAt);
   }
@@ -488,6 +491,7 @@ export function crossRegionHedging(
     promote(pending, thresholdPassed) {
       const read = pending as DocumentRead;
       const { request, plan, operation } = read;
+      if (read.sdkContext !== undefined) keepAttemptContext(request, read.sdkContext);
       const next = read.route.prepare(request, operation, read.detection, true);
       // The plan is the template of every plain read of its kind and region; the race completes a copy of its header.
       const header = copyHeader(plan.header);
@@ -514,7 +518,14 @@ export function crossRegionHedging(
    * the full way. Writes are not taken: a hedgeable one needs its primary's
    * signal up front, and the rest are recorded as skipped the full way.
    */
-  function sendLazily(request: PipelineRequest, operation: OperationKind, addressed: RegionEndpoint, detection: OperationDetection | undefined, route: LayerRoute): Promise<PipelineResponse> | undefined {
+  function sendLazily(
+    request: PipelineRequest,
+    operation: OperationKind,
+    addressed: RegionEndpoint,
+    detection: OperationDetection | undefined,
+    route: LayerRoute,
+    sdkContext?: object,
+  ): Promise<PipelineResponse> | undefined {
     // An adaptive threshold is learned per request, with its hedges planned up front; a caller that aborted already
     // gets its AbortError, with nothing sent, the full way.
     if (
@@ -531,16 +542,19 @@ export function crossRegionHedging(
     const reserveCovered = budget === undefined || budget.depositCoveringReserve(now);
     // Rare (see SdkBreakerWatch): planned afresh, the full way, where the plan says why the read goes unhedged.
     if (health.deferringToSdkBreaker(addressed.name)) {
+      // A race may hide what the SDK's bookkeeping must hear of: the attempt's context is kept for it, as the full way keeps it.
+      if (sdkContext !== undefined) keepAttemptContext(request, sdkContext);
       return sendPlanned(request, route.prepare(request, operation, detection, false), operation, plainSdkControls, planner.plan(request, operation, addressed, plainSdkControls));
     }
     const plain = plainPlanOf(request, operation, addressed);
     if (plain.kind === "skipped") return sendSkipped(request, route.send, plain.plan, sink, { headers: plain.skipped, operation: detection });
     // A budget short of its reserve times the first hedge by the read's healthy tail, which a race's strategy knows.
     if (plain.kind === "full" || !reserveCovered) {
+      if (sdkContext !== undefined) keepAttemptContext(request, sdkContext);
       return sendPlanned(request, route.prepare(request, operation, detection, false), operation, plainSdkControls, { ...plain.plan, header: copyHeader(plain.plan.header) });
     }
     if (detection !== undefined) noteSdkRequestSent(detection, addressed.name);
-    return new DocumentRead(request, addressed, plain.plan, plain.lone, operation, detection, route, host, now).start(route.send);
+    return new DocumentRead(request, addressed, plain.plan, plain.lone, operation, detection, route, host, now, sdkContext).start(route.send);
   }
 
   /** The topology the plans of {@link plainPlans} were made under. */

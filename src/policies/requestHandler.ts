@@ -37,9 +37,17 @@ export interface RequestHandler {
    * a pending read where it may be one, otherwise the way `send` would,
    * after `route.prepare`. `undefined` when it takes nothing lazily: the
    * layer then sends the request the full way, nothing of it having been
-   * done or counted here.
+   * done or counted here. `sdkContext` is the SDK's request context of the
+   * attempt, kept (see `keepAttemptContext`) only once a race is built.
    */
-  sendLazily?(request: PipelineRequest, operation: OperationKind, addressed: RegionEndpoint, detection: OperationDetection | undefined, route: LayerRoute): Promise<PipelineResponse> | undefined;
+  sendLazily?(
+    request: PipelineRequest,
+    operation: OperationKind,
+    addressed: RegionEndpoint,
+    detection: OperationDetection | undefined,
+    route: LayerRoute,
+    sdkContext?: object,
+  ): Promise<PipelineResponse> | undefined;
 }
 
 /**
