@@ -66,8 +66,9 @@ const attemptContexts = new WeakMap<PipelineRequest, object>();
 /**
  * Keeps the SDK's request context of an attempt, so that what a hedge hides
  * of it can be told to the very client that sent it (see
- * {@link SdkBookkeeping.attemptOf}): a map entry per attempt, gone with
- * the request.
+ * {@link SdkBookkeeping.attemptOf}): a map entry, gone with the request,
+ * made only for an attempt that is raced or goes the full way (a plain read
+ * that never hedges keeps none).
  */
 export function keepAttemptContext(request: PipelineRequest, context: object): void {
   attemptContexts.set(request, context);
