@@ -117,14 +117,33 @@ const countedForbiddenSubStatuses: ReadonlySet<number> = new Set([3, 1008]);
  * other error, is not counted: the SDK's default policy retries it in the
  * same region.
  * @param durationMs - how long the attempt ran.
+ * @param timeoutMs - the SDK's timeout of the attempt; default the read timeout of the breaker.
  */
-export function breakerCounts(result: ArmResult | undefined, durationMs: number | undefined, settings: SdkBreakerSettings): boolean {
-  if (durationMs !== undefined && durationMs >= settings.readTimeoutMs) return true;
+export function breakerCounts(result: ArmResult | undefined, durationMs: number | undefined, settings: SdkBreakerSettings, timeoutMs = settings.readTimeoutMs): boolean {
+  if (durationMs !== undefined && durationMs >= timeoutMs) return true;
   if (result === undefined) return false;
   const { response } = result;
   if (response === undefined) return couldNotSend(result) || cutBySdkTimeout(result);
   if (response.status === 503) return true;
   return response.status === 403 && countedForbiddenSubStatuses.has(subStatusOf(response));
+}
+
+/**
+ * What the SDK's timeout and breaker make of an attempt whose context is
+ * known, as `@azure/cosmos` 4.10.1 decides them for it: its breaker counts
+ * only an attempt it resolved a partition for (not a query plan, not a
+ * metadata read), and cuts at its short read timeout only a read of
+ * documents with one; any other attempt waits for `requestTimeout`.
+ * Without the context, as the breaker's own reads.
+ */
+function sdkViewOf(facts: SdkAttemptFacts | undefined, active: boolean, settings: SdkBreakerSettings): { readonly breaker: boolean; readonly timeoutMs: number } {
+  const requestTimeoutMs = settings.requestTimeoutMs ?? Number.POSITIVE_INFINITY;
+  if (!active) return { breaker: false, timeoutMs: requestTimeoutMs };
+  if (facts === undefined) return { breaker: true, timeoutMs: settings.readTimeoutMs };
+  const partition = facts.partition?.context;
+  if (partition === undefined) return { breaker: false, timeoutMs: requestTimeoutMs };
+  const documentRead = partition.resourceType === "docs" && (partition.operationType === "read" || partition.operationType === "query");
+  return { breaker: true, timeoutMs: documentRead ? settings.readTimeoutMs : requestTimeoutMs };
 }
 
 /** Whether an attempt failed without an answer because it could not be sent: a name that does not resolve, or a request the transport could not send. */
@@ -212,7 +231,8 @@ export class SdkBreakerWatch {
     // of a region with many stragglers draining looks at a few, not at all of them.
     let looked = 0;
     for (const [primary, entry] of running) {
-      if (now - entry.sentAt < this.settings.readTimeoutMs) {
+      const sdk = sdkViewOf(entry.sdk, true, this.settings);
+      if (!sdk.breaker || now - entry.sentAt < sdk.timeoutMs) {
         if (++looked === oldestLooked) break;
         continue;
       }
@@ -266,15 +286,14 @@ export class SdkBreakerWatch {
     // Counted when it ran as long as the SDK's timeout: the SDK would not have waited for how it ended.
     if (attempt.primary !== undefined && this.countedAtTimeout.delete(attempt.primary)) return true;
     const running = attempt.primary === undefined ? undefined : this.ended(region, attempt.primary);
+    const sdk = attempt.sdk ?? running?.sdk;
+    const view = sdkViewOf(sdk, this.settings.active(), this.settings);
     // An answer that came after the SDK's own timeout would have cut the attempt is one it never saw.
-    const sdkTimeoutMs = this.settings.active() ? this.settings.readTimeoutMs : (this.settings.requestTimeoutMs ?? Number.POSITIVE_INFINITY);
-    const marks = this.settings.endpointDiscovery === true && (durationMs === undefined || durationMs < sdkTimeoutMs) && endpointDiscoveryMarks(result);
-    const reason: SdkDeferralReason | undefined =
-      breakerCounts(result, durationMs, this.settings) && this.settings.active() ? "sdkCircuitBreaker" : marks ? "sdkEndpointDiscovery" : undefined;
+    const marks = this.settings.endpointDiscovery === true && (durationMs === undefined || durationMs < view.timeoutMs) && endpointDiscoveryMarks(result);
+    const reason: SdkDeferralReason | undefined = view.breaker && breakerCounts(result, durationMs, this.settings, view.timeoutMs) ? "sdkCircuitBreaker" : marks ? "sdkEndpointDiscovery" : undefined;
     if (reason === undefined) return false;
     const key = normalizeRegionName(region);
     const read = attempt.kind !== "write";
-    const sdk = attempt.sdk ?? running?.sdk;
     const markForReads = (): boolean => this.settings.bookkeeping?.markForReads(region, () => this.defer(region, key, performance.now(), "sdkEndpointDiscovery"), sdk) === true;
     // The SDK's retry policy counts the failure first and marks the region only when the breaker did not move the partition.
     if (reason === "sdkCircuitBreaker" && sdk?.partition !== undefined && this.count(region, key, sdk.partition, marks && read ? markForReads : undefined)) return true;

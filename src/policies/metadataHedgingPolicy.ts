@@ -22,6 +22,7 @@ import type { RequestHandler } from "./requestHandler.js";
 import { policyOver } from "./requestHandler.js";
 import type { RaceLearner } from "../diagnostics/diagnosticsHeader.js";
 import type { RaceArm } from "../race/race.js";
+import { drainedDurationMs } from "../learning/armFacts.js";
 import type { SdkAttemptFacts } from "../cosmos/sdkBookkeeping.js";
 import type { SdkBookkeeper } from "../learning/sdkBreakerWatch.js";
 import { endpointDiscoveryMarks } from "../learning/sdkBreakerWatch.js";
@@ -187,7 +188,7 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
  * its data reads with it. A metadata read is never deferred: it is rare,
  * and one the SDK cannot be told of stays as it was.
  */
-function drainedPrimaryListener(bookkeeping: SdkBookkeeper): RaceLearner {
+function drainedPrimaryListener(bookkeeping: SdkBookkeeper, requestTimeoutMs: number): RaceLearner {
   const nothing = (): void => undefined;
   /** The SDK's facts of each primary left to drain, copied at the decision, to be told to the client that sent it. */
   const drainedPrimaries = new WeakMap<RaceArm, SdkAttemptFacts>();
@@ -201,7 +202,10 @@ function drainedPrimaryListener(bookkeeping: SdkBookkeeper): RaceLearner {
       if (facts !== undefined) drainedPrimaries.set(primary, facts);
     },
     learnDrained(_operation, arm) {
-      if (arm.index === 0 && endpointDiscoveryMarks(arm.drain?.result)) bookkeeping.markForReads(arm.region.name, nothing, drainedPrimaries.get(arm));
+      if (arm.index !== 0 || !endpointDiscoveryMarks(arm.drain?.result)) return;
+      // An answer later than the SDK's requestTimeout is one it never saw: it cut the attempt first.
+      if ((drainedDurationMs(arm) ?? 0) >= requestTimeoutMs) return;
+      bookkeeping.markForReads(arm.region.name, nothing, drainedPrimaries.get(arm));
     },
   };
 }
@@ -214,7 +218,7 @@ export function metadataHedging(options: MetadataHedgingPolicyOptions, bookkeepi
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
   const planner = new HedgePlanner(regions, new MetadataTiming(settings.enabled, settings.thresholdMs, settings.requestTimeout));
-  const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: bookkeeping === undefined ? undefined : drainedPrimaryListener(bookkeeping) };
+  const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: bookkeeping === undefined ? undefined : drainedPrimaryListener(bookkeeping, settings.requestTimeout) };
 
   function sendMetadataRead(
     request: PipelineRequest,

@@ -117,6 +117,67 @@ describe("SdkBookkeeping", () => {
     assert.doesNotMatch(lines[0]!, /secret-key-text/);
   });
 
+  it("takes only what has the SDK's shape: a manager with both functions, a node of a class of its own; the same manager seen again is no second client", async () => {
+    const node = new FakeNode("info", "x", null);
+    const halfManager = { getReadLocations: async () => [] };
+    const marks = new SdkBookkeeping();
+    for (const [manager, diagnosticNode] of [
+      [null, node],
+      ["manager", node],
+      [halfManager, node],
+      [{ markCurrentLocationUnavailableForRead: async () => undefined }, node],
+      [account(), null],
+      [account(), "node"],
+      [account(), {}],
+      [account(), Object.create(null) as object],
+    ] as const) {
+      marks.seen(manager, diagnosticNode);
+      assert.equal(
+        marks.markForReads("West US", () => undefined),
+        false,
+        `${JSON.stringify(manager)} with ${JSON.stringify(diagnosticNode)}`,
+      );
+    }
+    const manager = account();
+    marks.seen(manager, node);
+    marks.seen(manager, node);
+    assert.equal(
+      marks.markForReads("West US", () => undefined),
+      true,
+      "one client seen on every attempt makes no second client",
+    );
+    marks.seen(halfManager, node);
+    assert.equal(
+      marks.markForReads("West US", () => undefined),
+      true,
+      "nor does a value that is no manager",
+    );
+    await settle();
+    assert.equal(manager.marked.length, 2);
+  });
+
+  it("says at info what it told the SDK: each mark, and a partition the breaker moved, not a failure only counted", async () => {
+    const marks = new SdkBookkeeping();
+    marks.seen(account(), new FakeNode("info", "x", null));
+    const moved = { tryPartitionLevelFailover: async () => true };
+    const counted = { tryPartitionLevelFailover: async () => false };
+    const context = { operationType: "read", resourceType: "docs", partitionKeyRangeId: "0", endpoint: "https://account-westus.documents.azure.com:443/" };
+    const logs = captureAzureLogs("info");
+    try {
+      marks.markForReads("West US", () => undefined);
+      marks.countFailure({ manager: counted, context }, () => undefined);
+      await settle();
+      assert.equal(logs.packageLines().length, 1, logs.packageLines().join("\n"));
+      marks.countFailure({ manager: moved, context }, () => undefined);
+      await settle();
+    } finally {
+      logs.restore();
+    }
+    const [marked, partition] = logs.packageLines();
+    assert.match(marked ?? "", /endpoint discovery that West US is unavailable for reads/);
+    assert.match(partition ?? "", /circuit breaker.*moved a partition off https:\/\/account-westus/);
+  });
+
   it("is handed the SDK's manager and node by the request plugin on each attempt", async () => {
     const client = {};
     const marks = new SdkBookkeeping();
@@ -174,7 +235,15 @@ describe("SdkBookkeeping", () => {
       assert.deepEqual(attempt?.partition?.context, { operationType: "read", resourceType: "docs", partitionKeyRangeId: "3", endpoint: "https://account-westus.documents.azure.com:443/" });
       context.endpoint = "https://account-eastus.documents.azure.com:443/";
       assert.equal(attempt?.partition?.context.endpoint, "https://account-westus.documents.azure.com:443/", "a copy: the SDK may reuse its context");
-      for (const broken of [contextOf({}), contextOf(manager, { partitionKeyRangeId: undefined }), contextOf(manager, { endpoint: 7 }), contextOf(manager, { operationType: undefined })]) {
+      for (const broken of [
+        contextOf({}),
+        contextOf(null),
+        contextOf("manager"),
+        contextOf(manager, { partitionKeyRangeId: undefined }),
+        contextOf(manager, { endpoint: 7 }),
+        contextOf(manager, { operationType: undefined }),
+        contextOf(manager, { resourceType: 3 }),
+      ]) {
         const other = createPipelineRequest({ url: "https://account-westus.documents.azure.com/" });
         keepAttemptContext(other, broken);
         assert.deepEqual(bookkeeping.attemptOf(other), { endpointManager: undefined, partition: undefined }, JSON.stringify(broken));
@@ -236,6 +305,7 @@ describe("SdkBookkeeping", () => {
       assert.deepEqual(manager.told[0]!.context, attempt.context);
       assert.ok(manager.told[0]!.node instanceof FakeNode && manager.told[0]!.node !== manager.told[1]!.node, "a fresh node each time");
       assert.equal(logs.packageLines().length, 1);
+      assert.match(logs.packageLines()[0]!, /partition-level circuit breaker/);
       assert.doesNotMatch(logs.packageLines()[0]!, /secret-key-text/);
     });
 

@@ -84,6 +84,8 @@ describe("breakerCounts", () => {
     assert.equal(breakerCounts({ error: "not an object" }, 5, on), false);
     assert.equal(breakerCounts({ error: Object.assign(new Error("timed out"), { code: "ETIMEDOUT" }) }, 5, on), false, "a socket's own timeout is no TimeoutError of the SDK's");
     assert.equal(breakerCounts({ error: Object.assign(new Error("cut"), { name: "AbortError" }) }, 5, on), true, "the SDK's timeout aborts its attempt");
+    assert.equal(breakerCounts({ error: Object.assign(new Error("late"), { name: "TimeoutError" }) }, 5, on), true, "and names it so");
+    assert.equal(breakerCounts({ error: null }, 5, on), false);
   });
 });
 
@@ -361,6 +363,9 @@ describe("SdkBreakerWatch", () => {
     assert.equal(breaker.hidden("West US", answer(403, 1008), 2500, { sdk: attempt }), true);
     sdk.answer("counted");
     assert.deepEqual([sdk.counted.length, sdk.marked], [1, []], "counted as the timeout, never marked");
+    assert.equal(breaker.hidden("West US", answer(403, 1008), 2000, { sdk: attempt }), true);
+    sdk.answer("counted");
+    assert.deepEqual([sdk.counted.length, sdk.marked], [2, []], "at the timeout itself, the SDK cut it");
     const off = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, requestTimeoutMs: 60_000, endpointDiscovery: true, bookkeeping: sdk });
     assert.equal(off.hidden("West US", answer(403, 1008), 2500, { sdk: attempt }), true);
     assert.deepEqual(sdk.marked, ["West US"], "the breaker off, the SDK waits for its requestTimeout, and sees it");
@@ -386,10 +391,40 @@ describe("SdkBreakerWatch", () => {
     clock.tick(1000);
     assert.equal(watch.hidden("West US", answer(503), 3000, { primary }), true);
     assert.deepEqual(sdk.counted, [partition], "its end is not counted again");
+    assert.equal(watch.deferral("West US"), undefined, "nor deferred for");
     const unknown = {};
     watch.lost("West US", unknown, performance.now());
     clock.tick(2000);
     assert.equal(watch.deferring("West US"), true, "no attempt known: deferred as before");
+  });
+
+  it("leaves to endpoint discovery, and to its requestTimeout, an attempt the SDK resolved no partition for (a query plan), the breaker on", () => {
+    const sdk = fakeBookkeeper();
+    const watch = new SdkBreakerWatch({ ...on, requestTimeoutMs: 60_000, endpointDiscovery: true, bookkeeping: sdk });
+    const queryPlan: SdkAttemptFacts = { endpointManager: undefined, partition: undefined };
+    const primary = {};
+    watch.lost("West US", primary, performance.now(), queryPlan);
+    clock.tick(2000);
+    // helper-26: the watch took 2 s for the SDK's timeout of every request, and deferred a query plan the SDK waits a minute for.
+    assert.equal(watch.deferring("West US"), false, "the SDK waits its requestTimeout for it, not 2 s");
+    clock.tick(500);
+    assert.equal(watch.hidden("West US", answer(403, 1008), 2500, { primary }), true);
+    assert.deepEqual([sdk.counted.length, sdk.marked], [0, ["West US"]], "marked, as the SDK's endpoint discovery does; nothing for its breaker");
+    assert.equal(watch.deferral("West US"), undefined);
+    assert.equal(watch.hidden("West US", answer(503), 800, { sdk: queryPlan }), false, "a 503 the breaker does not count, and endpoint discovery ignores");
+    const query: SdkAttemptFacts = { endpointManager: undefined, partition: { ...partition, context: { ...partition.context, resourceType: "colls" } } };
+    assert.equal(watch.hidden("West US", answer(200), 2500, { sdk: query }), false, "an attempt of another resource waits requestTimeout: a success at 2.5 s is no timeout to it");
+    assert.equal(watch.hidden("West US", answer(200), 2500, { sdk: attempt }), true, "a read of documents is cut at 2 s");
+  });
+
+  it("marks with the drained primary's own client, the breaker off, the facts kept from its decision to its end", () => {
+    const sdk = fakeBookkeeper();
+    const watch = new SdkBreakerWatch({ active: () => false, readTimeoutMs: 2000, endpointDiscovery: true, bookkeeping: sdk });
+    const primary = {};
+    watch.lost("West US", primary, performance.now(), attempt);
+    clock.tick(800);
+    assert.equal(watch.hidden("West US", answer(403, 1008), 800, { primary }), true);
+    assert.deepEqual(sdk.markedWith, [attempt]);
   });
 
   it("counts every drained primary past the read timeout, however many readers at once, those counted no longer taking the place of the next", () => {

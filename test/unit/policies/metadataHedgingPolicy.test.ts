@@ -624,6 +624,16 @@ describe("metadataHedgingPolicy", () => {
       await clock.tickAsync(threshold + 200);
       assert.equal(diagnosticsOf(responseOf(hedgeRefused)).hedgeWon, false);
       assert.deepEqual(told, ["East US"], "a primary that answered in the end, and a hedge's answer, tell nothing");
+      // helper-26: an answer later than the SDK's requestTimeout, which cut the attempt first, was told all the same.
+      const short = createEmptyPipeline();
+      short.addPolicy(policyOver(metadataHedgingPolicyName, regions, metadataHedging({ regions, requestTimeout: threshold + 400 }, marks)));
+      transport.script(eastUs.endpoint, { status: 403, subStatus: 1008, delayMs: threshold + 500 });
+      transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      const late = observe(short.sendRequest(transport, collectionRead()));
+      await clock.tickAsync(threshold + 10);
+      assert.equal(diagnosticsOf(responseOf(late)).hedgeWon, true);
+      await clock.tickAsync(500);
+      assert.deepEqual(told, ["East US"], "past the SDK's requestTimeout");
     });
 
     it("passes other requests through untouched, without diagnostics", async () => {
