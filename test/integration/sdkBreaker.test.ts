@@ -357,6 +357,29 @@ describe("endpoint discovery beside plain: a region that answers 403/1008 (no lo
     });
   }
 
+  // helper-26: with the breaker on, the watch took 2 s for the SDK's timeout of every request; a query plan, which the
+  // SDK waits its requestTimeout for and resolves no partition for, was deferred instead of marked, and the point reads
+  // after it went unhedged to a slow West US (13.9 s against plain's 1.0 s).
+  it("the breaker on, a query whose plan answers 403/1008 after 2.5 s, then West US slow: the SDK marks West US as plain's does", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 100 } }, breakerOn);
+    for (const side of [plain, hedged]) {
+      fixture.emulator.region("West US").addFault(scoped({ status: 403, substatus: 1008, delayMs: 2_500, count: 1 }, side.tag, ["queryPlan"]));
+      fixture.emulator.region("West US").addFault(scoped({ delayMs: 400 }, side.tag));
+    }
+    const queried = await Promise.all([plain, hedged].map((side) => side.container.items.query("SELECT * FROM c").fetchAll()));
+    assert.deepEqual(
+      queried.map(({ resources }) => resources.length),
+      [items.length, items.length],
+    );
+    // The drained plan's answer comes at 2.5 s, the SDK's mark after its account read.
+    await sleep(3_000);
+    const [p, h] = await Promise.all([plain, hedged].map((side) => steady(fixture.emulator, side, { everyMs: 300, durationMs: 3_000 })));
+    console.log(`      plain:  ${brief(p!)}\n      hedged: ${brief(h!)}`);
+    assert.equal(p!.failures + h!.failures, 0);
+    assert.equal(p!.byRegion["West US"] ?? 0, 0, `premise: plain's SDK marked West US after the plan's 403/1008: ${JSON.stringify(p!.byRegion)}`);
+    assert.equal(h!.byRegion["West US"] ?? 0, 0, `hedged's point reads still went to West US: ${JSON.stringify(h!.byRegion)}, skips ${JSON.stringify(h!.skipReasons)}`);
+  });
+
   // helper-24: one withHedging result given to two CosmosClients shares one hedging client between two of the SDK's
   // endpoint managers; a mark went to neither, and the deferral that stood in for it was ended by the next slow answer
   // (54 West US requests against the two plain clients' 6).
