@@ -415,6 +415,8 @@ describe("SdkBreakerWatch", () => {
     const query: SdkAttemptFacts = { endpointManager: undefined, partition: { ...partition, context: { ...partition.context, resourceType: "colls" } } };
     assert.equal(watch.hidden("West US", answer(200), 2500, { sdk: query }), false, "an attempt of another resource waits requestTimeout: a success at 2.5 s is no timeout to it");
     assert.equal(watch.hidden("West US", answer(200), 2500, { sdk: attempt }), true, "a read of documents is cut at 2 s");
+    const write: SdkAttemptFacts = { endpointManager: undefined, partition: { ...partition, context: { ...partition.context, operationType: "replace" } } };
+    assert.equal(watch.hidden("West US", answer(200), 2500, { sdk: write, kind: "write" }), false, "a write of documents waits requestTimeout");
   });
 
   it("marks with the drained primary's own client, the breaker off, the facts kept from its decision to its end", () => {
