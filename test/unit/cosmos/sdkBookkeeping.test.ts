@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createPipelineRequest } from "@azure/core-rest-pipeline";
+import { CosmosClient, DiagnosticNodeInternal, DiagnosticNodeType } from "@azure/cosmos";
 import { keepAttemptContext, SdkBookkeeping } from "../../../src/cosmos/sdkBookkeeping.js";
 import type { SdkAttempt } from "../../../src/cosmos/attemptHandoff.js";
 import { takeHandedOver } from "../../../src/cosmos/attemptHandoff.js";
@@ -323,5 +324,33 @@ describe("SdkBookkeeping", () => {
       assert.equal((await handedBy(new SdkBookkeeping()))?.context, context);
       assert.equal((await handedBy(undefined))?.context, undefined);
     });
+  });
+
+  // The SDK members it calls are @hidden in @azure/cosmos 4.10.1: a later SDK may drop or rename them. Each use falls
+  // back to deferring hedging when they are missing; this says when the installed SDK no longer has them.
+  it("finds what it calls in the installed @azure/cosmos: the managers' members and the diagnostics node's constructor", () => {
+    const client = new CosmosClient({
+      endpoint: "https://account.documents.azure.com:443/",
+      key: Buffer.alloc(64, 7).toString("base64"),
+      connectionPolicy: { enablePartitionLevelCircuitBreaker: true, enableBackgroundEndpointRefreshing: false },
+    });
+    try {
+      const { globalEndpointManager, globalPartitionEndpointManager } = (client as unknown as { clientContext: Record<string, unknown> }).clientContext;
+      const marks = new SdkBookkeeping();
+      const node = new DiagnosticNodeInternal(...([undefined, DiagnosticNodeType.CLIENT_REQUEST_NODE, null] as unknown as ConstructorParameters<typeof DiagnosticNodeInternal>));
+      marks.seen(globalEndpointManager, node);
+      const request = createPipelineRequest({ url: "https://account-westus.documents.azure.com/" });
+      keepAttemptContext(request, { globalEndpointManager, globalPartitionEndpointManager, operationType: "read", resourceType: "docs", partitionKeyRangeId: "0", endpoint: "https://account-westus.documents.azure.com:443/" });
+      const facts = marks.attemptOf(request);
+      assert.equal(facts?.endpointManager, globalEndpointManager, "GlobalEndpointManager.getReadLocations and markCurrentLocationUnavailableForRead");
+      assert.equal(facts?.partition?.manager, globalPartitionEndpointManager, "GlobalPartitionEndpointManager.tryPartitionLevelFailover");
+      assert.equal(
+        marks.markForReads("West US", () => undefined, { endpointManager: undefined, partition: undefined }),
+        true,
+        "a node of DiagnosticNodeInternal's class can be made",
+      );
+    } finally {
+      client.dispose();
+    }
   });
 });
