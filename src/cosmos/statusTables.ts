@@ -3,6 +3,7 @@ import { CosmosHeaders } from "./headers.js";
 
 /** Well-known Cosmos DB sub-status codes that the tables below name. */
 export const SubStatus = {
+  writeForbidden: 3,
   readSessionNotAvailable: 1002,
   databaseAccountNotFound: 1008,
   leaseNotFound: 1022,

@@ -11,7 +11,7 @@ import { isReadKind } from "../cosmos/operationKind.js";
 import type { AdaptiveThresholdSettings } from "../planning/adaptiveThreshold.js";
 import { adaptiveThresholdDefaults } from "../planning/adaptiveThreshold.js";
 import type { ArmResult } from "../cosmos/statusTables.js";
-import { isSuccessResult, subStatusOf } from "../cosmos/statusTables.js";
+import { isSuccessResult, SubStatus, subStatusOf } from "../cosmos/statusTables.js";
 import { decidedDurationMs, drainedDurationMs, timedOut } from "./armFacts.js";
 import { HedgeDecisions } from "../planning/hedgeDecision.js";
 import type { DiagnosticsHeader, RaceLearner } from "../diagnostics/diagnosticsHeader.js";
@@ -29,9 +29,6 @@ const healthyTailQuantile = 0.99;
 
 /** `@azure/cosmos` 4.10.1 keeps a region it marked unavailable out of its requests this long (`Constants.LocationUnavailableExpirationTimeInMs`). */
 const sdkLocationUnavailableMs = 5 * 60_000;
-
-/** The 403 sub-status of a region where the account is not found (DatabaseAccountNotFound). */
-const databaseAccountNotFound = 1008;
 
 /**
  * The successes of reads won alone that a {@link RegionHealth} has not
@@ -153,7 +150,7 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     // Only a 503 or a 403 can be a failure the SDK's breaker counts (see breakerCounts): a success costs one comparison.
     if ((response.status === 503 || response.status === 403) && region !== undefined) {
       this.breaker?.seen(region, { response });
-      if (response.status === 403 && subStatusOf(response) === databaseAccountNotFound) {
+      if (response.status === 403 && subStatusOf(response) === SubStatus.databaseAccountNotFound) {
         this.unavailableUntil.set(normalizeRegionName(region), performance.now() + sdkLocationUnavailableMs);
       }
     }

@@ -1,6 +1,6 @@
 import type { PipelineRequest, PipelineResponse } from "@azure/core-rest-pipeline";
 import type { ArmResult } from "../cosmos/statusTables.js";
-import { subStatusOf } from "../cosmos/statusTables.js";
+import { SubStatus, subStatusOf } from "../cosmos/statusTables.js";
 import { normalizeRegionName } from "../topology/regionNames.js";
 import type { SdkAttemptFacts, SdkPartitionAttempt } from "../cosmos/sdkBookkeeping.js";
 
@@ -105,7 +105,7 @@ const maxRunningPerRegion = 1024;
 const oldestLooked = 8;
 
 /** 403 sub-statuses the SDK's endpoint discovery retries (WriteForbidden, DatabaseAccountNotFound), counting a failure. */
-const countedForbiddenSubStatuses: ReadonlySet<number> = new Set([3, 1008]);
+const countedForbiddenSubStatuses: ReadonlySet<number> = new Set([SubStatus.writeForbidden, SubStatus.databaseAccountNotFound]);
 
 /**
  * Whether the SDK's breaker counts an attempt that ended so against its
@@ -300,7 +300,7 @@ export class SdkBreakerWatch {
     if (reason === "sdkEndpointDiscovery" && read && markForReads()) return true;
     this.defer(region, key, now, reason);
     // A 403/3 (WriteForbidden) makes the SDK avoid the region for writes only: its reads' answers say nothing of it.
-    if (reason === "sdkEndpointDiscovery" && result?.response !== undefined && subStatusOf(result.response) === 3) {
+    if (reason === "sdkEndpointDiscovery" && result?.response !== undefined && subStatusOf(result.response) === SubStatus.writeForbidden) {
       const deferral = this.deferrals.get(normalizeRegionName(region));
       if (deferral !== undefined) deferral.writes = true;
     }

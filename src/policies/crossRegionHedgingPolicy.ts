@@ -518,14 +518,7 @@ export function crossRegionHedging(
    * the full way. Writes are not taken: a hedgeable one needs its primary's
    * signal up front, and the rest are recorded as skipped the full way.
    */
-  function sendLazily(
-    request: PipelineRequest,
-    operation: OperationKind,
-    addressed: RegionEndpoint,
-    detection: OperationDetection | undefined,
-    route: LayerRoute,
-    sdkContext?: object,
-  ): Promise<PipelineResponse> | undefined {
+  const sendLazily: NonNullable<RequestHandler["sendLazily"]> = (request, operation, addressed, detection, route, sdkContext) => {
     // An adaptive threshold is learned per request, with its hedges planned up front; a caller that aborted already
     // gets its AbortError, with nothing sent, the full way.
     if (
@@ -555,7 +548,7 @@ export function crossRegionHedging(
     }
     if (detection !== undefined) noteSdkRequestSent(detection, addressed.name);
     return new DocumentRead(request, addressed, plain.plan, plain.lone, operation, detection, route, host, now, sdkContext).start(route.send);
-  }
+  };
 
   /** The topology the plans of {@link plainPlans} were made under. */
   let plainPlansTopology: AccountTopology | undefined;

@@ -49,6 +49,22 @@ interface Side {
   readonly times: number[];
 }
 
+/** The options of a test's client on the emulator: its tag in the user agent, background refresh off, the test's policy over the preferred regions. */
+function clientOptions(
+  fixture: EmulatorFixture,
+  tag: string,
+  connectionPolicy: CosmosClientOptions["connectionPolicy"] = {},
+  extra: Partial<CosmosClientOptions> = {},
+): CosmosClientOptions {
+  return {
+    endpoint: fixture.emulator.endpoint,
+    key: fixture.emulator.key,
+    userAgentSuffix: tag,
+    ...extra,
+    connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...connectionPolicy },
+  };
+}
+
 /** A plain and a hedged client of the same options, both warm. */
 async function pairOn(
   fixture: EmulatorFixture,
@@ -61,13 +77,7 @@ async function pairOn(
     const tag = newTag(hedged ? "hedged" : "plain");
     const diagnostics: HedgeDiagnostics[] = [];
     const times: number[] = [];
-    const options: CosmosClientOptions = {
-      endpoint: fixture.emulator.endpoint,
-      key: fixture.emulator.key,
-      userAgentSuffix: tag,
-      ...extra,
-      connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...connectionPolicy },
-    };
+    const options = clientOptions(fixture, tag, connectionPolicy, extra);
     const client = fixture.adopt(new CosmosClient(hedged ? withHedging(options, { ...hedging, onDiagnostics: (record) => void (diagnostics.push(record), times.push(performance.now())) }) : options));
     const container = client.database("db").container("items");
     await container.item("item-0", "pk").read();
@@ -388,12 +398,7 @@ describe("endpoint discovery beside plain: a region that answers 403/1008 (no lo
       const tag = newTag(hedging ? "shared" : "plains");
       const diagnostics: HedgeDiagnostics[] = [];
       const times: number[] = [];
-      const options: CosmosClientOptions = {
-        endpoint: fixture.emulator.endpoint,
-        key: fixture.emulator.key,
-        userAgentSuffix: tag,
-        connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, enablePartitionLevelFailover: false },
-      };
+      const options = clientOptions(fixture, tag, { enablePartitionLevelFailover: false });
       const built = hedging ? withHedging(options, { crossRegion: { threshold: 100 }, onDiagnostics: (record) => void (diagnostics.push(record), times.push(performance.now())) }) : options;
       const sides: Side[] = [];
       for (let i = 0; i < 2; i++) {

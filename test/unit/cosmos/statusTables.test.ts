@@ -142,7 +142,7 @@ describe("status tables", function () {
     });
 
     it("the named sub-statuses have their wire values", function () {
-      assert.deepEqual(SubStatus, { readSessionNotAvailable: 1002, databaseAccountNotFound: 1008, leaseNotFound: 1022 });
+      assert.deepEqual(SubStatus, { writeForbidden: 3, readSessionNotAvailable: 1002, databaseAccountNotFound: 1008, leaseNotFound: 1022 });
     });
   });
 });
