@@ -47,6 +47,8 @@ export interface SdkAttemptFacts {
   readonly partition: SdkPartitionAttempt | undefined;
 }
 
+const nothingMoved: readonly string[] = Object.freeze([]);
+
 /** Makes the diagnostics node the SDK's calls take: a fresh one, as the SDK makes for work no operation owns. */
 type NodeFactory = () => unknown;
 
@@ -187,6 +189,29 @@ export class SdkBookkeeping {
         ? { manager, context: { operationType, resourceType, partitionKeyRangeId, endpoint } }
         : undefined;
     return { endpointManager: isEndpointManager(globalEndpointManager) ? globalEndpointManager : undefined, partition };
+  }
+
+  /**
+   * The endpoints `@azure/cosmos`'s partition-level circuit breaker moved
+   * the partition of the attempt sent as `request` off, while that move is
+   * in force for the attempt (the SDK sent it to the partition's new
+   * region): the SDK sends none of the partition's reads there until its
+   * failback, so a hedge there would go where the SDK has stopped going.
+   * Empty when the context was not kept, the breaker moved nothing, or the
+   * SDK no longer has the (`@hidden`) map of its moves.
+   */
+  partitionMovedOff(request: PipelineRequest): readonly string[] {
+    const context = attemptContexts.get(request) as Partial<Record<string, unknown>> | undefined;
+    if (context === undefined) return nothingMoved;
+    const { globalPartitionEndpointManager: manager, partitionKeyRangeId, endpoint } = context;
+    if (typeof manager !== "object" || manager === null || typeof partitionKeyRangeId !== "string" || typeof endpoint !== "string") return nothingMoved;
+    const moves = (manager as { partitionKeyRangeToLocationForReadAndWrite?: unknown }).partitionKeyRangeToLocationForReadAndWrite;
+    if (!(moves instanceof Map)) return nothingMoved;
+    const move = moves.get(partitionKeyRangeId) as { currentEndPoint?: unknown; failedEndPoints?: unknown } | undefined;
+    // Counted failures make an entry before any move, and a move stays listed after the SDK's counts reset: only a
+    // move this very attempt followed says where the SDK keeps the partition's reads away from.
+    if (move?.currentEndPoint !== endpoint || !Array.isArray(move.failedEndPoints) || move.failedEndPoints.length === 0) return nothingMoved;
+    return move.failedEndPoints.filter((failed): failed is string => typeof failed === "string" && failed !== endpoint);
   }
 
   /**

@@ -181,6 +181,16 @@ export class RegionHealth implements RaceLearner, HealthyTails {
     return false;
   }
 
+  /**
+   * The endpoints `@azure/cosmos`'s partition-level circuit breaker moved
+   * the partition of `request` off, with the move in force for it (see
+   * `SdkBookkeeping.partitionMovedOff`): a hedge there goes where the SDK
+   * keeps the partition's reads away from. Asked only when a hedge is planned.
+   */
+  partitionMovedOff(request: PipelineRequest): readonly string[] | undefined {
+    return this.breaker?.settings.bookkeeping?.partitionMovedOff(request);
+  }
+
   /** Whether any region may be throttled now: when none is, nothing needs filtering. */
   anyThrottled(): boolean {
     return this.throttledUntil.size > 0;

@@ -70,6 +70,8 @@ export interface SdkBookkeeper {
   countFailure(attempt: SdkPartitionAttempt, counted: (outcome: "moved" | "counted" | "failed") => void): boolean;
   /** What the SDK's bookkeeping needs of the attempt sent as `request`, when its context was kept. */
   attemptOf(request: PipelineRequest): SdkAttemptFacts | undefined;
+  /** The endpoints the SDK's breaker moved the partition of the attempt sent as `request` off, with the move in force for it. */
+  partitionMovedOff(request: PipelineRequest): readonly string[];
 }
 
 /** A primary that lost to a hedge and drains, as the watch keeps it. */

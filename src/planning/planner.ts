@@ -153,7 +153,7 @@ export class HedgePlanner {
     // The read order follows the demotions, which the reads won alone and not yet learned may change.
     this.health?.settle();
     const isWrite = documentWriteKinds.has(operation);
-    let candidates = this.withoutUnavailable(raceTargets(this.regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions), 1);
+    let candidates = this.withoutUnavailable(raceTargets(this.regions, addressed, isWrite ? "write" : "read", request.url, controls.excludedRegions), 1, request);
     if (candidates.length > this.strategy.maxArms) candidates = candidates.slice(0, this.strategy.maxArms);
     if (candidates.length < 2) return "singleRegion";
     const { health } = this;
@@ -188,6 +188,7 @@ export class HedgePlanner {
     const open = this.withoutUnavailable(
       planned.filter((region) => applicable.some((each) => sameRegion(each, region))),
       0,
+      request,
     );
     if (open.length === 0) return "singleRegion";
     const unthrottled = this.withoutThrottled(open);
@@ -195,15 +196,22 @@ export class HedgePlanner {
   }
 
   /**
-   * `regions` without those that answered 403/1008 lately (see
-   * {@link RegionHealth.unavailableForHedges}), from index `from` on (the
-   * primary, at 0 of a race's targets, goes where the SDK sent it); the list
-   * itself when none may be.
+   * `regions` without those where the SDK sends nothing of `request`'s
+   * now, from index `from` on (the primary, at 0 of a race's targets, goes
+   * where the SDK sent it): those that answered 403/1008 lately (see
+   * {@link RegionHealth.unavailableForHedges}), and those its
+   * partition-level circuit breaker moved the request's partition off (see
+   * {@link RegionHealth.partitionMovedOff}); the list itself when none may be.
    */
-  private withoutUnavailable(regions: readonly RegionEndpoint[], from: number): readonly RegionEndpoint[] {
+  private withoutUnavailable(regions: readonly RegionEndpoint[], from: number, request: PipelineRequest): readonly RegionEndpoint[] {
     const { health } = this;
-    if (health === undefined || !health.anyUnavailableForHedges()) return regions;
-    return regions.filter((region, index) => index < from || !health.unavailableForHedges(region.name));
+    if (health === undefined) return regions;
+    const movedOff = health.partitionMovedOff(request);
+    const moved = movedOff === undefined || movedOff.length === 0 ? undefined : movedOff.map((endpoint) => this.regions.regionOf(endpoint));
+    if (moved === undefined && !health.anyUnavailableForHedges()) return regions;
+    return regions.filter(
+      (region, index) => index < from || (!health.unavailableForHedges(region.name) && !(moved?.some((each) => sameRegion(each, region)) ?? false)),
+    );
   }
 
   /** `regions` without those answering 429 now; the list itself when none may be. */

@@ -180,6 +180,9 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
   return policyOver(metadataHedgingPolicyName, hedging.regions, hedging);
 }
 
+/** What a metadata read's drained primary asks of the SDK's bookkeeping: its endpoint discovery only (no breaker counts metadata). */
+type MetadataBookkeeper = Pick<SdkBookkeeper, "markForReads" | "attemptOf">;
+
 /**
  * Hears how a metadata read's primary ended once it has drained, after a
  * hedge answered the SDK: an answer the SDK's endpoint discovery acts on (a
@@ -188,7 +191,7 @@ export function metadataHedgingPolicy(options: MetadataHedgingPolicyOptions = {}
  * its data reads with it. A metadata read is never deferred: it is rare,
  * and one the SDK cannot be told of stays as it was.
  */
-function drainedPrimaryListener(bookkeeping: SdkBookkeeper, requestTimeoutMs: number): RaceLearner {
+function drainedPrimaryListener(bookkeeping: MetadataBookkeeper, requestTimeoutMs: number): RaceLearner {
   const nothing = (): void => undefined;
   /** The SDK's facts of each primary left to drain, copied at the decision, to be told to the client that sent it. */
   const drainedPrimaries = new WeakMap<RaceArm, SdkAttemptFacts>();
@@ -214,7 +217,7 @@ function drainedPrimaryListener(bookkeeping: SdkBookkeeper, requestTimeoutMs: nu
  * The hedging of a {@link metadataHedgingPolicy}, for a layer that reads each request's controls and classifies it itself.
  * @param bookkeeping - the SDK's endpoint discovery, which `withHedging` knows of (see `SdkBookkeeping`).
  */
-export function metadataHedging(options: MetadataHedgingPolicyOptions, bookkeeping?: SdkBookkeeper): RequestHandler & { readonly regions: RegionCache } {
+export function metadataHedging(options: MetadataHedgingPolicyOptions, bookkeeping?: MetadataBookkeeper): RequestHandler & { readonly regions: RegionCache } {
   const settings = validate(options);
   const { regions, budget, drain, signer } = settings;
   const planner = new HedgePlanner(regions, new MetadataTiming(settings.enabled, settings.thresholdMs, settings.requestTimeout));

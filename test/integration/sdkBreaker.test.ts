@@ -262,6 +262,46 @@ describe("breaker beside plain: an account without PPAF", function () {
     assert.ok(h!.p99 < 1_000 && p!.p99 >= 2_000, `the hedges answered the reads plain's SDK cut at 2 s: p99 ${h!.p99} against ${p!.p99}`);
   });
 
+  it("breaker on, West US answering 503 at once and East US slow: once the breaker moved the partition off West US, hedged's hedges stay off it as plain's reads do", async function () {
+    // helper-25 of the sixteenth session: with the partition moved to East US, every slow East US read hedged into the
+    // next region in order, West US, which the SDK had stopped reading from (57 West US requests against plain's 12).
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 50 } }, breakerOn);
+    const run = async (side: Side): Promise<{ failures: number; totalMs: number; westUs: number; westUsAfterMove: number; moveAt: number; regions: string }> => {
+      fixture.emulator.region("West US").addFault(scoped({ status: 503 }, side.tag));
+      fixture.emulator.region("East US").addFault(scoped({ delayMs: 250 }, side.tag));
+      const since = fixture.emulator.requests.length;
+      let failures = 0;
+      const began = performance.now();
+      for (let i = 0; i < 30; i++) {
+        const n = (i % 11) + 1;
+        const ok = await side.container.item(`item-${n}`, "pk").read().then((r) => r.resource?.value === n, () => false);
+        if (!ok) failures++;
+      }
+      const totalMs = Math.round(performance.now() - began);
+      await settledTag(fixture.emulator, side.tag, 8_000);
+      const mine = fixture.emulator.requests.slice(since).filter((r) => r.headers["user-agent"]?.includes(side.tag) === true && r.kind === "pointRead");
+      // The move: the first read the SDK itself sent to East US first, with no West US 503 before it.
+      const firstEastUsFirst = mine.findIndex((r, index) => r.region === "East US" && (index === 0 || mine[index - 1]!.region !== "West US"));
+      const moveAt = firstEastUsFirst === -1 ? mine.length : firstEastUsFirst;
+      return {
+        failures,
+        totalMs,
+        westUs: mine.filter((r) => r.region === "West US").length,
+        westUsAfterMove: mine.slice(moveAt).filter((r) => r.region === "West US").length,
+        moveAt,
+        regions: mine.map((r) => `${r.region.split(" ").map((w) => w[0]).join("")}:${r.status ?? "x"}`).join(" "),
+      };
+    };
+    const [p, h] = await Promise.all([run(plain), run(hedged)]);
+    const summary = `plain ${JSON.stringify({ ...p, regions: undefined })}\n      hedged ${JSON.stringify({ ...h, regions: undefined })}\n      plain ${p.regions}\n      hedged ${h.regions}`;
+    console.log(`      ${summary}`);
+    assert.equal(p.failures, 0, summary);
+    assert.equal(h.failures, 0, summary);
+    assert.ok(p.moveAt < 40 && p.westUsAfterMove === 0, `premise: plain's breaker moved the partition to East US and read West US no more\n      ${summary}`);
+    assert.ok(h.westUs <= p.westUs + 1, `hedged kept hedging into the West US the breaker moved the partition off\n      ${summary}`);
+    assert.ok(h.totalMs < p.totalMs, `hedged slower than plain\n      ${summary}`);
+  });
+
   it("angle 8a': breaker on, drainLosers: false (default budget), West US 503 after 800 ms, 30 reads one after another: hedged's breaker trips as plain's", async function () {
     const { plain, hedged } = await pairOn(fixture, { crossRegion: { drainLosers: false } }, breakerOn);
     await sequentialBreakerCase(fixture, plain, hedged, { status: 503, delayMs: 800 });

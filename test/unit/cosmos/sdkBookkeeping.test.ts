@@ -251,6 +251,43 @@ describe("SdkBookkeeping", () => {
       }
     });
 
+    it("names the endpoints the breaker moved the request's partition off, only while the move is the one the attempt followed", () => {
+      const bookkeeping = new SdkBookkeeping();
+      const westUs = "https://account-westus.documents.azure.com:443/";
+      const eastUs = "https://account-eastus.documents.azure.com:443/";
+      const northEurope = "https://account-northeurope.documents.azure.com:443/";
+      // @azure/cosmos 4.10.1's PartitionKeyRangeFailoverInfo, by the partition key range id.
+      const moves = new Map<string, { currentEndPoint: unknown; failedEndPoints: unknown }>();
+      const manager = Object.assign(new FakePartitionManager(), { partitionKeyRangeToLocationForReadAndWrite: moves });
+      const movedOff = (context: Record<string, unknown> | undefined): readonly string[] => {
+        const request = createPipelineRequest({ url: `${eastUs}dbs/db/colls/c/docs/1` });
+        if (context !== undefined) keepAttemptContext(request, context);
+        return bookkeeping.partitionMovedOff(request);
+      };
+      const followed = contextOf(manager, { endpoint: eastUs });
+      assert.deepEqual(movedOff(undefined), [], "no context kept");
+      assert.deepEqual(movedOff(followed), [], "nothing counted for the partition");
+      moves.set("3", { currentEndPoint: westUs, failedEndPoints: [] });
+      assert.deepEqual(movedOff(contextOf(manager, { endpoint: westUs })), [], "failures counted, nothing moved");
+      moves.set("3", { currentEndPoint: eastUs, failedEndPoints: [westUs] });
+      assert.deepEqual(movedOff(followed), [westUs]);
+      assert.deepEqual(movedOff(contextOf(manager, { endpoint: westUs })), [], "the SDK sent this attempt to the region it had moved off: the move is not in force for it");
+      assert.deepEqual(movedOff(contextOf(manager, { endpoint: eastUs, partitionKeyRangeId: "4" })), [], "another partition");
+      moves.set("3", { currentEndPoint: northEurope, failedEndPoints: [westUs, eastUs, 7] });
+      assert.deepEqual(movedOff(contextOf(manager, { endpoint: northEurope })), [westUs, eastUs], "every region it moved off, in order; what is no endpoint left out");
+      for (const broken of [
+        contextOf(new FakePartitionManager(), { endpoint: eastUs }),
+        contextOf(Object.assign(new FakePartitionManager(), { partitionKeyRangeToLocationForReadAndWrite: {} }), { endpoint: eastUs }),
+        contextOf(null, { endpoint: eastUs }),
+        contextOf(manager, { endpoint: northEurope, partitionKeyRangeId: 3 }),
+        contextOf(manager, { endpoint: undefined }),
+      ]) {
+        assert.deepEqual(movedOff(broken), [], JSON.stringify(broken));
+      }
+      moves.set("3", { currentEndPoint: eastUs, failedEndPoints: "westus" });
+      assert.deepEqual(movedOff(followed), [], "a list that is not one");
+    });
+
     it("marks the region in the hidden attempt's own client, even with two clients on one hedging client", async () => {
       const bookkeeping = new SdkBookkeeping();
       const first = account();
@@ -328,7 +365,7 @@ describe("SdkBookkeeping", () => {
 
   // The SDK members it calls are @hidden in @azure/cosmos 4.10.1: a later SDK may drop or rename them. Each use falls
   // back to deferring hedging when they are missing; this says when the installed SDK no longer has them.
-  it("finds what it calls in the installed @azure/cosmos: the managers' members and the diagnostics node's constructor", () => {
+  it("finds what it calls in the installed @azure/cosmos: the managers' members, the breaker's moves and the diagnostics node's constructor", async () => {
     const client = new CosmosClient({
       endpoint: "https://account.documents.azure.com:443/",
       key: Buffer.alloc(64, 7).toString("base64"),
@@ -349,6 +386,20 @@ describe("SdkBookkeeping", () => {
         true,
         "a node of DiagnosticNodeInternal's class can be made",
       );
+      // The breaker's own move, as its retry policies make it after enough counted failures.
+      const moves = (globalPartitionEndpointManager as { partitionKeyRangeToLocationForReadAndWrite: Map<string, unknown> }).partitionKeyRangeToLocationForReadAndWrite;
+      assert.ok(moves instanceof Map, "GlobalPartitionEndpointManager.partitionKeyRangeToLocationForReadAndWrite");
+      const moved = await (globalPartitionEndpointManager as { tryAddOrUpdatePartitionFailoverInfoAndMoveToNextLocation(...args: unknown[]): Promise<boolean> }).tryAddOrUpdatePartitionFailoverInfoAndMoveToNextLocation(
+        "0",
+        "https://account-westus.documents.azure.com:443/",
+        ["https://account-westus.documents.azure.com:443/", "https://account-eastus.documents.azure.com:443/"],
+        moves,
+        node,
+      );
+      assert.equal(moved, true);
+      const followed = createPipelineRequest({ url: "https://account-eastus.documents.azure.com/" });
+      keepAttemptContext(followed, { globalEndpointManager, globalPartitionEndpointManager, operationType: "read", resourceType: "docs", partitionKeyRangeId: "0", endpoint: "https://account-eastus.documents.azure.com:443/" });
+      assert.deepEqual(marks.partitionMovedOff(followed), ["https://account-westus.documents.azure.com:443/"], "PartitionKeyRangeFailoverInfo.currentEndPoint and failedEndPoints");
     } finally {
       client.dispose();
     }

@@ -54,6 +54,7 @@ function fakeBookkeeper(): SdkBookkeeper & {
       return true;
     },
     attemptOf: () => undefined,
+    partitionMovedOff: (): readonly string[] => [],
     markFailed: () => unmarked?.(),
     answer: (outcome: "moved" | "counted" | "failed") => pending?.(outcome),
   };

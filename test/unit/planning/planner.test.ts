@@ -114,6 +114,35 @@ describe("HedgePlanner", () => {
     assert.deepEqual(arms(documents), ["East US", "West US", "North Europe"]);
   });
 
+  it("keeps the regions the SDK's breaker moved a read's partition off out of its hedges, for that read only, never the primary", () => {
+    const movedOff = new Map<object, readonly string[]>();
+    const bookkeeping = {
+      markForReads: () => false,
+      countFailure: () => false,
+      attemptOf: () => undefined,
+      partitionMovedOff: (request: object): readonly string[] => movedOff.get(request) ?? [],
+    };
+    const watched = new RegionHealth(regions, {
+      routing: "preferred",
+      throttling: crossRegionHedgingDefaults,
+      sdkBreaker: { active: () => true, readTimeoutMs: 2000, bookkeeping },
+    });
+    const planner = new HedgePlanner(regions, new CrossRegionTiming({ enabled: true, explicit: fixed, followingAccount: fixed, enableMultiWriteRegionHedge: false }), watched);
+    const moved = pointRead(eastUs);
+    // The SDK's own endpoint strings, the default port written out, as the account lists them.
+    movedOff.set(moved, [westUs.endpoint]);
+    assert.deepEqual(arms(planner, {}, moved), ["East US", "North Europe"]);
+    assert.deepEqual(arms(planner, {}, pointRead(eastUs)), ["East US", "West US", "North Europe"], "another partition's read");
+    const planned = plan(planner, { excludedRegions: ["UK South"] }, moved);
+    assert.ok(planned.kind === "race" && planned.hedges !== undefined);
+    assert.deepEqual(names(planned.hedges), ["North Europe"]);
+    movedOff.set(moved, [westUs.endpoint, northEurope.endpoint]);
+    assert.equal(planner.stillOpen(moved, "pointRead", planned.primary, { excludedRegions: ["UK South"] }, [westUs, northEurope]), "singleRegion", "moved off since it was planned");
+    assert.equal(arms(planner, {}, moved), "singleRegion");
+    movedOff.set(moved, [eastUs.endpoint]);
+    assert.deepEqual(arms(planner, {}, moved), ["East US", "West US", "North Europe"], "the primary goes where the SDK sent it");
+  });
+
   /** A planner over a region health whose SDK watch has seen a hedge win over East US's `primary` answer (its arm ended at `primaryEndedAt`). */
   function afterHiddenAnswer(sdkBreaker: SdkBreakerSettings, primary: PipelineResponse, primaryEndedAt: number): HedgePlanner {
     const watched = new RegionHealth(regions, { routing: "preferred", throttling: crossRegionHedgingDefaults, sdkBreaker });
