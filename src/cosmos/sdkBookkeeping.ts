@@ -204,14 +204,13 @@ export class SdkBookkeeping {
     const context = attemptContexts.get(request) as Partial<Record<string, unknown>> | undefined;
     if (context === undefined) return nothingMoved;
     const { globalPartitionEndpointManager: manager, partitionKeyRangeId, endpoint } = context;
-    if (typeof manager !== "object" || manager === null || typeof partitionKeyRangeId !== "string" || typeof endpoint !== "string") return nothingMoved;
-    const moves = (manager as { partitionKeyRangeToLocationForReadAndWrite?: unknown }).partitionKeyRangeToLocationForReadAndWrite;
+    const moves = (manager as { partitionKeyRangeToLocationForReadAndWrite?: unknown } | null | undefined)?.partitionKeyRangeToLocationForReadAndWrite;
     if (!(moves instanceof Map)) return nothingMoved;
     const move = moves.get(partitionKeyRangeId) as { currentEndPoint?: unknown; failedEndPoints?: unknown } | undefined;
     // Counted failures make an entry before any move, and a move stays listed after the SDK's counts reset: only a
     // move this very attempt followed says where the SDK keeps the partition's reads away from.
-    if (move?.currentEndPoint !== endpoint || !Array.isArray(move.failedEndPoints) || move.failedEndPoints.length === 0) return nothingMoved;
-    return move.failedEndPoints.filter((failed): failed is string => typeof failed === "string" && failed !== endpoint);
+    if (move === undefined || move.currentEndPoint !== endpoint || !Array.isArray(move.failedEndPoints)) return nothingMoved;
+    return move.failedEndPoints.filter((failed): failed is string => typeof failed === "string");
   }
 
   /**
