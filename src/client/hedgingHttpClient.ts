@@ -338,7 +338,7 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
   const metadata = metadataHedging({ ...metadataOptions(options.metadata), ...shared }, bookkeeping);
   const pipeline = createEmptyPipeline();
   // One layer: steering, both hedging policies, the detection record and the arms' spans (see hedgingLayer).
-  const steering = regionSteering(regions);
+  const steering = regionSteering(regions, bookkeeping === undefined ? undefined : (request) => bookkeeping.partitionMovedOff(request));
   const layer = hedgingLayer(regions, steering, [metadata, crossRegion], sdkPluginInstalled);
   pipeline.addPolicy(layer);
   const transport = options.httpClient ?? coreTransport ?? createDefaultHttpClient();

@@ -1,6 +1,8 @@
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { logger, RateLimitedLog } from "../log.js";
 import { normalizeRegionName } from "../topology/regionNames.js";
+import type { OperationDetection } from "../diagnostics/detection.js";
+import { operationOfAttempt } from "../diagnostics/dispatchRecording.js";
 
 /**
  * The part of `@azure/cosmos`'s `GlobalEndpointManager` (4.x, the request
@@ -64,6 +66,8 @@ function isPartitionManager(value: unknown): value is SdkPartitionManager {
 
 /** The SDK's request context of each attempt the hedging client took, by the request. */
 const attemptContexts = new WeakMap<PipelineRequest, object>();
+/** The SDK's request context of the operations whose attempts reach the hedging client through a pipeline of the SDK's own. */
+const operationContexts = new WeakMap<OperationDetection, object>();
 
 /**
  * Keeps the SDK's request context of an attempt, so that what a hedge hides
@@ -74,6 +78,26 @@ const attemptContexts = new WeakMap<PipelineRequest, object>();
  */
 export function keepAttemptContext(request: PipelineRequest, context: object): void {
   attemptContexts.set(request, context);
+}
+
+/**
+ * Keeps the SDK's request context of an operation whose attempts cannot be
+ * handed over (the SDK calls the hedging client through a pipeline of its
+ * own, as with Entra ID credentials, after an `await`): every attempt of an
+ * operation shares its context, and each is linked to its operation by a
+ * header (see `linkAttempt`), so what a hedge hides of one is told to the
+ * client that sent it all the same.
+ */
+export function keepOperationContext(operation: OperationDetection, context: object): void {
+  operationContexts.set(operation, context);
+}
+
+/** The SDK's request context of the attempt sent as `request`: kept for it, or for the operation it is linked to. */
+function contextOf(request: PipelineRequest): Partial<Record<string, unknown>> | undefined {
+  const kept = attemptContexts.get(request);
+  if (kept !== undefined) return kept;
+  const operation = operationOfAttempt(request);
+  return operation === undefined ? undefined : operationContexts.get(operation);
 }
 
 /**
@@ -111,10 +135,11 @@ function nodeFactoryOf(node: unknown): NodeFactory | undefined {
  * its client's managers (a `withHedging` result given to two
  * `CosmosClient`s shares one hedging client between two). It learns the
  * class of the SDK's diagnostics nodes, and the client's endpoint manager,
- * from the request contexts its request plugin sees: an attempt sent
- * through a pipeline of the SDK's own (AAD auth) has no context kept, and
- * is marked with the client's one manager, or, once there are two, not at
- * all (the watch then defers).
+ * from the request contexts its request plugin sees. An attempt sent
+ * through a pipeline of the SDK's own (Entra ID auth) is told with its
+ * operation's context (see {@link keepOperationContext}); one with no
+ * context at all is marked with the client's one manager, or, once there
+ * are two, not at all (the watch then defers).
  */
 export class SdkBookkeeping {
   private manager: SdkEndpointManager | undefined;
@@ -175,13 +200,13 @@ export class SdkBookkeeping {
 
   /**
    * What the SDK's bookkeeping needs of the attempt sent as `request`,
-   * copied from its request context now; `undefined` when the context was
-   * not kept (the SDK called the client through a pipeline of its own).
+   * copied from its request context now; `undefined` when no context was
+   * kept for it or its operation (an attempt of no operation recorded).
    * Its `partition` is unset when the context lacks a field the breaker
    * reads (the breaker is off: the SDK resolves no partition).
    */
   attemptOf(request: PipelineRequest): SdkAttemptFacts | undefined {
-    const context = attemptContexts.get(request) as Partial<Record<string, unknown>> | undefined;
+    const context = contextOf(request);
     if (context === undefined) return undefined;
     const { globalEndpointManager, globalPartitionEndpointManager: manager, operationType, resourceType, partitionKeyRangeId, endpoint } = context;
     const partition =
@@ -193,24 +218,26 @@ export class SdkBookkeeping {
 
   /**
    * The endpoints `@azure/cosmos`'s partition-level circuit breaker moved
-   * the partition of the attempt sent as `request` off, while that move is
-   * in force for the attempt (the SDK sent it to the partition's new
-   * region): the SDK sends none of the partition's reads there until its
-   * failback, so a hedge there would go where the SDK has stopped going.
-   * Empty when the context was not kept, the breaker moved nothing, or the
-   * SDK no longer has the (`@hidden`) map of its moves.
+   * the partition of the attempt sent as `request` off, for as long as it
+   * lists them (until its failback, five minutes in 4.10.1): a hedge there
+   * goes where the breaker found the partition failing. Asked when a hedge
+   * is due, which may be after the breaker moved the partition on from the
+   * region the attempt went to. Empty when the context was not kept, the
+   * breaker moved nothing, or the SDK no longer has the (`@hidden`) map of
+   * its moves.
    */
   partitionMovedOff(request: PipelineRequest): readonly string[] {
-    const context = attemptContexts.get(request) as Partial<Record<string, unknown>> | undefined;
+    const context = contextOf(request);
     if (context === undefined) return nothingMoved;
-    const { globalPartitionEndpointManager: manager, partitionKeyRangeId, endpoint } = context;
+    const { globalPartitionEndpointManager: manager, partitionKeyRangeId } = context;
     const moves = (manager as { partitionKeyRangeToLocationForReadAndWrite?: unknown } | null | undefined)?.partitionKeyRangeToLocationForReadAndWrite;
     if (!(moves instanceof Map)) return nothingMoved;
-    const move = moves.get(partitionKeyRangeId) as { currentEndPoint?: unknown; failedEndPoints?: unknown } | undefined;
-    // Counted failures make an entry before any move, and a move stays listed after the SDK's counts reset: only a
-    // move this very attempt followed says where the SDK keeps the partition's reads away from.
-    if (move === undefined || move.currentEndPoint !== endpoint || !Array.isArray(move.failedEndPoints)) return nothingMoved;
-    return move.failedEndPoints.filter((failed): failed is string => typeof failed === "string");
+    // Counted failures make an entry before any move, with no endpoint listed. A move stays listed after the SDK's
+    // counts reset, when its reads go back to the first region it moved off (the primary then, never left out of a
+    // race): the other regions listed failed for this partition within the breaker's window all the same.
+    const failed = (moves.get(partitionKeyRangeId) as { failedEndPoints?: unknown } | undefined)?.failedEndPoints;
+    if (!Array.isArray(failed)) return nothingMoved;
+    return failed.filter((endpoint): endpoint is string => typeof endpoint === "string");
   }
 
   /**

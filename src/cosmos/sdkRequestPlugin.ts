@@ -8,6 +8,7 @@ import type { SdkAttempt } from "./attemptHandoff.js";
 import { handOver } from "./attemptHandoff.js";
 import { hasScopedControls } from "../request/requestControls.js";
 import type { SdkBookkeeping } from "./sdkBookkeeping.js";
+import { keepOperationContext } from "./sdkBookkeeping.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 export interface CosmosRequestContext {
@@ -234,6 +235,7 @@ export function sdkRequestPlugin(
         return result;
       }
       writeAttempt(headers, sdkExcluded, sdkRetry, operation);
+      if (bookkeeping !== undefined && operation !== undefined) keepOperationContext(operation, context);
       return send(context);
     },
   };

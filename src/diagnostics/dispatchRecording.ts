@@ -72,6 +72,11 @@ export function noteHandedAttempt(request: PipelineRequest, operation: Operation
   requestStateOf(request).operation = operation;
 }
 
+/** The `@azure/cosmos` operation `request` is an attempt of, once handed over or linked (see {@link linkAttempt}). */
+export function operationOfAttempt(request: PipelineRequest): OperationDetection | undefined {
+  return stateIfAny(request)?.operation;
+}
+
 /** One HTTP attempt the SDK made for an operation, as it reached the hedging client. */
 export interface Attempt {
   readonly operation: OperationDetection;

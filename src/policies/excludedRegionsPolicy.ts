@@ -111,8 +111,15 @@ export function excludedRegionsPolicy(options: ExcludedRegionsPolicyOptions = {}
  * request where the exclusions, a pinned region or a runtime order send it,
  * and records why. It throws, before anything is sent, for a pinned region
  * the request may not go to.
+ * @param partitionMovedOff - the endpoints `@azure/cosmos`'s partition-level
+ *   circuit breaker moved a request's partition off (see
+ *   `SdkBookkeeping.partitionMovedOff`), which no request is re-pointed to:
+ *   the SDK would charge their failures to the region it addressed.
  */
-export function regionSteering(regions: RegionCache): RequestStep & Required<Pick<RequestStep, "leavesPlain">> {
+export function regionSteering(
+  regions: RegionCache,
+  partitionMovedOff?: (request: PipelineRequest) => readonly string[],
+): RequestStep & Required<Pick<RequestStep, "leavesPlain">> {
   const pinnedRoute = (
     request: PipelineRequest,
     access: RegionAccess,
@@ -149,8 +156,13 @@ export function regionSteering(regions: RegionCache): RequestStep & Required<Pic
     return regions.topology?.readRegions[0];
   };
 
-  const candidates = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls): RegionEndpoint[] =>
-    regions.applicableRegions(access, controls.excludedRegions).filter((region) => sameScheme(request.url, region));
+  /** The regions a request may be re-pointed to: applicable, on its scheme, and not one the SDK's breaker moved its partition off. */
+  const candidates = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls): RegionEndpoint[] => {
+    const moved = partitionMovedOff?.(request).map((endpoint) => regions.regionOf(endpoint));
+    return regions
+      .applicableRegions(access, controls.excludedRegions)
+      .filter((region) => sameScheme(request.url, region) && !(moved?.some((each) => sameRegion(each, region)) ?? false));
+  };
 
   /** Where the exclusions, or a runtime order, send a request the SDK addressed to `current`, as if it were the operation's first. */
   const freshRoute = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls, current: RegionEndpoint): Route => {
@@ -251,6 +263,10 @@ export function regionSteering(regions: RegionCache): RequestStep & Required<Pic
     // A write the SDK's per-partition failover moved to a region that takes no writes otherwise: it chose it on
     // purpose, and its own excludedLocations do not hold it back either.
     if (access === "write" && controls.sdkRetry === true && regions.regionNamed(current.name, "write") === undefined) return stay;
+    // A region the SDK's own excludedLocations exclude, addressed all the same: its partition-level circuit breaker's move
+    // ignores them (hostile review of 67689f7: re-pointed, the read went to the region the breaker had moved the
+    // partition off, whose failure the SDK then charged to the region it addressed, and moved the partition off that too).
+    if (controls.sdkExcludedRegions !== undefined && !regions.isExcluded(current) && regions.isExcluded(current, controls.sdkExcludedRegions)) return stay;
     const operation = stateIfAny(request)?.operation;
     return operation === undefined ? freshRoute(request, access, controls, current) : routeInOperation(request, access, controls, current, operation);
   };

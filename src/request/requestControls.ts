@@ -170,8 +170,9 @@ function withSdkExclusions(controls: RequestHedgingControls, sdkExcluded: readon
   if (sdkExcluded === undefined) return controls;
   // What nearly every request of a withHedging client carries: the SDK's options, excluding nothing.
   if (controls === noControls && sdkExcluded.length === 0) return sdkOptionsOnly;
-  const excludedRegions = sdkExcluded.length === 0 ? controls.excludedRegions : Object.freeze([...(controls.excludedRegions ?? []), ...sdkExcluded]);
-  return Object.freeze({ ...controls, ...(excludedRegions !== undefined ? { excludedRegions } : {}), sdkOptionsKnown: true });
+  if (sdkExcluded.length === 0) return Object.freeze({ ...controls, sdkOptionsKnown: true });
+  const excludedRegions = Object.freeze([...(controls.excludedRegions ?? []), ...sdkExcluded]);
+  return Object.freeze({ ...controls, excludedRegions, sdkExcludedRegions: sdkExcluded, sdkOptionsKnown: true });
 }
 
 /** The request's own control headers over the scope's, then the SDK's options as the request plugin gave them. */

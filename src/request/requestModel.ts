@@ -49,6 +49,14 @@ export interface RequestHedgingControls {
    */
   readonly sdkOptionsKnown?: boolean;
   /**
+   * The SDK request's own `excludedLocations`, as the request plugin gave
+   * them (also part of {@link RequestHedgingControls.excludedRegions}):
+   * where the SDK addresses one of them all the same, it chose to (its
+   * partition-level circuit breaker's move ignores them), and the request
+   * stays where it sent it.
+   */
+  readonly sdkExcludedRegions?: readonly string[];
+  /**
    * Set when the `@azure/cosmos` plugin marked the request as one of the
    * SDK's retries: the SDK chose its region on purpose, so runtime routing
    * leaves it there (exclusions and an explicit per-request region still bind).

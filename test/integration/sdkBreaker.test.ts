@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { CosmosClient } from "@azure/cosmos";
-import type { Container, CosmosClientOptions } from "@azure/cosmos";
-import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
+import type { Container, CosmosClientOptions, RequestOptions } from "@azure/cosmos";
+import type { HedgingHttpClient, HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { Emulator, FaultRule, RecordedRequest } from "../emulator/index.js";
@@ -628,6 +628,163 @@ describe("breaker beside plain: the user's https agent with maxSockets", functio
         sides.push({ label: hedged ? "hedged" : "plain", tag, container, diagnostics, times });
       }
       await sequentialBreakerCase(fixture, sides[0]!, sides[1]!, { status: 503, delayMs: 800 });
+    } finally {
+      for (const client of clients) client.dispose();
+      for (const agent of agents) agent.destroy();
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Hostile review of 67689f7/e4c7e80 (attack20): each worse than plain there.
+
+/** `n` point reads one after another: failures, total ms, point reads per region and their sequence. */
+async function readsOf(emulator: Emulator, side: Side, n: number, readOptions: RequestOptions = {}): Promise<{ failures: number; ms: number; byRegion: Record<string, number>; regions: string }> {
+  const since = emulator.requests.length;
+  let failures = 0;
+  const began = performance.now();
+  for (let i = 0; i < n; i++) {
+    const id = (i % 11) + 1;
+    if (!(await side.container.item(`item-${id}`, "pk").read(readOptions).then((r) => r.resource?.value === id, () => false))) failures++;
+  }
+  const ms = Math.round(performance.now() - began);
+  await settledTag(emulator, side.tag, 8_000);
+  const mine = emulator.requests.slice(since).filter((r) => r.headers["user-agent"]?.includes(side.tag) === true && r.kind === "pointRead");
+  const byRegion: Record<string, number> = {};
+  for (const r of mine) byRegion[r.region] = (byRegion[r.region] ?? 0) + 1;
+  return { failures, ms, byRegion, regions: mine.map((r) => `${r.region.split(" ").map((w) => w[0]).join("")}:${r.status ?? "x"}`).join(" ") };
+}
+
+describe("breaker beside plain: the breaker's moves, hostile review of 67689f7", function () {
+  this.timeout(240_000);
+  const fixture = useEmulator({ items });
+
+  // The SDK's partition override ignores a read's excludedLocations; the steering re-pointed the read at the first
+  // applicable region, West US, which the breaker had moved the partition off, and the SDK charged West US's 503 to the
+  // East US its override named: its breaker moved the partition off a healthy East US, onto a slow North Europe.
+  it("the partition moved to a healthy East US (West US 503): one read with excludedLocations [East US] is not steered into West US, and the reads after it stay on East US as plain's", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 50 } }, breakerOn);
+    const run = async (side: Side) => {
+      fixture.emulator.region("West US").addFault(scoped({ status: 503 }, side.tag));
+      fixture.emulator.region("North Europe").addFault(scoped({ delayMs: 400 }, side.tag));
+      const moved = await readsOf(fixture.emulator, side, 15);
+      const excluding = await readsOf(fixture.emulator, side, 1, { excludedLocations: ["East US"] });
+      const after = await readsOf(fixture.emulator, side, 20);
+      return { moved, excluding, after };
+    };
+    const [p, h] = await Promise.all([run(plain), run(hedged)]);
+    const summary = `plain ${JSON.stringify(p)}\n      hedged ${JSON.stringify(h)}`;
+    console.log(`      ${summary}`);
+    assert.equal(p.moved.failures + p.excluding.failures + p.after.failures + h.moved.failures + h.excluding.failures + h.after.failures, 0, summary);
+    assert.equal(p.after.byRegion["East US"], 20, `premise: plain's breaker keeps the partition on East US, its exclusion notwithstanding\n      ${summary}`);
+    assert.equal(h.excluding.byRegion["West US"] ?? 0, 0, `the read excluding East US was steered into the West US the breaker moved the partition off\n      ${summary}`);
+    assert.equal(h.after.byRegion["East US"] ?? 0, 20, `hedged's breaker moved the partition off a healthy East US\n      ${summary}`);
+    assert.ok(h.after.ms <= p.after.ms + 600, `hedged's reads after the exclusion slower than plain's\n      ${summary}`);
+  });
+
+  // A read sent to East US while the partition was there, whose hedge came due after the breaker had moved the partition
+  // on to North Europe: its endpoint no longer the move's currentEndPoint, partitionMovedOff said nothing moved, and its
+  // first hedge went to West US (40 such, against plain's none).
+  it("ten readers every 50 ms on a partition the breaker moved to East US, then East US answers 503 after 400 ms ten times: no hedge goes to West US, as no read of plain's does", async function () {
+    const { plain, hedged } = await pairOn(fixture, { crossRegion: { threshold: 200, budget: false } }, breakerOn);
+    const run = async (side: Side) => {
+      const east = fixture.emulator.region("East US");
+      fixture.emulator.region("West US").addFault(scoped({ status: 503 }, side.tag));
+      const slow = east.addFault(scoped({ delayMs: 400 }, side.tag));
+      const moved = await readsOf(fixture.emulator, side, 15);
+      const since = fixture.emulator.requests.length;
+      const start = performance.now();
+      const pending: Promise<boolean>[] = [];
+      for (let i = 0; i < 60; i++) {
+        const due = start + i * 50;
+        if (due > performance.now()) await sleep(due - performance.now());
+        if (i === 20) {
+          slow.remove();
+          east.addFault(scoped({ status: 503, delayMs: 400, count: 10 }, side.tag));
+          east.addFault(scoped({ delayMs: 400 }, side.tag));
+        }
+        for (let j = 0; j < 10; j++) {
+          const id = ((i * 10 + j) % 11) + 1;
+          pending.push(side.container.item(`item-${id}`, "pk").read().then((r) => r.resource?.value === id, () => false));
+        }
+      }
+      const failures = (await Promise.all(pending)).filter((ok) => !ok).length;
+      await settledTag(fixture.emulator, side.tag, 8_000);
+      const mine = fixture.emulator.requests.slice(since).filter((r) => r.headers["user-agent"]?.includes(side.tag) === true && r.kind === "pointRead");
+      const byRegion: Record<string, number> = {};
+      for (const r of mine) byRegion[r.region] = (byRegion[r.region] ?? 0) + 1;
+      return { moved: moved.byRegion, failures, byRegion };
+    };
+    const [p, h] = await Promise.all([run(plain), run(hedged)]);
+    const summary = `plain ${JSON.stringify(p)}\n      hedged ${JSON.stringify(h)}`;
+    console.log(`      ${summary}`);
+    assert.equal(p.failures + h.failures, 0, summary);
+    assert.equal(p.byRegion["West US"] ?? 0, 0, `premise: plain's breaker kept the partition off West US throughout\n      ${summary}`);
+    assert.ok((p.byRegion["North Europe"] ?? 0) > 0, `premise: plain's breaker moved the partition on to North Europe\n      ${summary}`);
+    assert.ok((h.byRegion["West US"] ?? 0) <= 2, `hedged hedged into the West US the breaker had moved the partition off\n      ${summary}`);
+  });
+
+  // The client's own exclusion (the package's steering, which the user asked for) re-pointed the read at the first region
+  // it allows, West US, which the breaker had moved the partition off: a 503 the SDK charged to the East US it addressed.
+  it("the partition moved to East US (West US 503), the hedging client excluding East US: its reads are re-pointed past West US, to North Europe", async function () {
+    const tag = newTag("client-excluding");
+    const options = withHedging(clientOptions(fixture, tag, breakerOn), { crossRegion: { threshold: 50 } });
+    const container = fixture.adopt(new CosmosClient(options)).database("db").container("items");
+    await container.item("item-0", "pk").read();
+    await settledTag(fixture.emulator, tag, 6_000);
+    const side: Side = { label: "hedged", tag, container, diagnostics: [], times: [] };
+    fixture.emulator.region("West US").addFault(scoped({ status: 503 }, tag));
+    const moved = await readsOf(fixture.emulator, side, 15);
+    (options.httpClient as HedgingHttpClient).regions.setExcludedRegions(["East US"]);
+    const after = await readsOf(fixture.emulator, side, 20);
+    const summary = `moved ${JSON.stringify(moved)}\n      after ${JSON.stringify(after)}`;
+    console.log(`      ${summary}`);
+    assert.equal(moved.failures + after.failures, 0, summary);
+    assert.equal(after.byRegion["West US"] ?? 0, 0, `re-pointed into the West US the breaker moved the partition off\n      ${summary}`);
+    assert.equal(after.byRegion["North Europe"] ?? 0, 20, summary);
+  });
+});
+
+describe("breaker beside plain: Entra ID (aadCredentials), hostile review of 67689f7", function () {
+  this.timeout(240_000);
+  const aadToken = "breaker-aad-token";
+  const fixture = useWanEmulator({ emulator: { aadToken }, wan: { rttMs: { "East US": 1, "West US": 1, "North Europe": 1 } }, items });
+
+  // Through the SDK's own pipeline (AAD) no request context is kept: partitionMovedOff says nothing moved, and every slow
+  // East US read hedged into West US first (20 West US requests against plain's 11).
+  it("aadCredentials, West US answering 503 at once and East US slow: once the breaker moved the partition off West US, hedged's hedges stay off it as plain's reads do", async function () {
+    const agents: https.Agent[] = [];
+    const clients: CosmosClient[] = [];
+    try {
+      const sides: Side[] = [];
+      for (const hedged of [false, true]) {
+        const agent = new https.Agent({ keepAlive: true, ca: fixture.wan.ca });
+        agents.push(agent);
+        const tag = newTag(hedged ? "aad-hedged" : "aad-plain");
+        const base: CosmosClientOptions = {
+          endpoint: fixture.wan.endpoint,
+          aadCredentials: { getToken: async () => ({ token: aadToken, expiresOnTimestamp: Date.now() + 3_600_000 }) },
+          agent,
+          userAgentSuffix: tag,
+          connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...breakerOn },
+        };
+        const client = new CosmosClient(hedged ? withHedging(base, { crossRegion: { threshold: 50 } }) : base);
+        clients.push(client);
+        const container = client.database("db").container("items");
+        await container.item("item-0", "pk").read();
+        await settledTag(fixture.emulator, tag, 6_000);
+        sides.push({ label: hedged ? "hedged" : "plain", tag, container, diagnostics: [], times: [] });
+      }
+      const run = async (side: Side) => {
+        fixture.emulator.region("West US").addFault(scoped({ status: 503 }, side.tag));
+        fixture.emulator.region("East US").addFault(scoped({ delayMs: 250 }, side.tag));
+        return readsOf(fixture.emulator, side, 30);
+      };
+      const [p, h] = await Promise.all(sides.map(run));
+      const summary = `plain ${JSON.stringify(p)}\n      hedged ${JSON.stringify(h)}`;
+      console.log(`      ${summary}`);
+      assert.equal(p!.failures + h!.failures, 0, summary);
+      assert.ok((h!.byRegion["West US"] ?? 0) <= (p!.byRegion["West US"] ?? 0) + 1, `hedged kept hedging into the West US the breaker moved the partition off\n      ${summary}`);
     } finally {
       for (const client of clients) client.dispose();
       for (const agent of agents) agent.destroy();

@@ -5,6 +5,7 @@ import { keepAttemptContext, SdkBookkeeping } from "../../../src/cosmos/sdkBookk
 import type { SdkAttempt } from "../../../src/cosmos/attemptHandoff.js";
 import { takeHandedOver } from "../../../src/cosmos/attemptHandoff.js";
 import { sdkRequestPlugin } from "../../../src/cosmos/sdkRequestPlugin.js";
+import { linkAttempt } from "../../../src/diagnostics/dispatchRecording.js";
 import { captureAzureLogs } from "../../support/logCapture.js";
 
 /** The shape of @azure/cosmos 4.10.1's DiagnosticNodeInternal constructor: level, node type, parent. */
@@ -251,7 +252,7 @@ describe("SdkBookkeeping", () => {
       }
     });
 
-    it("names the endpoints the breaker moved the request's partition off, only while the move is the one the attempt followed", () => {
+    it("names the endpoints the breaker moved the request's partition off, whichever region the attempt went to", () => {
       const bookkeeping = new SdkBookkeeping();
       const westUs = "https://account-westus.documents.azure.com:443/";
       const eastUs = "https://account-eastus.documents.azure.com:443/";
@@ -271,7 +272,11 @@ describe("SdkBookkeeping", () => {
       assert.deepEqual(movedOff(contextOf(manager, { endpoint: westUs })), [], "failures counted, nothing moved");
       moves.set("3", { currentEndPoint: eastUs, failedEndPoints: [westUs] });
       assert.deepEqual(movedOff(followed), [westUs]);
-      assert.deepEqual(movedOff(contextOf(manager, { endpoint: westUs })), [], "the SDK sent this attempt to the region it had moved off: the move is not in force for it");
+      assert.deepEqual(movedOff(contextOf(manager, { endpoint: westUs })), [westUs], "the SDK's counts reset, its reads back on the region it moved off: the primary, which no race leaves out");
+      // hostile review of 67689f7 (W2): a read sent to East US whose hedge came due after the breaker moved the partition on.
+      moves.set("3", { currentEndPoint: northEurope, failedEndPoints: [westUs, eastUs] });
+      assert.deepEqual(movedOff(followed), [westUs, eastUs], "moved on since the attempt went out");
+      moves.set("3", { currentEndPoint: eastUs, failedEndPoints: [westUs] });
       assert.deepEqual(movedOff(contextOf(manager, { endpoint: eastUs, partitionKeyRangeId: "4" })), [], "another partition");
       moves.set("3", { currentEndPoint: northEurope, failedEndPoints: [westUs, eastUs, 7] });
       assert.deepEqual(movedOff(contextOf(manager, { endpoint: northEurope })), [westUs, eastUs], "every region it moved off, in order; what is no endpoint left out");
@@ -280,7 +285,6 @@ describe("SdkBookkeeping", () => {
         contextOf(Object.assign(new FakePartitionManager(), { partitionKeyRangeToLocationForReadAndWrite: {} }), { endpoint: eastUs }),
         contextOf(null, { endpoint: eastUs }),
         contextOf(manager, { endpoint: northEurope, partitionKeyRangeId: 3 }),
-        contextOf(manager, { endpoint: undefined }),
       ]) {
         assert.deepEqual(movedOff(broken), [], JSON.stringify(broken));
       }
@@ -360,6 +364,33 @@ describe("SdkBookkeeping", () => {
       };
       assert.equal((await handedBy(new SdkBookkeeping()))?.context, context);
       assert.equal((await handedBy(undefined))?.context, undefined);
+    });
+
+    it("finds the context of an attempt sent through a pipeline of the SDK's own (Entra ID) by its operation, which the request plugin links it to", async () => {
+      const bookkeeping = new SdkBookkeeping();
+      const client = {};
+      const westUs = "https://account-westus.documents.azure.com:443/";
+      const manager = Object.assign(new FakePartitionManager(), { partitionKeyRangeToLocationForReadAndWrite: new Map([["3", { currentEndPoint: "https://account-eastus.documents.azure.com:443/", failedEndPoints: [westUs] }]]) });
+      const context = { httpClient: client, headers: {} as Record<string, unknown>, plugins: [] as unknown[], pipeline: {}, ...contextOf(manager, { endpoint: "https://account-eastus.documents.azure.com:443/" }) };
+      const request = createPipelineRequest({ url: "https://account-eastus.documents.azure.com/dbs/db/colls/c/docs/1" });
+      await sdkRequestPlugin(client, () => true, undefined, bookkeeping).plugin(context, new FakeNode("info", "x", null), async () => {
+        // What the SDK does after an await in its own pipeline: builds the request from the context's headers, and the
+        // hedging client links it to its operation while it runs.
+        for (const [name, value] of Object.entries(context.headers)) request.headers.set(name, String(value));
+        assert.equal(bookkeeping.attemptOf(request), undefined, "not linked to its operation yet");
+        assert.notEqual(linkAttempt(request), undefined);
+        return "response";
+      });
+      assert.equal(bookkeeping.attemptOf(request)?.partition?.manager, manager);
+      assert.deepEqual(bookkeeping.partitionMovedOff(request), [westUs]);
+      const unwired = createPipelineRequest({ url: "https://account-eastus.documents.azure.com/dbs/db/colls/c/docs/1" });
+      const other = { ...context, headers: {} as Record<string, unknown> };
+      await sdkRequestPlugin(client, () => true, undefined, undefined).plugin(other, new FakeNode("info", "x", null), async () => {
+        for (const [name, value] of Object.entries(other.headers)) unwired.headers.set(name, String(value));
+        assert.notEqual(linkAttempt(unwired), undefined);
+        return "response";
+      });
+      assert.equal(bookkeeping.attemptOf(unwired), undefined, "a client not wired to the SDK's bookkeeping keeps no context");
     });
   });
 

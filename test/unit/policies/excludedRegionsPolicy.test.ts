@@ -12,7 +12,7 @@ import { getHedgeDiagnostics } from "../../../src/diagnostics/diagnostics.js";
 import { requestControlsOf } from "../../../src/request/requestControls.js";
 import type { RequestHedgingControls } from "../../../src/request/requestModel.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
-import { excludedRegionsPolicy, excludedRegionsPolicyName } from "../../../src/policies/excludedRegionsPolicy.js";
+import { excludedRegionsPolicy, excludedRegionsPolicyName, regionSteering } from "../../../src/policies/excludedRegionsPolicy.js";
 import { OperationDetection } from "../../../src/diagnostics/detection.js";
 import { noteHandedAttempt } from "../../../src/diagnostics/dispatchRecording.js";
 import { eastUs, northEurope, requestTo, westUs } from "../../support/hedgingFixtures.js";
@@ -152,6 +152,43 @@ describe("excludedRegionsPolicy", function () {
       assert.equal(response.status, 200);
       assert.equal(sent[0]!.region, "West US");
       assert.deepEqual(sent[0]!.controls.routing, { exclusionsIgnored: true });
+    });
+
+    it("leaves a request where the SDK sent it when only the SDK's own excludedLocations exclude that region: the SDK chose it all the same", async function () {
+      // The SDK's partition-level circuit breaker sends a partition's reads to the region it moved it to, its exclusions notwithstanding.
+      const sdkExcluding = (region: RegionEndpoint, excluded: string): PipelineRequest => {
+        const request = read(region);
+        request.headers.set(requestControlHeaders.sdkExcludedRegions, pluginHeaderValue(JSON.stringify([excluded])));
+        return request;
+      };
+      const regions = cache();
+      const { sent, send } = routedPipeline(regions);
+      await send(sdkExcluding(eastUs, "East US"));
+      assert.deepEqual([sent[0]!.region, sent[0]!.controls.routing], ["East US", undefined]);
+      assert.deepEqual(sent[0]!.controls.sdkExcludedRegions, ["East US"]);
+      await send(withOptions(sdkExcluding(eastUs, "North Europe"), { excludedRegions: ["East US"] }));
+      assert.deepEqual([sent[1]!.region, sent[1]!.controls.routing], ["West US", { sdkRegion: "East US", rerouteReason: "excludedRegion" }], "an exclusion of the request's own, which the SDK does not know, still steers");
+      regions.setExcludedRegions(["East US"]);
+      await send(sdkExcluding(eastUs, "East US"));
+      assert.deepEqual([sent[2]!.region, sent[2]!.controls.routing], ["West US", { sdkRegion: "East US", rerouteReason: "excludedRegion" }], "the client's own exclusions still steer");
+    });
+
+    it("never re-points a request to a region the SDK's breaker moved its partition off", function () {
+      const regions = cache();
+      regions.setExcludedRegions(["East US"]);
+      const movedOff = new Map<PipelineRequest, readonly string[]>();
+      const steering = regionSteering(regions, (request) => movedOff.get(request) ?? []);
+      const moved = read(eastUs);
+      movedOff.set(moved, [westUs.endpoint]);
+      steering.apply(moved, "pointRead", requestControlsOf(moved));
+      assert.equal(regionOfUrl(moved.url), "North Europe");
+      const other = read(eastUs);
+      steering.apply(other, "pointRead", requestControlsOf(other));
+      assert.equal(regionOfUrl(other.url), "West US", "another partition's read");
+      const nowhere = read(eastUs);
+      movedOff.set(nowhere, [westUs.endpoint, northEurope.endpoint]);
+      assert.deepEqual(steering.apply(nowhere, "pointRead", requestControlsOf(nowhere)).routing, { exclusionsIgnored: true });
+      assert.equal(regionOfUrl(nowhere.url), "East US", "where the SDK sent it, when nothing else is left");
     });
 
     it("never moves a write to a read-only region", async function () {
