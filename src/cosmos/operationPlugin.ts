@@ -2,6 +2,7 @@ import { attachDetection, OperationDetection } from "../diagnostics/detection.js
 import { forgetOperation, nameOperation, operationHeaderName, unnameOperation } from "../diagnostics/dispatchRecording.js";
 import { attachHedgeDiagnosticsToHeaders } from "../diagnostics/diagnostics.js";
 import { recordOperationForCollectors } from "../diagnostics/diagnosticsCollector.js";
+import { forgetOperationContext } from "./sdkBookkeeping.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugins read and write. */
 interface CosmosOperationContext {
@@ -36,10 +37,11 @@ export function runAs<C, T>(operation: OperationDetection, headers: Record<strin
   if (withLastRecord) operation.recordGoesOnOutcome = true;
   const end = (outcome: unknown): void => {
     unnameOperation(headers);
-    // Written by the request plugin on attempts it could not hand over, which registered the operation.
+    // Written by the request plugin on attempts it could not hand over, which registered the operation (and kept its context).
     if (operation.headerId !== undefined) {
       if (headers[operationHeaderName] !== undefined) delete headers[operationHeaderName];
       forgetOperation(operation);
+      forgetOperationContext(operation);
     }
     try {
       attachDetection(outcome, operation);

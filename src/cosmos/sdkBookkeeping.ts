@@ -92,6 +92,17 @@ export function keepOperationContext(operation: OperationDetection, context: obj
   operationContexts.set(operation, context);
 }
 
+/**
+ * Forgets the context {@link keepOperationContext} kept for an operation
+ * that has ended: a response or error the caller keeps holds its operation's
+ * record, which must not hold the SDK's request context (and the request
+ * body on it) as well. What a drained attempt needs of it was copied when
+ * its race was decided.
+ */
+export function forgetOperationContext(operation: OperationDetection): void {
+  operationContexts.delete(operation);
+}
+
 /** The SDK's request context of the attempt sent as `request`: kept for it, or for the operation it is linked to. */
 function contextOf(request: PipelineRequest): Partial<Record<string, unknown>> | undefined {
   const kept = attemptContexts.get(request);

@@ -263,10 +263,11 @@ export function regionSteering(
     // A write the SDK's per-partition failover moved to a region that takes no writes otherwise: it chose it on
     // purpose, and its own excludedLocations do not hold it back either.
     if (access === "write" && controls.sdkRetry === true && regions.regionNamed(current.name, "write") === undefined) return stay;
-    // A region the SDK's own excludedLocations exclude, addressed all the same: its partition-level circuit breaker's move
-    // ignores them (hostile review of 67689f7: re-pointed, the read went to the region the breaker had moved the
-    // partition off, whose failure the SDK then charged to the region it addressed, and moved the partition off that too).
-    if (controls.sdkExcludedRegions !== undefined && !regions.isExcluded(current) && regions.isExcluded(current, controls.sdkExcludedRegions)) return stay;
+    // A region only the SDK's own excludedLocations exclude, addressed all the same: its partition-level circuit breaker's
+    // move ignores them, and it applies none to metadata reads; plain goes there (hostile review of 67689f7: re-pointed,
+    // the read went to the region the breaker had moved the partition off, whose failure the SDK then charged to the region
+    // it addressed, and moved the partition off that too). This package's own exclusions still re-point.
+    if (controls.sdkOnlyExcludedRegions !== undefined && !regions.isExcluded(current) && regions.isExcluded(current, controls.sdkOnlyExcludedRegions)) return stay;
     const operation = stateIfAny(request)?.operation;
     return operation === undefined ? freshRoute(request, access, controls, current) : routeInOperation(request, access, controls, current, operation);
   };

@@ -6,6 +6,7 @@ import type { RequestHedgingControls, RequestHedgingSetting } from "./requestMod
 import { carriedStateOf, requestStateOf, stateIfAny } from "./requestState.js";
 import { originalOf } from "./originalRequest.js";
 import { isRegionName, isTimerMilliseconds, regionNameLimits } from "../options.js";
+import { normalizeRegionName } from "../topology/regionNames.js";
 
 const controlHeaderNames: readonly string[] = Object.values(requestControlHeaders);
 
@@ -171,8 +172,11 @@ function withSdkExclusions(controls: RequestHedgingControls, sdkExcluded: readon
   // What nearly every request of a withHedging client carries: the SDK's options, excluding nothing.
   if (controls === noControls && sdkExcluded.length === 0) return sdkOptionsOnly;
   if (sdkExcluded.length === 0) return Object.freeze({ ...controls, sdkOptionsKnown: true });
-  const excludedRegions = Object.freeze([...(controls.excludedRegions ?? []), ...sdkExcluded]);
-  return Object.freeze({ ...controls, excludedRegions, sdkExcludedRegions: sdkExcluded, sdkOptionsKnown: true });
+  const own = controls.excludedRegions ?? noRegions;
+  const excludedRegions = Object.freeze([...own, ...sdkExcluded]);
+  const ownKeys = new Set(own.map(normalizeRegionName));
+  const sdkOnlyExcludedRegions = Object.freeze(sdkExcluded.filter((name) => !ownKeys.has(normalizeRegionName(name))));
+  return Object.freeze({ ...controls, excludedRegions, sdkOnlyExcludedRegions, sdkOptionsKnown: true });
 }
 
 /** The request's own control headers over the scope's, then the SDK's options as the request plugin gave them. */

@@ -49,13 +49,14 @@ export interface RequestHedgingControls {
    */
   readonly sdkOptionsKnown?: boolean;
   /**
-   * The SDK request's own `excludedLocations`, as the request plugin gave
-   * them (also part of {@link RequestHedgingControls.excludedRegions}):
-   * where the SDK addresses one of them all the same, it chose to (its
-   * partition-level circuit breaker's move ignores them), and the request
-   * stays where it sent it.
+   * The regions only the SDK request's own `excludedLocations` exclude, not
+   * an exclusion of this package's on the request (`hedgingRequestOptions`
+   * hands its regions to the SDK too): where the SDK addresses one of them
+   * all the same, it chose to (its partition-level circuit breaker's move
+   * ignores them; it applies none to metadata reads), and the request stays
+   * where it sent it, as plain's goes.
    */
-  readonly sdkExcludedRegions?: readonly string[];
+  readonly sdkOnlyExcludedRegions?: readonly string[];
   /**
    * Set when the `@azure/cosmos` plugin marked the request as one of the
    * SDK's retries: the SDK chose its region on purpose, so runtime routing

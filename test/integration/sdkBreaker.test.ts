@@ -6,6 +6,9 @@ import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { Emulator, FaultRule, RecordedRequest } from "../emulator/index.js";
 import https from "node:https";
+import v8 from "node:v8";
+import vm from "node:vm";
+import { hedgingRequestOptions } from "../../src/client/requestOptions.js";
 import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 import { fetchTransport } from "../support/fetchTransport.js";
@@ -789,5 +792,89 @@ describe("breaker beside plain: Entra ID (aadCredentials), hostile review of 676
       for (const client of clients) client.dispose();
       for (const agent of agents) agent.destroy();
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Hostile review of fa91e7d (attack21): each worse there than before it, the first two against the documented promise of
+// hedgingRequestOptions' exclusions, the last a memory retention.
+
+describe("breaker beside plain: hostile review of fa91e7d, the package's own per-request exclusions", function () {
+  this.timeout(240_000);
+  const fixture = useEmulator({ items });
+
+  it("a container read with hedgingRequestOptions({ excludedRegions: [West US] }) never reaches West US, which the SDK applies no exclusion to", async function () {
+    const { hedged } = await pairOn(fixture, {});
+    fixture.emulator.region("West US").addFault(scoped({ delayMs: 3_000 }, hedged.tag, ["collectionRead"]));
+    const since = fixture.emulator.requests.length;
+    const started = performance.now();
+    const { statusCode } = await hedged.container.read(hedgingRequestOptions({ excludedRegions: ["West US"] }));
+    const ms = Math.round(performance.now() - started);
+    await settledTag(fixture.emulator, hedged.tag, 8_000);
+    const reads = fixture.emulator.requests.slice(since).filter((r) => r.headers["user-agent"]?.includes(hedged.tag) === true && r.kind === "collectionRead");
+    assert.equal(statusCode, 200);
+    assert.deepEqual(
+      reads.map((r) => r.region),
+      ["East US"],
+      `${ms} ms`,
+    );
+  });
+
+  it("the breaker moved the partition to West US: reads with hedgingRequestOptions({ excludedRegions: [West US] }) stay off West US", async function () {
+    const { hedged } = await pairOn(fixture, { crossRegion: { threshold: 100 } }, breakerOn);
+    fixture.emulator.region("East US").addFault(scoped({ status: 503 }, hedged.tag));
+    // Reads excluding West US fail over East US -> North Europe; after 11 East US 503s the breaker moves the partition to West US.
+    const moving = await readsOf(fixture.emulator, hedged, 14, { excludedLocations: ["West US"] });
+    fixture.emulator.region("West US").addFault(scoped({ delayMs: 300 }, hedged.tag));
+    const excluding = await readsOf(fixture.emulator, hedged, 10, hedgingRequestOptions({ excludedRegions: ["West US"] }));
+    const summary = `moving ${JSON.stringify(moving)}\n      excluding ${JSON.stringify(excluding)}`;
+    assert.ok(moving.regions.endsWith("WU:200 WU:200 WU:200 WU:200"), `premise: the breaker moved the partition to West US\n      ${summary}`);
+    assert.equal(excluding.failures, 0, summary);
+    assert.equal(excluding.byRegion["West US"] ?? 0, 0, summary);
+  });
+});
+
+describe("breaker beside plain: hostile review of fa91e7d, Entra ID request contexts kept by operation", function () {
+  this.timeout(240_000);
+  const aadToken = "fa91e7d-aad-token";
+  const fixture = useWanEmulator({ emulator: { aadToken }, wan: { rttMs: { "East US": 1, "West US": 1, "North Europe": 1 } }, items });
+
+  it("an upsert's response kept by the caller does not keep the SDK's request context (and its body) alive, as plain's does not", async function () {
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc") as () => void;
+    const outcome: Record<string, boolean> = {};
+    for (const hedged of [false, true]) {
+      const agent = new https.Agent({ keepAlive: true, ca: fixture.wan.ca });
+      let captured: WeakRef<object> | undefined;
+      const capture = {
+        on: "request",
+        plugin: (context: object, _node: unknown, next: (c: object) => Promise<unknown>) => {
+          if ((context as { operationType?: string }).operationType === "upsert") captured = new WeakRef(context);
+          return next(context);
+        },
+      };
+      // The SDK's plugins option, which its public type leaves out.
+      const base = {
+        endpoint: fixture.wan.endpoint,
+        aadCredentials: { getToken: async () => ({ token: aadToken, expiresOnTimestamp: Date.now() + 3_600_000 }) },
+        agent,
+        plugins: [capture],
+        connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations },
+      } as CosmosClientOptions;
+      const client = new CosmosClient(hedged ? withHedging(base) : base);
+      try {
+        const kept = await client.database("db").container("items").items.upsert({ id: `kept-${hedged}`, pk: "pk", body: "x".repeat(50_000) });
+        await sleep(100);
+        for (let i = 0; i < 5; i++) gc();
+        await sleep(100);
+        gc();
+        outcome[hedged ? "hedged" : "plain"] = captured?.deref() !== undefined;
+        assert.equal(kept.statusCode === 200 || kept.statusCode === 201, true);
+      } finally {
+        client.dispose();
+        agent.destroy();
+      }
+    }
+    assert.deepEqual(outcome, { plain: false, hedged: false }, "true: the upsert's request context is still alive while its response is");
   });
 });

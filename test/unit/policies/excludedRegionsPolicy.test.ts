@@ -165,12 +165,16 @@ describe("excludedRegionsPolicy", function () {
       const { sent, send } = routedPipeline(regions);
       await send(sdkExcluding(eastUs, "East US"));
       assert.deepEqual([sent[0]!.region, sent[0]!.controls.routing], ["East US", undefined]);
-      assert.deepEqual(sent[0]!.controls.sdkExcludedRegions, ["East US"]);
+      assert.deepEqual(sent[0]!.controls.sdkOnlyExcludedRegions, ["East US"]);
       await send(withOptions(sdkExcluding(eastUs, "North Europe"), { excludedRegions: ["East US"] }));
       assert.deepEqual([sent[1]!.region, sent[1]!.controls.routing], ["West US", { sdkRegion: "East US", rerouteReason: "excludedRegion" }], "an exclusion of the request's own, which the SDK does not know, still steers");
+      // hostile review of fa91e7d: hedgingRequestOptions hands its regions to the SDK as well; they are this package's all the same.
+      await send(withOptions(sdkExcluding(eastUs, "eastus"), { excludedRegions: ["East US"] }));
+      assert.deepEqual([sent[2]!.region, sent[2]!.controls.routing], ["West US", { sdkRegion: "East US", rerouteReason: "excludedRegion" }], "the request's own exclusion, also the SDK's");
+      assert.deepEqual(sent[2]!.controls.sdkOnlyExcludedRegions, []);
       regions.setExcludedRegions(["East US"]);
       await send(sdkExcluding(eastUs, "East US"));
-      assert.deepEqual([sent[2]!.region, sent[2]!.controls.routing], ["West US", { sdkRegion: "East US", rerouteReason: "excludedRegion" }], "the client's own exclusions still steer");
+      assert.deepEqual([sent[3]!.region, sent[3]!.controls.routing], ["West US", { sdkRegion: "East US", rerouteReason: "excludedRegion" }], "the client's own exclusions still steer");
     });
 
     it("never re-points a request to a region the SDK's breaker moved its partition off", function () {
