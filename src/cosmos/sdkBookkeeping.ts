@@ -11,9 +11,15 @@ import { operationOfAttempt } from "../diagnostics/dispatchRecording.js";
  * SDK's types.
  */
 export interface SdkEndpointManager {
-  getReadLocations(): Promise<ReadonlyArray<{ readonly name?: unknown; readonly databaseAccountEndpoint?: unknown }>>;
+  /** Its read locations, from 4.5.0 on. */
+  getReadLocations?(): Promise<ReadonlyArray<SdkLocation>>;
+  /** The same list as a field, in every 4.x: what an SDK before 4.5.0 has. */
+  readonly readableLocations?: unknown;
   markCurrentLocationUnavailableForRead(diagnosticNode: unknown, endpoint: string): Promise<void>;
 }
+
+/** A read location of the account, as the SDK lists it. */
+type SdkLocation = { readonly name?: unknown; readonly databaseAccountEndpoint?: unknown };
 
 /**
  * The part of `@azure/cosmos`'s `GlobalPartitionEndpointManager` (4.x, the
@@ -57,7 +63,7 @@ type NodeFactory = () => unknown;
 function isEndpointManager(value: unknown): value is SdkEndpointManager {
   if (typeof value !== "object" || value === null) return false;
   const manager = value as Partial<Record<keyof SdkEndpointManager, unknown>>;
-  return typeof manager.getReadLocations === "function" && typeof manager.markCurrentLocationUnavailableForRead === "function";
+  return (typeof manager.getReadLocations === "function" || Array.isArray(manager.readableLocations)) && typeof manager.markCurrentLocationUnavailableForRead === "function";
 }
 
 function isPartitionManager(value: unknown): value is SdkPartitionManager {
@@ -193,7 +199,9 @@ export class SdkBookkeeping {
     const key = normalizeRegionName(region);
     void (async () => {
       try {
-        const locations = await manager.getReadLocations();
+        // An SDK before 4.5.0 has no getReadLocations (hostile probe of 4.2.0 and 4.4.1: the region was never marked).
+        const listed = manager.getReadLocations !== undefined ? await manager.getReadLocations() : manager.readableLocations;
+        const locations: readonly SdkLocation[] = Array.isArray(listed) ? listed : [];
         const location = locations.find((candidate) => typeof candidate.name === "string" && normalizeRegionName(candidate.name) === key);
         if (typeof location?.databaseAccountEndpoint !== "string") {
           unmarked();

@@ -158,6 +158,33 @@ describe("SdkBookkeeping", () => {
     assert.equal(manager.marked.length, 2);
   });
 
+  it("marks through an SDK before 4.5.0, which lists its read locations as a field and has no getReadLocations", async () => {
+    // @azure/cosmos 4.1 to 4.4's GlobalEndpointManager (hostile probe of 4.2.0 and 4.4.1: the region was never marked).
+    const marked: string[] = [];
+    const older = {
+      readableLocations: [
+        { name: "West US", databaseAccountEndpoint: "https://account-westus.documents.azure.com:443/" },
+        { name: "East US", databaseAccountEndpoint: "https://account-eastus.documents.azure.com:443/" },
+      ] as unknown,
+      async markCurrentLocationUnavailableForRead(_node: unknown, endpoint: string): Promise<void> {
+        marked.push(endpoint);
+      },
+    };
+    const marks = new SdkBookkeeping();
+    marks.seen(older, new FakeNode("info", "x", null));
+    let unmarked = 0;
+    assert.equal(
+      marks.markForReads("westus", () => unmarked++),
+      true,
+    );
+    await settle();
+    assert.deepEqual(marked, ["https://account-westus.documents.azure.com:443/"]);
+    older.readableLocations = "not a list any more";
+    marks.markForReads("East US", () => unmarked++);
+    await settle();
+    assert.deepEqual([marked.length, unmarked], [1, 1], "a field that is no list marks nothing, and says so");
+  });
+
   it("says at info what it told the SDK: each mark, and a partition the breaker moved, not a failure only counted", async () => {
     const marks = new SdkBookkeeping();
     marks.seen(account(), new FakeNode("info", "x", null));
