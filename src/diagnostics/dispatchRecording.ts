@@ -114,7 +114,7 @@ export function linkAttempt(request: PipelineRequest): Attempt | undefined {
  * attempt the SDK's call ends with.
  */
 export function noteAttemptRecord(request: PipelineRequest, diagnostics: PublishedRecord): void {
-  const operation = stateIfAny(request)?.operation;
+  const operation = operationOfAttempt(request);
   if (operation !== undefined) operation.lastRecord = diagnostics;
 }
 

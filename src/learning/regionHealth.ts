@@ -183,9 +183,9 @@ export class RegionHealth implements RaceLearner, HealthyTails {
 
   /**
    * The endpoints `@azure/cosmos`'s partition-level circuit breaker moved
-   * the partition of `request` off, with the move in force for it (see
-   * `SdkBookkeeping.partitionMovedOff`): a hedge there goes where the SDK
-   * keeps the partition's reads away from. Asked only when a hedge is planned.
+   * the partition of `request` off, for as long as it lists them (see
+   * `SdkBookkeeping.partitionMovedOff`): a hedge there goes where the
+   * breaker found the partition failing. Asked only when a hedge is planned.
    */
   partitionMovedOff(request: PipelineRequest): readonly string[] | undefined {
     return this.breaker?.settings.bookkeeping?.partitionMovedOff(request);

@@ -15,7 +15,7 @@ import { diagnosticsHeader } from "../diagnostics/diagnosticsHeader.js";
 import type { RegionHealth } from "../learning/regionHealth.js";
 import type { FixedThresholdSource } from "../learning/sdkBreakerWatch.js";
 import type { RequestHedgingControls, RequestHedgingSetting } from "../request/requestModel.js";
-import { raceTargets } from "./targets.js";
+import { notAmongEndpoints, raceTargets } from "./targets.js";
 
 /** How long to wait before hedging, fixed or learned per request. */
 export type Timing =
@@ -206,12 +206,9 @@ export class HedgePlanner {
   private withoutUnavailable(regions: readonly RegionEndpoint[], from: number, request: PipelineRequest): readonly RegionEndpoint[] {
     const { health } = this;
     if (health === undefined) return regions;
-    const movedOff = health.partitionMovedOff(request);
-    const moved = movedOff === undefined || movedOff.length === 0 ? undefined : movedOff.map((endpoint) => this.regions.regionOf(endpoint));
-    if (moved === undefined && !health.anyUnavailableForHedges()) return regions;
-    return regions.filter(
-      (region, index) => index < from || (!health.unavailableForHedges(region.name) && !(moved?.some((each) => sameRegion(each, region)) ?? false)),
-    );
+    const stillServed = notAmongEndpoints(this.regions, health.partitionMovedOff(request));
+    if (stillServed === undefined && !health.anyUnavailableForHedges()) return regions;
+    return regions.filter((region, index) => index < from || (!health.unavailableForHedges(region.name) && (stillServed?.(region) ?? true)));
   }
 
   /** `regions` without those answering 429 now; the list itself when none may be. */

@@ -1,5 +1,5 @@
 import type { RegionAccess, RegionCache, RegionEndpoint } from "../topology/regionCache.js";
-import { regionKey } from "../topology/regionNames.js";
+import { regionKey, sameRegion } from "../topology/regionNames.js";
 
 /**
  * Whether a request may be re-pointed at a region: only to an endpoint of
@@ -40,4 +40,16 @@ export function raceTargets(
     if (region !== primary && regionKey(region) !== primaryKey && hasScheme(region, scheme)) targets.push(region);
   }
   return targets;
+}
+
+/**
+ * Whether a region is none of `endpoints` (the SDK's own endpoint strings,
+ * as `SdkBookkeeping.partitionMovedOff` names the regions its circuit
+ * breaker moved a request's partition off), found in `regions`; `undefined`
+ * when the list is empty, so that a caller skips filtering altogether.
+ */
+export function notAmongEndpoints(regions: RegionCache, endpoints: readonly string[] | undefined): ((region: RegionEndpoint) => boolean) | undefined {
+  if (endpoints === undefined || endpoints.length === 0) return undefined;
+  const listed = endpoints.map((endpoint) => regions.regionOf(endpoint));
+  return (region) => !listed.some((each) => sameRegion(each, region));
 }

@@ -7,9 +7,10 @@ import { describe, optionKeys, optionsObject } from "../options.js";
 import type { OperationKind } from "../cosmos/operationKind.js";
 import { documentReadKinds, documentWriteKinds } from "../cosmos/operationKind.js";
 import { cloneRequestFor, retarget } from "../race/cloneRequest.js";
-import { sendInstead, stateIfAny } from "../request/requestState.js";
+import { sendInstead } from "../request/requestState.js";
+import { operationOfAttempt } from "../diagnostics/dispatchRecording.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
-import { sameScheme } from "../planning/targets.js";
+import { notAmongEndpoints, sameScheme } from "../planning/targets.js";
 import type { RequestHedgingControls, RequestRouting, RerouteReason } from "../request/requestModel.js";
 import { setRequestControls } from "../request/requestControls.js";
 import { policyLogger } from "../log.js";
@@ -158,10 +159,8 @@ export function regionSteering(
 
   /** The regions a request may be re-pointed to: applicable, on its scheme, and not one the SDK's breaker moved its partition off. */
   const candidates = (request: PipelineRequest, access: RegionAccess, controls: RequestHedgingControls): RegionEndpoint[] => {
-    const moved = partitionMovedOff?.(request).map((endpoint) => regions.regionOf(endpoint));
-    return regions
-      .applicableRegions(access, controls.excludedRegions)
-      .filter((region) => sameScheme(request.url, region) && !(moved?.some((each) => sameRegion(each, region)) ?? false));
+    const stillServed = notAmongEndpoints(regions, partitionMovedOff?.(request));
+    return regions.applicableRegions(access, controls.excludedRegions).filter((region) => sameScheme(request.url, region) && (stillServed?.(region) ?? true));
   };
 
   /** Where the exclusions, or a runtime order, send a request the SDK addressed to `current`, as if it were the operation's first. */
@@ -268,7 +267,7 @@ export function regionSteering(
     // the read went to the region the breaker had moved the partition off, whose failure the SDK then charged to the region
     // it addressed, and moved the partition off that too). This package's own exclusions still re-point.
     if (controls.sdkOnlyExcludedRegions !== undefined && !regions.isExcluded(current) && regions.isExcluded(current, controls.sdkOnlyExcludedRegions)) return stay;
-    const operation = stateIfAny(request)?.operation;
+    const operation = operationOfAttempt(request);
     return operation === undefined ? freshRoute(request, access, controls, current) : routeInOperation(request, access, controls, current, operation);
   };
 
@@ -311,7 +310,7 @@ export function regionSteering(
       if (
         controls.region === undefined &&
         (controls.excludedRegions === undefined || controls.excludedRegions.length === 0) &&
-        leavesPlain(stateIfAny(request)?.operation)
+        leavesPlain(operationOfAttempt(request))
       ) {
         return controls;
       }

@@ -7,7 +7,7 @@ import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { RecordedRequest } from "../emulator/index.js";
 import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
-import { scoped, settledTag, tagged } from "../support/taggedRequests.js";
+import { scoped, settledTag, tagged, taggedClientOptions } from "../support/taggedRequests.js";
 import { catchUnhandled } from "../support/unhandledRejections.js";
 
 /**
@@ -426,13 +426,7 @@ describe("beside plain: the SDK's own machinery", function () {
   const fixture = useEmulator({ items });
 
   function optionsOf(tag: string, extra: Partial<CosmosClientOptions> = {}, connectionPolicy: CosmosClientOptions["connectionPolicy"] = {}): CosmosClientOptions {
-    return {
-      endpoint: fixture.emulator.endpoint,
-      key: fixture.emulator.key,
-      userAgentSuffix: tag,
-      ...extra,
-      connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...connectionPolicy },
-    };
+    return taggedClientOptions(fixture.emulator, tag, preferredLocations, connectionPolicy, extra);
   }
 
   interface Side {

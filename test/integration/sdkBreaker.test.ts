@@ -12,7 +12,7 @@ import { hedgingRequestOptions } from "../../src/client/requestOptions.js";
 import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 import { fetchTransport } from "../support/fetchTransport.js";
-import { scoped, settledTag } from "../support/taggedRequests.js";
+import { scoped, settledTag, taggedClientOptions } from "../support/taggedRequests.js";
 import type { EmulatorFixture } from "../support/emulatorFixture.js";
 
 /**
@@ -52,20 +52,14 @@ interface Side {
   readonly times: number[];
 }
 
-/** The options of a test's client on the emulator: its tag in the user agent, background refresh off, the test's policy over the preferred regions. */
+/** The options of a test's client on the emulator (see `taggedClientOptions`), over the preferred regions of these tests. */
 function clientOptions(
   fixture: EmulatorFixture,
   tag: string,
   connectionPolicy: CosmosClientOptions["connectionPolicy"] = {},
   extra: Partial<CosmosClientOptions> = {},
 ): CosmosClientOptions {
-  return {
-    endpoint: fixture.emulator.endpoint,
-    key: fixture.emulator.key,
-    userAgentSuffix: tag,
-    ...extra,
-    connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...connectionPolicy },
-  };
+  return taggedClientOptions(fixture.emulator, tag, preferredLocations, connectionPolicy, extra);
 }
 
 /** A plain and a hedged client of the same options, both warm. */
@@ -748,6 +742,17 @@ describe("breaker beside plain: the breaker's moves, hostile review of 67689f7",
   });
 });
 
+/** The options of an Entra ID client of a WAN fixture's emulator, whose token it accepts, over `agent`. */
+function aadOptions(fixture: { readonly wan: { readonly endpoint: string } }, aadToken: string, agent: https.Agent, extra: Partial<CosmosClientOptions> = {}): CosmosClientOptions {
+  return {
+    endpoint: fixture.wan.endpoint,
+    aadCredentials: { getToken: async () => ({ token: aadToken, expiresOnTimestamp: Date.now() + 3_600_000 }) },
+    agent,
+    ...extra,
+    connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...extra.connectionPolicy },
+  };
+}
+
 describe("breaker beside plain: Entra ID (aadCredentials), hostile review of 67689f7", function () {
   this.timeout(240_000);
   const aadToken = "breaker-aad-token";
@@ -764,13 +769,7 @@ describe("breaker beside plain: Entra ID (aadCredentials), hostile review of 676
         const agent = new https.Agent({ keepAlive: true, ca: fixture.wan.ca });
         agents.push(agent);
         const tag = newTag(hedged ? "aad-hedged" : "aad-plain");
-        const base: CosmosClientOptions = {
-          endpoint: fixture.wan.endpoint,
-          aadCredentials: { getToken: async () => ({ token: aadToken, expiresOnTimestamp: Date.now() + 3_600_000 }) },
-          agent,
-          userAgentSuffix: tag,
-          connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations, ...breakerOn },
-        };
+        const base = aadOptions(fixture, aadToken, agent, { userAgentSuffix: tag, connectionPolicy: breakerOn });
         const client = new CosmosClient(hedged ? withHedging(base, { crossRegion: { threshold: 50 } }) : base);
         clients.push(client);
         const container = client.database("db").container("items");
@@ -854,13 +853,7 @@ describe("breaker beside plain: hostile review of fa91e7d, Entra ID request cont
         },
       };
       // The SDK's plugins option, which its public type leaves out.
-      const base = {
-        endpoint: fixture.wan.endpoint,
-        aadCredentials: { getToken: async () => ({ token: aadToken, expiresOnTimestamp: Date.now() + 3_600_000 }) },
-        agent,
-        plugins: [capture],
-        connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations },
-      } as CosmosClientOptions;
+      const base = aadOptions(fixture, aadToken, agent, { plugins: [capture] } as Partial<CosmosClientOptions>);
       const client = new CosmosClient(hedged ? withHedging(base) : base);
       try {
         const kept = await client.database("db").container("items").items.upsert({ id: `kept-${hedged}`, pk: "pk", body: "x".repeat(50_000) });

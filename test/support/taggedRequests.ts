@@ -1,3 +1,4 @@
+import type { CosmosClientOptions } from "@azure/cosmos";
 import type { FaultRule, Emulator, RecordedRequest } from "../emulator/index.js";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
 
@@ -25,4 +26,25 @@ export async function settledTag(emulator: Emulator, tag: string, withinMs: numb
 /** A fault rule met only by one client's requests of `kinds` (point reads unless told). */
 export function scoped(rule: FaultRule, tag: string, kinds: OperationKind[] = ["pointRead"]): FaultRule {
   return { ...rule, operations: kinds, ifHeaderValue: { name: "user-agent", includes: tag } };
+}
+
+/**
+ * The options of a tagged client on `emulator`: its key, its tag in the user
+ * agent, background endpoint refresh off (a test's timings are its own), and
+ * `preferredLocations` under the test's own connection policy.
+ */
+export function taggedClientOptions(
+  emulator: Pick<Emulator, "endpoint" | "key">,
+  tag: string,
+  preferredLocations: readonly string[],
+  connectionPolicy: CosmosClientOptions["connectionPolicy"] = {},
+  extra: Partial<CosmosClientOptions> = {},
+): CosmosClientOptions {
+  return {
+    endpoint: emulator.endpoint,
+    key: emulator.key,
+    userAgentSuffix: tag,
+    ...extra,
+    connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: [...preferredLocations], ...connectionPolicy },
+  };
 }
