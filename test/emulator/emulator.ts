@@ -8,6 +8,7 @@ import { allowedClockSkewMs, verifyAuthorization } from "./authorization.js";
 import { FaultList } from "./faults.js";
 import type { FaultDecision, FaultHandle, FaultRule } from "./faults.js";
 import { TimerSet, serveRegionRequest } from "./proxy.js";
+import { PartitionLayout } from "./partitions.js";
 import type { ProxyTarget, RecordedRequest, RegionBehaviour } from "./proxy.js";
 
 /** One emulated region. */
@@ -40,6 +41,14 @@ export interface EmulatorOptions extends EmulatorAccountSettings {
   key?: string;
   /** An Entra ID (AAD) token the account also accepts (`aadCredentials` of the SDK); default none. */
   aadToken?: string;
+  /**
+   * How many partition key ranges every container is split into, evenly
+   * over the hash space (see `PartitionLayout`); default 1, the backend's
+   * own. With more, a cross-partition query the SDK plans
+   * (`forceQueryPlan`) fans out range by range, and a fault rule may name
+   * one range (`FaultRule.partitionKeyRange`).
+   */
+  partitionKeyRanges?: number;
 }
 
 /**
@@ -162,13 +171,13 @@ export class EmulatorRegion implements RegionBehaviour {
   }
 
   /** @internal Called by the region's proxy on each arrival: a predicted request gets what was drawn for it. */
-  decide(kind: OperationKind, predictionToken?: string, headers?: Readonly<Record<string, unknown>>): FaultDecision | undefined {
+  decide(kind: OperationKind, predictionToken?: string, headers?: Readonly<Record<string, unknown>>, range?: () => string | undefined): FaultDecision | undefined {
     if (predictionToken !== undefined && this.predictions.has(predictionToken)) {
       const decision = this.predictions.get(predictionToken);
       this.predictions.delete(predictionToken);
       return decision;
     }
-    return this.faults.decide(kind, headers);
+    return this.faults.decide(kind, headers, range);
   }
 }
 
@@ -347,6 +356,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const key = options.key ?? emulatorKey;
   const keyBytes = Buffer.from(key, "base64");
   if (!(skewMs >= 0)) throw new RangeError(`allowedClockSkewMs must be >= 0; got ${skewMs}`);
+  const partitions = new PartitionLayout(options.partitionKeyRanges ?? 1);
 
   const backend = createHttpServer({ keepAlive: true, keepAliveTimeout: idleConnectionMs });
   const agent = new http.Agent({ keepAlive: true });
@@ -363,6 +373,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       accountBody: (body) => account.render(body),
       authorize: (request) => verifyAuthorization(keyBytes, request, Date.now(), skewMs, options.aadToken),
       closing: false,
+      partitions,
     };
     await Promise.all(
       specs.map(async (spec, index) => {

@@ -41,6 +41,14 @@ export interface FaultRule {
    */
   ifHeaderValue?: { name: string; includes: string };
   /**
+   * Apply only to requests of this partition key range (an id of the
+   * emulator's `partitionKeyRanges`): those that name it, as the pages of a
+   * fanned-out query do, and those whose partition key hashes into it, as a
+   * point read's does. A partition that fails in one region while the
+   * container's others are served.
+   */
+  partitionKeyRange?: string;
+  /**
    * Apply to one matching request in `every`, the first of each group (the 1st, the
    * `every + 1`-th, ...): a region that flaps with 2, a periodic straggler with 8. A whole number >= 1.
    */
@@ -130,13 +138,17 @@ export class FaultList {
     this.rules = [];
   }
 
-  /** The first rule that names the kind, has count left and wins its draw; counts it as applied. */
-  decide(kind: OperationKind, headers: Readonly<Record<string, unknown>> = {}): FaultDecision | undefined {
+  /**
+   * The first rule that names the kind, has count left and wins its draw; counts it as applied.
+   * @param range - the partition key range the request is for, asked only of a rule that names one.
+   */
+  decide(kind: OperationKind, headers: Readonly<Record<string, unknown>> = {}, range: () => string | undefined = () => undefined): FaultDecision | undefined {
     for (const installed of this.rules) {
       const { rule } = installed;
       if (rule.operations !== undefined && !rule.operations.includes(kind)) continue;
       if (rule.ifHeader !== undefined && headers[rule.ifHeader] === undefined) continue;
       if (rule.ifHeaderValue !== undefined && !headerIncludes(headers[rule.ifHeaderValue.name], rule.ifHeaderValue.includes)) continue;
+      if (rule.partitionKeyRange !== undefined && range() !== rule.partitionKeyRange) continue;
       if (rule.every !== undefined && installed.matched++ % rule.every !== 0) continue;
       if (rule.count !== undefined && installed.applied >= rule.count) continue;
       // Draw only for real probabilities, so adding a certain rule does not shift the sequence of the others.

@@ -5,6 +5,7 @@ import { classifyShape } from "../../src/cosmos/operationKind.js";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
 import type { AuthorizationVerdict } from "./authorization.js";
 import type { FaultDecision, FaultRule } from "./faults.js";
+import type { PartitionLayout } from "./partitions.js";
 
 /**
  * One request as it reached a region. Recorded on arrival, before any fault
@@ -73,6 +74,8 @@ export interface ProxyTarget {
   authorize(request: { method: string; path: string; header(name: string): string | undefined }): AuthorizationVerdict;
   /** Whether the emulator is closing: connections it closes itself are not cut by a client. */
   closing: boolean;
+  /** How the account's containers are split into partition key ranges. */
+  readonly partitions: PartitionLayout;
 }
 
 /** The request header that carries an {@link EmulatorRegion.predict} token. */
@@ -84,7 +87,7 @@ export interface RegionBehaviour {
   readonly latencyMs: number;
   arrived(request: RecordedRequest): void;
   ended(): void;
-  decide(kind: OperationKind, predictionToken?: string, headers?: Readonly<Record<string, unknown>>): FaultDecision | undefined;
+  decide(kind: OperationKind, predictionToken?: string, headers?: Readonly<Record<string, unknown>>, range?: () => string | undefined): FaultDecision | undefined;
 }
 
 // Connection-level headers describe one hop; the proxy manages its own connections on each side.
@@ -217,7 +220,7 @@ export function serveRegionRequest(
   }
 
   const prediction = req.headers[predictionHeader];
-  const decision = region.decide(kind, typeof prediction === "string" ? prediction : undefined, req.headers);
+  const decision = region.decide(kind, typeof prediction === "string" ? prediction : undefined, req.headers, () => target.partitions.rangeOfRequest(header, path));
 
   const act = (): void => {
     cancelDelay = undefined;
@@ -230,6 +233,11 @@ export function serveRegionRequest(
       // Drain the unread request body so that the connection stays usable.
       req.resume();
       answerFault(res, rule);
+    } else if (kind === "queryPlan") {
+      record.forwarded = true;
+      answerQueryPlan(kind, target, req, res, (forwarded) => {
+        upstream = forwarded;
+      });
     } else {
       record.forwarded = true;
       const hold = rule?.responseDelayMs ?? 0;
@@ -282,6 +290,7 @@ function forward(
   res: http.ServerResponse,
   deliver: (answer: () => void) => void,
   bodyLater?: (rest: () => void) => void,
+  requestBody?: Buffer,
 ): http.ClientRequest {
   const upstream = http.request({
     host: "127.0.0.1",
@@ -306,10 +315,44 @@ function forward(
       let body: Buffer = Buffer.concat(chunks);
       if (kind === "accountRead" && status === 200) body = target.accountBody(body);
       if ((kind === "partitionKeyRangeReadFeed" || kind === "partitionKeyRangeReadFeedContinuation") && status === 200) body = withStringRangeIds(body);
+      body = splitIntoRanges(target.partitions, kind, req, status, body);
       const headers = withoutHeaders(backendRes.headers, droppedResponseHeaders);
       deliver(() => send(res, status, headers, body, bodyLater));
     });
   });
-  req.pipe(upstream);
+  if (requestBody === undefined) req.pipe(upstream);
+  else upstream.end(requestBody);
   return upstream;
+}
+
+/** Where the layout splits the containers, the backend's answer as a split container's would be (see {@link PartitionLayout}). */
+function splitIntoRanges(layout: PartitionLayout, kind: OperationKind, req: http.IncomingMessage, status: number, body: Buffer): Buffer {
+  if (!layout.split || status >= 300) return body;
+  const path = req.url ?? "/";
+  if (kind === "partitionKeyRangeReadFeed" || kind === "partitionKeyRangeReadFeedContinuation") return layout.rewriteRanges(body);
+  if (/^\/?dbs\/[^/]+\/colls(\/[^/?]+)?\/?(\?|$)/.test(path)) return layout.rewriteContainers(body, path);
+  const range = req.headers["x-ms-documentdb-partitionkeyrangeid"];
+  if (typeof range === "string" && (kind === "query" || kind === "readFeed" || kind === "changeFeed")) return layout.filterFeed(body, range, path);
+  return body;
+}
+
+/**
+ * The backend plans no query: it runs a plan request as the query itself.
+ * A simple query's plan is answered here, as the service would answer it;
+ * any other goes to the backend as before.
+ */
+function answerQueryPlan(kind: OperationKind, target: ProxyTarget, req: http.IncomingMessage, res: http.ServerResponse, forwarded: (upstream: http.ClientRequest) => void): void {
+  const chunks: Buffer[] = [];
+  req.on("data", (chunk: Buffer) => chunks.push(chunk));
+  req.on("end", () => {
+    const requestBody = Buffer.concat(chunks);
+    const plan = target.partitions.queryPlanFor(requestBody);
+    if (res.destroyed) return;
+    if (plan === undefined) {
+      forwarded(forward(kind, target, req, res, (answer) => answer(), undefined, requestBody));
+      return;
+    }
+    // One request unit, as the backend charges every reply.
+    send(res, 200, { "content-type": "application/json", "x-ms-activity-id": randomUUID(), "x-ms-request-charge": "1" }, plan);
+  });
 }

@@ -332,6 +332,33 @@ describe("emulated account", function () {
     }
   });
 
+  it("splits every container into partitionKeyRanges ranges over the hash space, hash version 2, and refuses a count out of bounds", async function () {
+    await assert.rejects(() => startEmulator({ partitionKeyRanges: 0 }), /partitionKeyRanges must be a whole number from 1 to 16; got 0/);
+    await assert.rejects(() => startEmulator({ partitionKeyRanges: 2.5 }), /got 2\.5/);
+    const emulator = await startEmulator({ partitionKeyRanges: 4 });
+    const client = createTestClient(emulator);
+    try {
+      const container = await seedContainer(client, { database: "db", container: "split", items: Array.from({ length: 20 }, (_, i) => ({ id: `${i}`, pk: `key-${i}` })) });
+      const { resources } = await container.readPartitionKeyRanges().fetchAll();
+      assert.deepEqual(
+        resources.map(({ id, minInclusive, maxExclusive }) => [id, minInclusive, maxExclusive]),
+        [["0", "", "10"], ["1", "10", "20"], ["2", "20", "30"], ["3", "30", "FF"]],
+      );
+      const { resource } = await container.read();
+      assert.deepEqual(resource?.partitionKey, { paths: ["/pk"], kind: "Hash", version: 2 });
+      // Each range's pages hold its own keys: together every row once.
+      emulator.resetCounters();
+      const { resources: rows } = await container.items.query<{ id: string }>("SELECT * FROM c", { forceQueryPlan: true, maxItemCount: 3 }).fetchAll();
+      assert.deepEqual(rows.map((row) => Number(row.id)).sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i));
+      const ranges = new Set(emulator.requests.filter((request) => request.kind === "query").map((request) => request.headers["x-ms-documentdb-partitionkeyrangeid"]));
+      assert.deepEqual([...ranges].sort(), ["0", "1", "2", "3"]);
+      assert.equal(emulator.requests.filter((request) => request.kind === "queryPlan").length, 1, "the plan answered by the emulator");
+    } finally {
+      client.dispose();
+      await emulator.close();
+    }
+  });
+
   it("lists the regional proxies, and setAccount changes the next account read", async function () {
     const emulator = await startEmulator();
     try {

@@ -1,0 +1,194 @@
+import { createRequire } from "node:module";
+import path from "node:path";
+
+/**
+ * `@azure/cosmos`'s own partition key hashing (`hashPartitionKey`, not
+ * exported by the package): the emulator must place a key in the same range
+ * the SDK routes it to, and only the SDK's hash is sure to agree with the SDK.
+ */
+type HashPartitionKey = (partitionKey: unknown[], definition: { paths: string[]; kind?: string; version?: number }) => string;
+
+let sdkHash: HashPartitionKey | undefined;
+
+function hashOf(values: unknown[], paths: string[]): string {
+  if (sdkHash === undefined) {
+    const require = createRequire(import.meta.url);
+    const sdkDir = path.dirname(require.resolve("@azure/cosmos"));
+    sdkHash = (require(path.join(sdkDir, "utils", "hashing", "hash.js")) as { hashPartitionKey: HashPartitionKey }).hashPartitionKey;
+  }
+  return sdkHash(values, { paths, kind: "Hash", version: 2 });
+}
+
+/** One partition key range as the service lists it: `[minInclusive, maxExclusive)` of the hashed keys. */
+export interface EmulatedRange {
+  readonly id: string;
+  readonly minInclusive: string;
+  readonly maxExclusive: string;
+}
+
+/** The most ranges an emulated container may be split into. */
+export const maxPartitionKeyRanges = 16;
+
+/** What a query plan must not plan as a plain fan-out: the emulator plans simple queries only. */
+const queryFeatures = /\b(ORDER\s+BY|GROUP\s+BY|DISTINCT|TOP|OFFSET|LIMIT|VALUE|COUNT|SUM|MIN|MAX|AVG)\b/i;
+
+/**
+ * How the emulated account splits every container into partition key
+ * ranges, as the service does once a container outgrows one physical
+ * partition: the backend keeps one store, and the regional proxies make
+ * the split visible the way the SDK sees it. The container definitions say
+ * hash version 2 (the service's default for new containers, where the
+ * backend says nothing and the SDK would hash with version 1), the
+ * partition key range feed lists `count` ranges splitting the hash space
+ * evenly, a feed page asked of one range (`x-ms-documentdb-partitionkeyrangeid`)
+ * holds only that range's documents, and a query plan is answered for
+ * simple queries (the backend has none), so that the SDK fans a
+ * cross-partition query out range by range (`forceQueryPlan`) as it does
+ * against the service.
+ */
+export class PartitionLayout {
+  readonly ranges: readonly EmulatedRange[];
+  /** The partition key paths of the containers seen, by container link (`dbs/x/colls/y`). */
+  private readonly paths = new Map<string, string[]>();
+
+  constructor(readonly count: number) {
+    if (!(Number.isInteger(count) && count >= 1 && count <= maxPartitionKeyRanges)) {
+      throw new RangeError(`partitionKeyRanges must be a whole number from 1 to ${maxPartitionKeyRanges}; got ${count}`);
+    }
+    // Version 2 hashes start with a byte below 0x40 (its top two bits are cleared), so the split is of [00, 40).
+    const bound = (index: number): string => (index === 0 ? "" : index === count ? "FF" : Math.floor((0x40 * index) / count).toString(16).toUpperCase().padStart(2, "0"));
+    this.ranges = Array.from({ length: count }, (_, index) => ({ id: String(index), minInclusive: bound(index), maxExclusive: bound(index + 1) }));
+  }
+
+  /** Whether the layout changes anything: one range is what the backend already says. */
+  get split(): boolean {
+    return this.count > 1;
+  }
+
+  /** The range a hashed key falls in. */
+  rangeOfHash(hash: string): string {
+    for (const range of this.ranges) if (hash >= range.minInclusive && (range.maxExclusive === "FF" || hash < range.maxExclusive)) return range.id;
+    return this.ranges[this.ranges.length - 1]!.id;
+  }
+
+  /** The range of a partition key value, as sent in `x-ms-documentdb-partitionkey` (a JSON array). */
+  rangeOfKeyHeader(header: string, containerLink: string | undefined): string | undefined {
+    let values: unknown;
+    try {
+      values = JSON.parse(header);
+    } catch {
+      return undefined;
+    }
+    if (!Array.isArray(values)) return undefined;
+    return this.rangeOfHash(hashOf(values, this.pathsOf(containerLink)));
+  }
+
+  /** The range a request is for: the one it names, or the one its partition key hashes into; `undefined` for neither. */
+  rangeOfRequest(header: (name: string) => string | undefined, requestPath: string): string | undefined {
+    const named = header("x-ms-documentdb-partitionkeyrangeid");
+    if (named !== undefined) return named;
+    const key = header("x-ms-documentdb-partitionkey");
+    return key === undefined ? undefined : this.rangeOfKeyHeader(key, containerLinkOf(requestPath));
+  }
+
+  /** The backend's partition key range feed, listing this layout's ranges instead of its one. */
+  rewriteRanges(body: Buffer): Buffer {
+    const feed = parse(body) as { PartitionKeyRanges?: Array<Record<string, unknown>>; _count?: number } | undefined;
+    const [template] = feed?.PartitionKeyRanges ?? [];
+    if (feed === undefined || template === undefined) return body;
+    feed.PartitionKeyRanges = this.ranges.map((range) => ({ ...template, ...range, _rid: `${String(template["_rid"] ?? "range")}${range.id}`, parents: [] }));
+    feed._count = this.ranges.length;
+    return Buffer.from(JSON.stringify(feed));
+  }
+
+  /** A container definition (or a list of them) saying hash version 2, its partition key paths noted. */
+  rewriteContainers(body: Buffer, requestPath: string): Buffer {
+    const parsed = parse(body) as Record<string, unknown> | undefined;
+    if (parsed === undefined) return body;
+    const database = /^\/?dbs\/([^/]+)/.exec(requestPath)?.[1];
+    const containers = Array.isArray(parsed["DocumentCollections"]) ? (parsed["DocumentCollections"] as Array<Record<string, unknown>>) : [parsed];
+    let changed = false;
+    for (const container of containers) {
+      const key = container["partitionKey"] as { paths?: unknown } | undefined;
+      if (typeof key !== "object" || key === null || !Array.isArray(key.paths) || typeof container["id"] !== "string") continue;
+      Object.assign(key, { kind: "Hash", version: 2 });
+      if (database !== undefined) this.paths.set(`dbs/${database}/colls/${container["id"]}`, key.paths as string[]);
+      changed = true;
+    }
+    return changed ? Buffer.from(JSON.stringify(parsed)) : body;
+  }
+
+  /** A feed page asked of one range, keeping only the documents whose partition key falls in it. */
+  filterFeed(body: Buffer, rangeId: string, requestPath: string): Buffer {
+    const page = parse(body) as { Documents?: unknown[]; _count?: number } | undefined;
+    if (page === undefined || !Array.isArray(page.Documents)) return body;
+    const paths = this.pathsOf(containerLinkOf(requestPath));
+    page.Documents = page.Documents.filter((document) => this.rangeOfDocument(document, paths) === rangeId);
+    page._count = page.Documents.length;
+    return Buffer.from(JSON.stringify(page));
+  }
+
+  /**
+   * The query plan of a simple query (no ordering, grouping, aggregate,
+   * `DISTINCT`, `TOP`, `OFFSET`, `VALUE`): a plain fan-out over the whole
+   * key space. `undefined` for any other, which the backend answers as it
+   * always has.
+   */
+  queryPlanFor(requestBody: Buffer): Buffer | undefined {
+    const query = (parse(requestBody) as { query?: unknown } | undefined)?.query;
+    if (typeof query !== "string" || queryFeatures.test(query)) return undefined;
+    const plan = {
+      partitionedQueryExecutionInfoVersion: 2,
+      queryInfo: {
+        distinctType: "None",
+        top: null,
+        offset: null,
+        limit: null,
+        orderBy: [],
+        orderByExpressions: [],
+        groupByExpressions: [],
+        groupByAliases: [],
+        aggregates: [],
+        groupByAliasToAggregateType: {},
+        rewrittenQuery: "",
+        hasSelectValue: false,
+        hasNonStreamingOrderBy: false,
+      },
+      queryRanges: [{ min: "", max: "FF", isMinInclusive: true, isMaxInclusive: false }],
+    };
+    return Buffer.from(JSON.stringify(plan));
+  }
+
+  private pathsOf(containerLink: string | undefined): string[] {
+    return (containerLink === undefined ? undefined : this.paths.get(containerLink)) ?? ["/pk"];
+  }
+
+  /** A document without its partition key (a projection) is kept by range "0", so that a fan-out returns it once. */
+  private rangeOfDocument(document: unknown, paths: string[]): string {
+    const values = paths.map((keyPath) => valueAt(document, keyPath));
+    if (values.some((value) => value === undefined)) return "0";
+    return this.rangeOfHash(hashOf(values, paths));
+  }
+}
+
+function parse(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+function valueAt(document: unknown, keyPath: string): unknown {
+  let value = document;
+  for (const part of keyPath.split("/").filter((segment) => segment !== "")) {
+    if (typeof value !== "object" || value === null) return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
+function containerLinkOf(requestPath: string): string | undefined {
+  const match = /^\/?(dbs\/[^/]+\/colls\/[^/?]+)/.exec(requestPath);
+  return match?.[1];
+}
