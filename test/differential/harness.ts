@@ -46,13 +46,14 @@ export const defaultRequestTimeoutMs = 10_000;
 export const latencyMarginMs = 250;
 
 /** The kinds of account the matrix covers; each has one emulator, reused by its cases. */
-export type AccountKind = "singleWrite" | "multiWrite" | "multiWriteHedged" | "ppaf";
+export type AccountKind = "singleWrite" | "multiWrite" | "multiWriteHedged" | "ppaf" | "multiPartition";
 
 /** The operations of the matrix, each as a user calls it. */
 export type OperationName =
   | "pointRead"
   | "querySinglePartition"
   | "queryCrossPartition"
+  | "queryFanOut"
   | "readAll"
   | "changeFeed"
   | "create"
@@ -66,7 +67,7 @@ export type OperationName =
 /** What the preferred region does to the operation's requests. */
 export type FaultName = "slow" | "503" | "410" | "429" | "hung" | "reset" | "flapping";
 
-export const accountKinds: readonly AccountKind[] = ["singleWrite", "multiWrite", "multiWriteHedged", "ppaf"];
+export const accountKinds: readonly AccountKind[] = ["singleWrite", "multiWrite", "multiWriteHedged", "ppaf", "multiPartition"];
 export const operationNames: readonly OperationName[] = [
   "pointRead",
   "querySinglePartition",
@@ -82,8 +83,15 @@ export const operationNames: readonly OperationName[] = [
   "bulk",
 ];
 export const faultNames: readonly FaultName[] = ["slow", "503", "410", "429", "hung", "reset", "flapping"];
+/**
+ * The cross-partition query the SDK plans and fans out range by range
+ * (`forceQueryPlan`), each range paged with a continuation of its own: on a
+ * container of several ranges (the `multiPartition` account), not one of
+ * {@link operationNames}.
+ */
+export const fanOutQuery: OperationName = "queryFanOut";
 /** The operations that read a feed page by page. */
-export const pagedOperations: ReadonlySet<OperationName> = new Set(["querySinglePartition", "queryCrossPartition", "readAll", "changeFeed"]);
+export const pagedOperations: ReadonlySet<OperationName> = new Set(["querySinglePartition", "queryCrossPartition", "queryFanOut", "readAll", "changeFeed"]);
 
 /** One cell of the matrix. */
 export interface DifferentialCase {
@@ -104,6 +112,8 @@ const accounts: Record<AccountKind, { emulator: EmulatorOptions; hedging: Hedgin
   multiWrite: { emulator: { multipleWriteLocations: true }, hedging: {}, shares: "multiWrite" },
   multiWriteHedged: { emulator: { multipleWriteLocations: true }, hedging: { crossRegion: { enableMultiWriteRegionHedge: true } }, shares: "multiWrite" },
   ppaf: { emulator: { perPartitionFailover: true }, hedging: {}, shares: "ppaf" },
+  // Every container split in two partition key ranges, as a container is once it outgrows one physical partition.
+  multiPartition: { emulator: { partitionKeyRanges: 2 }, hedging: {}, shares: "multiPartition" },
 };
 
 /** The emulator an account kind runs on: the two multi-write kinds share one. */
@@ -168,6 +178,7 @@ export function operationKindsOf(operation: OperationName): OperationKind[] {
       return ["query"];
     // @azure/cosmos 4.10.1 reads all items with a query (`SELECT * from c`), not a read feed.
     case "queryCrossPartition":
+    case "queryFanOut":
     case "readAll":
       return ["query", "queryPlan"];
     case "changeFeed":
@@ -319,6 +330,13 @@ const operations: Record<OperationName, OperationSpec> = {
     touched: () => [],
     async run({ reads, afterFirstPage, abortSignal }) {
       return sortedDocuments(await drainQuery(reads.items.query("SELECT * FROM c", { maxItemCount: 2, abortSignal }), afterFirstPage), "");
+    },
+  },
+  queryFanOut: {
+    prepare: () => [],
+    touched: () => [],
+    async run({ reads, afterFirstPage, abortSignal }) {
+      return sortedDocuments(await drainQuery(reads.items.query("SELECT * FROM c", { forceQueryPlan: true, maxItemCount: 2, abortSignal }), afterFirstPage), "");
     },
   },
   readAll: {

@@ -1,4 +1,4 @@
-import { accountKinds, faultNames, operationNames, pagedOperations } from "./harness.js";
+import { accountKinds, fanOutQuery, faultNames, operationNames, pagedOperations } from "./harness.js";
 import type { AccountKind, DifferentialCase, FaultName, OperationName } from "./harness.js";
 
 /**
@@ -57,6 +57,23 @@ export const matrixTable: readonly MatrixRow[] = [
     operations: paged,
     faults: faultNames,
     pairing: "rotate",
+    betweenPages: true,
+  },
+  {
+    label: "the query fanned out range by range over a container of two ranges, under every fault",
+    accounts: ["multiPartition"],
+    circuitBreaker: [false],
+    operations: [fanOutQuery],
+    faults: faultNames,
+    pairing: "all",
+  },
+  {
+    label: "the fanned-out query failing between pages",
+    accounts: ["multiPartition"],
+    circuitBreaker: [false, true],
+    operations: [fanOutQuery],
+    faults: faultNames,
+    pairing: "all",
     betweenPages: true,
   },
   { label: "a busy client", accounts: ["singleWrite"], circuitBreaker: [false], operations: ["pointRead"], faults: ["slow", "503", "429", "hung"], pairing: "all", busy: true },
