@@ -255,6 +255,7 @@ interface EmulatorParts {
   backend: http.Server;
   agent: http.Agent;
   timers: TimerSet;
+  partitions: PartitionLayout;
 }
 
 function closeServer(server: http.Server): Promise<void> {
@@ -284,6 +285,17 @@ export class Emulator {
 
   region(name: string): EmulatorRegion {
     return this.parts.account.region(name);
+  }
+
+  /**
+   * Splits a partition key range of every container in two, as the service
+   * splits a partition that outgrew itself: from now on the range feed lists
+   * the two new ranges, and a request naming the old one (a page of a query
+   * fanned out before) is answered 410/1002 in every region, as the service
+   * answers it. @returns the new ranges' ids.
+   */
+  splitPartitionKeyRange(id: string): [string, string] {
+    return this.parts.partitions.splitRange(id);
   }
 
   /** Changes what the next database-account response says; fields left out keep their value. */
@@ -389,7 +401,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       }),
     );
     account.update(options);
-    return new Emulator({ key, regions, account, target, proxies, backend, agent, timers });
+    return new Emulator({ key, regions, account, target, proxies, backend, agent, timers, partitions });
   } catch (error) {
     agent.destroy();
     await Promise.all([backend, ...proxies].filter((server) => server.listening).map(closeServer));

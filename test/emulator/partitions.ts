@@ -37,27 +37,33 @@ const queryFeatures = /\b(ORDER\s+BY|GROUP\s+BY|DISTINCT|TOP|OFFSET|LIMIT|VALUE|
  * ranges, as the service does once a container outgrows one physical
  * partition: the backend keeps one store, and the regional proxies make
  * the split visible the way the SDK sees it. The container definitions say
- * hash version 2 (the service's default for new containers, where the
- * backend says nothing and the SDK would hash with version 1), the
+ * hash version 2 (what the .NET and Java SDKs create containers with; the
+ * backend says none, and the SDK would hash with version 1), the
  * partition key range feed lists `count` ranges splitting the hash space
  * evenly, a feed page asked of one range (`x-ms-documentdb-partitionkeyrangeid`)
  * holds only that range's documents, and a query plan is answered for
  * simple queries (the backend has none), so that the SDK fans a
  * cross-partition query out range by range (`forceQueryPlan`) as it does
- * against the service.
+ * against the service. A range may be split at runtime ({@link PartitionLayout.splitRange}).
  */
 export class PartitionLayout {
-  readonly ranges: readonly EmulatedRange[];
+  private current: EmulatedRange[];
+  /** The ranges split since the start, each by the ranges it was split into, which name it as a parent. */
+  private readonly parents = new Map<string, string[]>();
   /** The partition key paths of the containers seen, by container link (`dbs/x/colls/y`). */
   private readonly paths = new Map<string, string[]>();
 
-  constructor(readonly count: number) {
+  constructor(private readonly count: number) {
     if (!(Number.isInteger(count) && count >= 1 && count <= maxPartitionKeyRanges)) {
       throw new RangeError(`partitionKeyRanges must be a whole number from 1 to ${maxPartitionKeyRanges}; got ${count}`);
     }
-    // Version 2 hashes start with a byte below 0x40 (its top two bits are cleared), so the split is of [00, 40).
     const bound = (index: number): string => (index === 0 ? "" : index === count ? "FF" : Math.floor((0x40 * index) / count).toString(16).toUpperCase().padStart(2, "0"));
-    this.ranges = Array.from({ length: count }, (_, index) => ({ id: String(index), minInclusive: bound(index), maxExclusive: bound(index + 1) }));
+    this.current = Array.from({ length: count }, (_, index) => ({ id: String(index), minInclusive: bound(index), maxExclusive: bound(index + 1) }));
+  }
+
+  /** The ranges the containers are split into now, in the order of the hash space. */
+  get ranges(): readonly EmulatedRange[] {
+    return this.current;
   }
 
   /** Whether the layout changes anything: one range is what the backend already says. */
@@ -65,10 +71,37 @@ export class PartitionLayout {
     return this.count > 1;
   }
 
+  /** Whether a range id is one that was split: a request naming it is answered 410/1002, as the service answers it. */
+  isGone(id: string): boolean {
+    return this.parents.has(id);
+  }
+
+  /**
+   * Splits a range in two at the middle of its span, as the service splits a
+   * partition that outgrew itself: the range feed then lists the two new
+   * ranges (naming it among their parents) instead of it. @returns their ids.
+   */
+  splitRange(id: string): [string, string] {
+    // A container of one range keeps the backend's definition, whose hash version the SDK has read already.
+    if (!this.split) throw new RangeError("only a container split from the start (partitionKeyRanges of 2 or more) can split a range");
+    const index = this.current.findIndex((range) => range.id === id);
+    const range = this.current[index];
+    if (range === undefined) throw new RangeError(`no partition key range ${JSON.stringify(id)} to split; have ${this.current.map((known) => known.id).join(", ")}`);
+    const low = positionOf(range.minInclusive);
+    const high = positionOf(range.maxExclusive);
+    if (high - low < 2) throw new RangeError(`partition key range ${JSON.stringify(id)} is too narrow to split`);
+    const middle = Math.floor((low + high) / 2).toString(16).toUpperCase().padStart(4, "0");
+    const next = Math.max(...this.current.map((known) => Number(known.id)), ...[...this.parents.keys()].map(Number)) + 1;
+    const children: [string, string] = [String(next), String(next + 1)];
+    this.current.splice(index, 1, { id: children[0], minInclusive: range.minInclusive, maxExclusive: middle }, { id: children[1], minInclusive: middle, maxExclusive: range.maxExclusive });
+    this.parents.set(id, children);
+    return children;
+  }
+
   /** The range a hashed key falls in. */
   rangeOfHash(hash: string): string {
-    for (const range of this.ranges) if (hash >= range.minInclusive && (range.maxExclusive === "FF" || hash < range.maxExclusive)) return range.id;
-    return this.ranges[this.ranges.length - 1]!.id;
+    for (const range of this.current) if (hash >= range.minInclusive && (range.maxExclusive === "FF" || hash < range.maxExclusive)) return range.id;
+    return this.current[this.current.length - 1]!.id;
   }
 
   /** The range of a partition key value, as sent in `x-ms-documentdb-partitionkey` (a JSON array). */
@@ -96,8 +129,8 @@ export class PartitionLayout {
     const feed = parse(body) as { PartitionKeyRanges?: Array<Record<string, unknown>>; _count?: number } | undefined;
     const [template] = feed?.PartitionKeyRanges ?? [];
     if (feed === undefined || template === undefined) return body;
-    feed.PartitionKeyRanges = this.ranges.map((range) => ({ ...template, ...range, _rid: `${String(template["_rid"] ?? "range")}${range.id}`, parents: [] }));
-    feed._count = this.ranges.length;
+    feed.PartitionKeyRanges = this.current.map((range) => ({ ...template, ...range, _rid: `${String(template["_rid"] ?? "range")}${range.id}`, parents: this.parentsOf(range.id) }));
+    feed._count = this.current.length;
     return Buffer.from(JSON.stringify(feed));
   }
 
@@ -159,6 +192,23 @@ export class PartitionLayout {
     return Buffer.from(JSON.stringify(plan));
   }
 
+  /** The ranges a range was split from, the oldest first, as the service lists them. */
+  private parentsOf(id: string): string[] {
+    const lineage: string[] = [];
+    for (let child = id, found = true; found; ) {
+      found = false;
+      for (const [parent, children] of this.parents) {
+        if (children.includes(child)) {
+          lineage.push(parent);
+          child = parent;
+          found = true;
+          break;
+        }
+      }
+    }
+    return lineage.reverse();
+  }
+
   private pathsOf(containerLink: string | undefined): string[] {
     return (containerLink === undefined ? undefined : this.paths.get(containerLink)) ?? ["/pk"];
   }
@@ -169,6 +219,18 @@ export class PartitionLayout {
     if (values.some((value) => value === undefined)) return "0";
     return this.rangeOfHash(hashOf(values, paths));
   }
+}
+
+/**
+ * Where a range bound lies in the hash space, on a scale of 0 to 0x4000:
+ * version 2 hashes start with a byte below 0x40 (its top two bits are
+ * cleared), so the split is of [00, 40), and "FF", the end of every key
+ * space, is the end of this one.
+ */
+function positionOf(bound: string): number {
+  if (bound === "") return 0;
+  if (bound === "FF") return 0x4000;
+  return Number.parseInt(bound.padEnd(4, "0").slice(0, 4), 16);
 }
 
 function parse(body: Buffer): unknown {

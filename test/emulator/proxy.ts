@@ -233,6 +233,9 @@ export function serveRegionRequest(
       // Drain the unread request body so that the connection stays usable.
       req.resume();
       answerFault(res, rule);
+    } else if (namesGoneRange(target.partitions, req)) {
+      req.resume();
+      answerFault(res, { status: 410, substatus: 1002, body: { code: "Gone", message: "The partition key range named by the request was split (emulator)." } });
     } else if (kind === "queryPlan") {
       record.forwarded = true;
       answerQueryPlan(kind, target, req, res, (forwarded) => {
@@ -323,6 +326,12 @@ function forward(
   if (requestBody === undefined) req.pipe(upstream);
   else upstream.end(requestBody);
   return upstream;
+}
+
+/** Whether the request names a partition key range that has since been split, which the service answers 410/1002. */
+function namesGoneRange(layout: PartitionLayout, req: http.IncomingMessage): boolean {
+  const range = req.headers["x-ms-documentdb-partitionkeyrangeid"];
+  return typeof range === "string" && layout.isGone(range);
 }
 
 /** Where the layout splits the containers, the backend's answer as a split container's would be (see {@link PartitionLayout}). */

@@ -332,7 +332,7 @@ describe("emulated account", function () {
     }
   });
 
-  it("splits every container into partitionKeyRanges ranges over the hash space, hash version 2, and refuses a count out of bounds", async function () {
+  it("splits every container into partitionKeyRanges ranges over the hash space, hash version 2, splits a range at runtime, and refuses a count out of bounds", async function () {
     await assert.rejects(() => startEmulator({ partitionKeyRanges: 0 }), /partitionKeyRanges must be a whole number from 1 to 16; got 0/);
     await assert.rejects(() => startEmulator({ partitionKeyRanges: 2.5 }), /got 2\.5/);
     const emulator = await startEmulator({ partitionKeyRanges: 4 });
@@ -353,6 +353,23 @@ describe("emulated account", function () {
       const ranges = new Set(emulator.requests.filter((request) => request.kind === "query").map((request) => request.headers["x-ms-documentdb-partitionkeyrangeid"]));
       assert.deepEqual([...ranges].sort(), ["0", "1", "2", "3"]);
       assert.equal(emulator.requests.filter((request) => request.kind === "queryPlan").length, 1, "the plan answered by the emulator");
+      // A split: the range feed lists the two halves, naming their parent, and a page asked of the parent is gone.
+      assert.deepEqual(emulator.splitPartitionKeyRange("1"), ["4", "5"]);
+      assert.throws(() => emulator.splitPartitionKeyRange("1"), /no partition key range "1" to split; have 0, 4, 5, 2, 3/);
+      const { resources: after } = await container.readPartitionKeyRanges().fetchAll();
+      assert.deepEqual(
+        after.map(({ id, minInclusive, maxExclusive, parents }) => [id, minInclusive, maxExclusive, parents]),
+        [["0", "", "10", []], ["4", "10", "1800", ["1"]], ["5", "1800", "20", ["1"]], ["2", "20", "30", []], ["3", "30", "FF", []]],
+      );
+      const feedPath = "/dbs/db/colls/split/docs";
+      const page = (range: string): ReturnType<typeof rawGet> =>
+        rawGet(emulator, `${emulator.region("West US").endpoint}${feedPath.slice(1)}`, { ...signedHeaders(emulator.key, "GET", feedPath), "x-ms-documentdb-partitionkeyrangeid": range });
+      const gone = await page("1");
+      assert.deepEqual([gone.status, gone.headers["x-ms-substatus"]], [410, "1002"]);
+      const rowsOf = async (range: string): Promise<number[]> => (JSON.parse((await page(range)).body) as { Documents: Array<{ id: string }> }).Documents.map((row) => Number(row.id));
+      const byRange = await Promise.all(["0", "4", "5", "2", "3"].map(rowsOf));
+      assert.deepEqual(byRange.flat().sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i), "every row in one range of five");
+      assert.ok(byRange[1]!.length > 0 && byRange[2]!.length > 0, `both halves hold rows: ${JSON.stringify(byRange)}`);
     } finally {
       client.dispose();
       await emulator.close();

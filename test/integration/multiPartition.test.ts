@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
-import { CosmosClient } from "@azure/cosmos";
+import { ChangeFeedStartFrom, CosmosClient } from "@azure/cosmos";
 import type { Container, CosmosClientOptions, FeedOptions } from "@azure/cosmos";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { getHedgingDetection } from "../../src/diagnostics/detection.js";
+import { startEmulator } from "../emulator/index.js";
 import type { RecordedRequest } from "../emulator/index.js";
+import { createTestClient, seedContainer } from "../support/cosmos.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 import type { EmulatorFixture } from "../support/emulatorFixture.js";
 import { scoped, settledTag, tagged, taggedClientOptions } from "../support/taggedRequests.js";
@@ -145,6 +147,54 @@ describe("a container of two partition key ranges, plain beside hedged (integrat
     assert.equal(pages.filter((request) => request.region === "West US").length, 0, "nothing to the excluded region");
     const hedges = pages.filter((request) => request.region === "North Europe");
     assert.ok(hedges.length > 0 && hedges.every((request) => rangeOf(request) === "0"), "range 0's slow pages hedged to North Europe");
+  });
+
+  it("range 1 splits between pages of the change feed, its pages slow in West US: both clients follow the new ranges to the end, the same rows", async function () {
+    // The split changes the account for every client, so each side runs on an emulator of its own.
+    const runs: Record<string, { ids: string[]; pages: number; requests: RecordedRequest[] }> = {};
+    for (const hedged of [false, true]) {
+      const emulator = await startEmulator({ partitionKeyRanges: 2 });
+      try {
+        const seeder = createTestClient(emulator);
+        await seedContainer(seeder, { database: "db", container: "items", items });
+        seeder.dispose();
+        const options = taggedClientOptions(emulator, newTag("split"), preferredLocations);
+        const client = new CosmosClient(hedged ? withHedging(options, { crossRegion: { threshold: 100 } }) : options);
+        try {
+          const container = client.database("db").container("items");
+          await container.item("item-0", "pk-0").read();
+          emulator.resetCounters();
+          emulator.region("West US").addFault({ delayMs: 400, partitionKeyRange: "1", operations: ["changeFeed"] });
+          const iterator = container.items.getChangeFeedIterator<{ id: string }>({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(), maxItemCount: 2 });
+          const ids: string[] = [];
+          let pages = 0;
+          // The backend answers 304 once each range has given its page; the feed has ended when every range has.
+          for (let quiet = 0; quiet < 3 && pages < 30; pages++) {
+            const page = await iterator.readNext();
+            assert.ok(page.statusCode < 400, `${hedged ? "hedged" : "plain"}: page ${pages} answered ${page.statusCode}`);
+            ids.push(...page.result.map((row) => row.id));
+            quiet = page.statusCode === 304 ? quiet + 1 : 0;
+            if (pages === 0) assert.deepEqual(emulator.splitPartitionKeyRange("1"), ["2", "3"]);
+          }
+          await emulator.idle();
+          runs[hedged ? "hedged" : "plain"] = { ids: ids.sort(), pages, requests: [...emulator.requests] };
+        } finally {
+          client.dispose();
+        }
+      } finally {
+        await emulator.close();
+      }
+    }
+    const plain = runs["plain"]!;
+    const hedged = runs["hedged"]!;
+    const ranges = (run: typeof plain): Array<string | undefined> => [...new Set(run.requests.filter((request) => request.kind === "changeFeed").map(rangeOf))].sort();
+    assert.deepEqual(ranges(plain), ["0", "1", "2", "3"], "plain read range 1 and then its two halves");
+    assert.ok(plain.requests.some((request) => request.kind === "changeFeed" && rangeOf(request) === "1" && request.status === 410), "plain met the split");
+    assert.deepEqual(hedged.ids, plain.ids, "hedged: the rows plain read");
+    assert.deepEqual(ranges(hedged), ranges(plain), "hedged: the same ranges");
+    assert.equal(hedged.requests.filter((request) => request.kind === "partitionKeyRangeReadFeed").length, plain.requests.filter((request) => request.kind === "partitionKeyRangeReadFeed").length, "the range feed read again as often");
+    // Only range 1's pages were slow enough to hedge: the new ranges' pages went once, to West US.
+    assert.ok(hedged.requests.filter((request) => request.kind === "changeFeed" && request.region !== "West US").every((request) => rangeOf(request) === "1"));
   });
 
   it("the breaker moves range 1 off West US: its reads' hedges stay off West US, range 0's reads stay in West US, as plain's", async function () {
