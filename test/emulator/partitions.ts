@@ -47,7 +47,7 @@ const queryFeatures = /\b(ORDER\s+BY|GROUP\s+BY|DISTINCT|TOP|OFFSET|LIMIT|VALUE|
  * against the service. A range may be split at runtime ({@link PartitionLayout.splitRange}).
  */
 export class PartitionLayout {
-  private current: EmulatedRange[];
+  private readonly current: EmulatedRange[];
   /** The ranges split since the start, each by the ranges it was split into, which name it as a parent. */
   private readonly parents = new Map<string, string[]>();
   /** The partition key paths of the containers seen, by container link (`dbs/x/colls/y`). */
@@ -57,6 +57,7 @@ export class PartitionLayout {
     if (!(Number.isInteger(count) && count >= 1 && count <= maxPartitionKeyRanges)) {
       throw new RangeError(`partitionKeyRanges must be a whole number from 1 to ${maxPartitionKeyRanges}; got ${count}`);
     }
+    // An even split of the version 2 hash space, [00, 40) (see positionOf).
     const bound = (index: number): string => (index === 0 ? "" : index === count ? "FF" : Math.floor((0x40 * index) / count).toString(16).toUpperCase().padStart(2, "0"));
     this.current = Array.from({ length: count }, (_, index) => ({ id: String(index), minInclusive: bound(index), maxExclusive: bound(index + 1) }));
   }
