@@ -163,6 +163,31 @@ export class PartitionLayout {
   }
 
   /**
+   * A feed page asked of one partition key (`x-ms-documentdb-partitionkey`,
+   * a JSON array), keeping only that key's documents: the backend ignores
+   * the header and pages over the whole container. A document without its
+   * key (a projection) is kept, as nothing tells where it belongs.
+   */
+  filterFeedByKey(body: Buffer, keyHeader: string, requestPath: string): Buffer {
+    const page = parse(body) as { Documents?: unknown[]; _count?: number } | undefined;
+    let key: unknown;
+    try {
+      key = JSON.parse(keyHeader);
+    } catch {
+      return body;
+    }
+    if (page === undefined || !Array.isArray(page.Documents) || !Array.isArray(key)) return body;
+    const wanted = JSON.stringify(key);
+    const paths = this.pathsOf(containerLinkOf(requestPath));
+    page.Documents = page.Documents.filter((document) => {
+      const values = paths.map((keyPath) => valueAt(document, keyPath));
+      return values.some((value) => value === undefined) || JSON.stringify(values) === wanted;
+    });
+    page._count = page.Documents.length;
+    return Buffer.from(JSON.stringify(page));
+  }
+
+  /**
    * The query plan of a simple query (no ordering, grouping, aggregate,
    * `DISTINCT`, `TOP`, `OFFSET`, `VALUE`): a plain fan-out over the whole
    * key space. `undefined` for any other, which the backend answers as it

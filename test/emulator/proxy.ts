@@ -318,7 +318,7 @@ function forward(
       let body: Buffer = Buffer.concat(chunks);
       if (kind === "accountRead" && status === 200) body = target.accountBody(body);
       if ((kind === "partitionKeyRangeReadFeed" || kind === "partitionKeyRangeReadFeedContinuation") && status === 200) body = withStringRangeIds(body);
-      body = splitIntoRanges(target.partitions, kind, req, status, body);
+      body = asPartitioned(target.partitions, kind, req, status, body);
       const headers = withoutHeaders(backendRes.headers, droppedResponseHeaders);
       deliver(() => send(res, status, headers, body, bodyLater));
     });
@@ -334,14 +334,23 @@ function namesGoneRange(layout: PartitionLayout, req: http.IncomingMessage): boo
   return typeof range === "string" && layout.isGone(range);
 }
 
-/** Where the layout splits the containers, the backend's answer as a split container's would be (see {@link PartitionLayout}). */
-function splitIntoRanges(layout: PartitionLayout, kind: OperationKind, req: http.IncomingMessage, status: number, body: Buffer): Buffer {
-  if (!layout.split || status >= 300) return body;
+/**
+ * The backend's answer as the service's would be where the backend ignores
+ * the partitioning: a feed page asked of one partition key holds that key's
+ * documents only, and where the layout splits the containers, the answer is
+ * a split container's (see {@link PartitionLayout}).
+ */
+function asPartitioned(layout: PartitionLayout, kind: OperationKind, req: http.IncomingMessage, status: number, body: Buffer): Buffer {
+  if (status >= 300) return body;
   const path = req.url ?? "/";
+  const key = req.headers["x-ms-documentdb-partitionkey"];
+  const feed = kind === "query" || kind === "readFeed" || kind === "changeFeed";
+  if (feed && typeof key === "string") body = layout.filterFeedByKey(body, key, path);
+  if (!layout.split) return body;
   if (kind === "partitionKeyRangeReadFeed" || kind === "partitionKeyRangeReadFeedContinuation") return layout.rewriteRanges(body);
   if (/^\/?dbs\/[^/]+\/colls(\/[^/?]+)?\/?(\?|$)/.test(path)) return layout.rewriteContainers(body, path);
   const range = req.headers["x-ms-documentdb-partitionkeyrangeid"];
-  if (typeof range === "string" && (kind === "query" || kind === "readFeed" || kind === "changeFeed")) return layout.filterFeed(body, range, path);
+  if (typeof range === "string" && feed) return layout.filterFeed(body, range, path);
   return body;
 }
 

@@ -197,6 +197,33 @@ describe("a container of two partition key ranges, plain beside hedged (integrat
     assert.ok(hedged.requests.filter((request) => request.kind === "changeFeed" && request.region !== "West US").every((request) => rangeOf(request) === "1"));
   });
 
+  it("the breaker on, range 1 answering 503 after 800 ms in West US, the same reads offered at the same times: the failing range gets no more requests from hedged than from plain", async function () {
+    // Offered at the same times (an open loop), so that a client whose reads end sooner does not offer more of them.
+    const [plain, hedged] = await pairOn(fixture, { crossRegion: { threshold: 100 } }, { enablePartitionLevelCircuitBreaker: true });
+    for (const side of [plain, hedged]) fixture.emulator.region("West US").addFault({ ...scoped({ status: 503, delayMs: 800 }, side.tag), partitionKeyRange: "1" });
+    const reads = 50;
+    const everyMs = 100;
+    const start = performance.now();
+    const outcomes = await Promise.all(
+      [plain, hedged].map(async (side) => {
+        const sent: Array<Promise<boolean>> = [];
+        for (let i = 0; i < reads; i++) {
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, start + i * everyMs - performance.now())));
+          const pk = rangeOne[i % rangeOne.length]!;
+          sent.push(side.container.item(`item-${pk.slice(3)}`, pk).read().then(() => true, () => false));
+        }
+        return (await Promise.all(sent)).filter((ok) => !ok).length;
+      }),
+    );
+    for (const side of [plain, hedged]) assert.ok(await settledTag(fixture.emulator, side.tag, 10_000), `${side.label}: every request ended`);
+    assert.deepEqual(outcomes, [0, 0], "no read failed");
+    const toFailing = (side: Side): RecordedRequest[] => tagged(fixture.emulator, side.tag, ["pointRead"]).filter((request) => request.region === "West US");
+    const last = (side: Side): number => Math.max(...toFailing(side).map((request) => request.at)) - start;
+    assert.ok(toFailing(plain).length < reads, "plain: the breaker moved range 1 before the last read");
+    assert.ok(toFailing(hedged).length <= toFailing(plain).length + 1, `West US: hedged ${toFailing(hedged).length}, plain ${toFailing(plain).length}`);
+    assert.ok(last(hedged) <= last(plain) + 2 * everyMs, `the last West US request: hedged at ${Math.round(last(hedged))} ms, plain at ${Math.round(last(plain))} ms`);
+  });
+
   it("the breaker moves range 1 off West US: its reads' hedges stay off West US, range 0's reads stay in West US, as plain's", async function () {
     const [plain, hedged] = await pairOn(fixture, { crossRegion: { threshold: 100 } }, { enablePartitionLevelCircuitBreaker: true });
     const runs: Record<string, { ms: number; failures: number }> = {};
