@@ -70,7 +70,10 @@ export interface FaultDecision {
 }
 
 function validateRule(rule: FaultRule): void {
-  const { delayMs, probability, count, status, every, responseDelayMs, bodyDelayMs } = rule;
+  const { delayMs, probability, count, status, every, responseDelayMs, bodyDelayMs, partitionKeyRange } = rule;
+  if (partitionKeyRange !== undefined && !(typeof partitionKeyRange === "string" && /^\d+$/.test(partitionKeyRange))) {
+    throw new RangeError(`partitionKeyRange must be a range id such as "1"; got ${JSON.stringify(partitionKeyRange)}`);
+  }
   if (typeof delayMs === "number" && !(delayMs >= 0)) throw new RangeError(`delayMs must be >= 0; got ${delayMs}`);
   if (typeof delayMs === "object" && !(delayMs.min >= 0 && delayMs.max >= delayMs.min)) {
     throw new RangeError(`delayMs must satisfy 0 <= min <= max; got ${JSON.stringify(delayMs)}`);

@@ -48,8 +48,10 @@ const queryFeatures = /\b(ORDER\s+BY|GROUP\s+BY|DISTINCT|TOP|OFFSET|LIMIT|VALUE|
  */
 export class PartitionLayout {
   private readonly current: EmulatedRange[];
-  /** The ranges split since the start, each by the ranges it was split into, which name it as a parent. */
-  private readonly parents = new Map<string, string[]>();
+  /** The ranges split since the start: a request naming one is answered 410/1002. */
+  private readonly gone = new Set<string>();
+  /** The ranges each range was split from, the oldest first, as the service lists them; none for a range of the start. */
+  private readonly ancestry = new Map<string, readonly string[]>();
   /** The partition key paths of the containers seen, by container link (`dbs/x/colls/y`). */
   private readonly paths = new Map<string, string[]>();
 
@@ -74,7 +76,7 @@ export class PartitionLayout {
 
   /** Whether a range id is one that was split: a request naming it is answered 410/1002, as the service answers it. */
   isGone(id: string): boolean {
-    return this.parents.has(id);
+    return this.gone.has(id);
   }
 
   /**
@@ -92,10 +94,12 @@ export class PartitionLayout {
     const high = positionOf(range.maxExclusive);
     if (high - low < 2) throw new RangeError(`partition key range ${JSON.stringify(id)} is too narrow to split`);
     const middle = Math.floor((low + high) / 2).toString(16).toUpperCase().padStart(4, "0");
-    const next = Math.max(...this.current.map((known) => Number(known.id)), ...[...this.parents.keys()].map(Number)) + 1;
+    const next = Math.max(...this.current.map((known) => Number(known.id)), ...[...this.gone].map(Number)) + 1;
     const children: [string, string] = [String(next), String(next + 1)];
     this.current.splice(index, 1, { id: children[0], minInclusive: range.minInclusive, maxExclusive: middle }, { id: children[1], minInclusive: middle, maxExclusive: range.maxExclusive });
-    this.parents.set(id, children);
+    const parents = [...(this.ancestry.get(id) ?? []), id];
+    for (const child of children) this.ancestry.set(child, parents);
+    this.gone.add(id);
     return children;
   }
 
@@ -107,14 +111,8 @@ export class PartitionLayout {
 
   /** The range of a partition key value, as sent in `x-ms-documentdb-partitionkey` (a JSON array). */
   rangeOfKeyHeader(header: string, containerLink: string | undefined): string | undefined {
-    let values: unknown;
-    try {
-      values = JSON.parse(header);
-    } catch {
-      return undefined;
-    }
-    if (!Array.isArray(values)) return undefined;
-    return this.rangeOfHash(hashOf(values, this.pathsOf(containerLink)));
+    const values = keyOfHeader(header);
+    return values === undefined ? undefined : this.rangeOfHash(hashOf(values, this.pathsOf(containerLink)));
   }
 
   /** The range a request is for: the one it names, or the one its partition key hashes into; `undefined` for neither. */
@@ -130,13 +128,17 @@ export class PartitionLayout {
     const feed = parse(body) as { PartitionKeyRanges?: Array<Record<string, unknown>>; _count?: number } | undefined;
     const [template] = feed?.PartitionKeyRanges ?? [];
     if (feed === undefined || template === undefined) return body;
-    feed.PartitionKeyRanges = this.current.map((range) => ({ ...template, ...range, _rid: `${String(template["_rid"] ?? "range")}${range.id}`, parents: this.parentsOf(range.id) }));
+    feed.PartitionKeyRanges = this.current.map((range) => ({ ...template, ...range, _rid: `${String(template["_rid"] ?? "range")}${range.id}`, parents: this.ancestry.get(range.id) ?? [] }));
     feed._count = this.current.length;
     return Buffer.from(JSON.stringify(feed));
   }
 
-  /** A container definition (or a list of them) saying hash version 2, its partition key paths noted. */
-  rewriteContainers(body: Buffer, requestPath: string): Buffer {
+  /**
+   * Notes the partition key paths of a container definition (or a list of
+   * them), by which feed pages are filtered; where the layout splits the
+   * containers, the definition then says hash version 2.
+   */
+  noteContainers(body: Buffer, requestPath: string): Buffer {
     const parsed = parse(body) as Record<string, unknown> | undefined;
     if (parsed === undefined) return body;
     const database = /^\/?dbs\/([^/]+)/.exec(requestPath)?.[1];
@@ -145,8 +147,9 @@ export class PartitionLayout {
     for (const container of containers) {
       const key = container["partitionKey"] as { paths?: unknown } | undefined;
       if (typeof key !== "object" || key === null || !Array.isArray(key.paths) || typeof container["id"] !== "string") continue;
-      Object.assign(key, { kind: "Hash", version: 2 });
       if (database !== undefined) this.paths.set(`dbs/${database}/colls/${container["id"]}`, key.paths as string[]);
+      if (!this.split) continue;
+      Object.assign(key, { kind: "Hash", version: 2 });
       changed = true;
     }
     return changed ? Buffer.from(JSON.stringify(parsed)) : body;
@@ -154,12 +157,12 @@ export class PartitionLayout {
 
   /** A feed page asked of one range, keeping only the documents whose partition key falls in it. */
   filterFeed(body: Buffer, rangeId: string, requestPath: string): Buffer {
-    const page = parse(body) as { Documents?: unknown[]; _count?: number } | undefined;
-    if (page === undefined || !Array.isArray(page.Documents)) return body;
     const paths = this.pathsOf(containerLinkOf(requestPath));
-    page.Documents = page.Documents.filter((document) => this.rangeOfDocument(document, paths) === rangeId);
-    page._count = page.Documents.length;
-    return Buffer.from(JSON.stringify(page));
+    // A document without its key (a projection) is kept by range "0", so that a fan-out returns it once.
+    return keepDocuments(body, (document) => {
+      const key = keyOfDocument(document, paths);
+      return (key === undefined ? "0" : this.rangeOfHash(hashOf(key, paths))) === rangeId;
+    });
   }
 
   /**
@@ -169,22 +172,14 @@ export class PartitionLayout {
    * key (a projection) is kept, as nothing tells where it belongs.
    */
   filterFeedByKey(body: Buffer, keyHeader: string, requestPath: string): Buffer {
-    const page = parse(body) as { Documents?: unknown[]; _count?: number } | undefined;
-    let key: unknown;
-    try {
-      key = JSON.parse(keyHeader);
-    } catch {
-      return body;
-    }
-    if (page === undefined || !Array.isArray(page.Documents) || !Array.isArray(key)) return body;
-    const wanted = JSON.stringify(key);
+    const wanted = keyOfHeader(keyHeader);
+    if (wanted === undefined) return body;
+    const wantedJson = JSON.stringify(wanted);
     const paths = this.pathsOf(containerLinkOf(requestPath));
-    page.Documents = page.Documents.filter((document) => {
-      const values = paths.map((keyPath) => valueAt(document, keyPath));
-      return values.some((value) => value === undefined) || JSON.stringify(values) === wanted;
+    return keepDocuments(body, (document) => {
+      const key = keyOfDocument(document, paths);
+      return key === undefined || JSON.stringify(key) === wantedJson;
     });
-    page._count = page.Documents.length;
-    return Buffer.from(JSON.stringify(page));
   }
 
   /**
@@ -218,32 +213,8 @@ export class PartitionLayout {
     return Buffer.from(JSON.stringify(plan));
   }
 
-  /** The ranges a range was split from, the oldest first, as the service lists them. */
-  private parentsOf(id: string): string[] {
-    const lineage: string[] = [];
-    for (let child = id, found = true; found; ) {
-      found = false;
-      for (const [parent, children] of this.parents) {
-        if (children.includes(child)) {
-          lineage.push(parent);
-          child = parent;
-          found = true;
-          break;
-        }
-      }
-    }
-    return lineage.reverse();
-  }
-
   private pathsOf(containerLink: string | undefined): string[] {
     return (containerLink === undefined ? undefined : this.paths.get(containerLink)) ?? ["/pk"];
-  }
-
-  /** A document without its partition key (a projection) is kept by range "0", so that a fan-out returns it once. */
-  private rangeOfDocument(document: unknown, paths: string[]): string {
-    const values = paths.map((keyPath) => valueAt(document, keyPath));
-    if (values.some((value) => value === undefined)) return "0";
-    return this.rangeOfHash(hashOf(values, paths));
   }
 }
 
@@ -265,6 +236,27 @@ function parse(body: Buffer): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** A feed page with only the documents `keep` keeps, its count set to match; the body as it is when it holds no page. */
+function keepDocuments(body: Buffer, keep: (document: unknown) => boolean): Buffer {
+  const page = parse(body) as { Documents?: unknown[]; _count?: number } | undefined;
+  if (page === undefined || !Array.isArray(page.Documents)) return body;
+  page.Documents = page.Documents.filter(keep);
+  page._count = page.Documents.length;
+  return Buffer.from(JSON.stringify(page));
+}
+
+/** The partition key values of `x-ms-documentdb-partitionkey` (a JSON array); `undefined` when it holds none. */
+function keyOfHeader(header: string): unknown[] | undefined {
+  const values = parse(Buffer.from(header));
+  return Array.isArray(values) ? values : undefined;
+}
+
+/** A document's partition key values at `paths`; `undefined` when it lacks one (a projection). */
+function keyOfDocument(document: unknown, paths: readonly string[]): unknown[] | undefined {
+  const values = paths.map((keyPath) => valueAt(document, keyPath));
+  return values.some((value) => value === undefined) ? undefined : values;
 }
 
 function valueAt(document: unknown, keyPath: string): unknown {

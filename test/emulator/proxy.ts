@@ -346,9 +346,9 @@ function asPartitioned(layout: PartitionLayout, kind: OperationKind, req: http.I
   const key = req.headers["x-ms-documentdb-partitionkey"];
   const feed = kind === "query" || kind === "readFeed" || kind === "changeFeed";
   if (feed && typeof key === "string") body = layout.filterFeedByKey(body, key, path);
+  if (/^\/?dbs\/[^/]+\/colls(\/[^/?]+)?\/?(\?|$)/.test(path)) return layout.noteContainers(body, path);
   if (!layout.split) return body;
   if (kind === "partitionKeyRangeReadFeed" || kind === "partitionKeyRangeReadFeedContinuation") return layout.rewriteRanges(body);
-  if (/^\/?dbs\/[^/]+\/colls(\/[^/?]+)?\/?(\?|$)/.test(path)) return layout.rewriteContainers(body, path);
   const range = req.headers["x-ms-documentdb-partitionkeyrangeid"];
   if (typeof range === "string" && feed) return layout.filterFeed(body, range, path);
   return body;

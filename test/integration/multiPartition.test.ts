@@ -3,7 +3,6 @@ import { ChangeFeedStartFrom, CosmosClient } from "@azure/cosmos";
 import type { Container, CosmosClientOptions, FeedOptions } from "@azure/cosmos";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
-import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { getHedgingDetection } from "../../src/diagnostics/detection.js";
 import { startEmulator } from "../emulator/index.js";
 import type { RecordedRequest } from "../emulator/index.js";
@@ -11,6 +10,8 @@ import { createTestClient, seedContainer } from "../support/cosmos.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 import type { EmulatorFixture } from "../support/emulatorFixture.js";
 import { scoped, settledTag, tagged, taggedClientOptions } from "../support/taggedRequests.js";
+import { plainAndHedged } from "../support/sideBySide.js";
+import type { Side } from "../support/sideBySide.js";
 
 /**
  * A container split into two partition key ranges, as any container is
@@ -32,30 +33,18 @@ const preferredLocations = ["West US", "East US", "North Europe"];
 let tagCounter = 0;
 const newTag = (label: string): string => `mp${++tagCounter}-${label}~`;
 
-interface Side {
-  readonly label: "plain" | "hedged";
-  readonly tag: string;
-  readonly container: Container;
-  readonly diagnostics: HedgeDiagnostics[];
-}
-
 /** A plain and a hedged client of the same options, each warm (account, container and range caches read); the emulator's record starts after. */
 async function pairOn(fixture: EmulatorFixture, hedging: HedgingOptions, connectionPolicy: CosmosClientOptions["connectionPolicy"] = {}): Promise<[Side, Side]> {
-  const sides: Side[] = [];
-  for (const hedged of [false, true]) {
-    const tag = newTag(hedged ? "hedged" : "plain");
-    const diagnostics: HedgeDiagnostics[] = [];
-    const options = taggedClientOptions(fixture.emulator, tag, preferredLocations, connectionPolicy);
-    const client = fixture.adopt(new CosmosClient(hedged ? withHedging(options, { ...hedging, onDiagnostics: (record) => void diagnostics.push(record) }) : options));
-    const container = client.database("db").container("items");
-    await container.items.query("SELECT * FROM c", { forceQueryPlan: true }).fetchAll();
-    await settledTag(fixture.emulator, tag, 6_000);
-    diagnostics.length = 0;
-    sides.push({ label: hedged ? "hedged" : "plain", tag, container, diagnostics });
-  }
+  const pair = await plainAndHedged(fixture, {
+    newTag,
+    preferredLocations,
+    hedging,
+    connectionPolicy,
+    warmUp: (container) => container.items.query("SELECT * FROM c", { forceQueryPlan: true }).fetchAll(),
+  });
   // What the emulator records from here is the test's own.
   fixture.emulator.resetCounters();
-  return [sides[0]!, sides[1]!];
+  return pair;
 }
 
 const idsOf = (rows: ReadonlyArray<{ id?: string }>): string[] => rows.map((row) => String(row.id)).sort();

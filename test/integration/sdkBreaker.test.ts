@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { CosmosClient } from "@azure/cosmos";
-import type { Container, CosmosClientOptions, RequestOptions } from "@azure/cosmos";
+import type { CosmosClientOptions, RequestOptions } from "@azure/cosmos";
 import type { HedgingHttpClient, HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
@@ -13,6 +13,8 @@ import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
 import { captureAzureLogs } from "../support/logCapture.js";
 import { fetchTransport } from "../support/fetchTransport.js";
 import { scoped, settledTag, taggedClientOptions } from "../support/taggedRequests.js";
+import { plainAndHedged } from "../support/sideBySide.js";
+import type { Side } from "../support/sideBySide.js";
 import type { EmulatorFixture } from "../support/emulatorFixture.js";
 
 /**
@@ -43,15 +45,6 @@ function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-interface Side {
-  readonly label: "plain" | "hedged";
-  readonly tag: string;
-  readonly container: Container;
-  readonly diagnostics: HedgeDiagnostics[];
-  /** When each diagnostics record arrived (performance.now()). */
-  readonly times: number[];
-}
-
 /** The options of a test's client on the emulator (see `taggedClientOptions`), over the preferred regions of these tests. */
 function clientOptions(
   fixture: EmulatorFixture,
@@ -69,21 +62,8 @@ async function pairOn(
   connectionPolicy: CosmosClientOptions["connectionPolicy"] = {},
   extra: Partial<CosmosClientOptions> = {},
 ): Promise<{ plain: Side; hedged: Side }> {
-  const sides: Side[] = [];
-  for (const hedged of [false, true]) {
-    const tag = newTag(hedged ? "hedged" : "plain");
-    const diagnostics: HedgeDiagnostics[] = [];
-    const times: number[] = [];
-    const options = clientOptions(fixture, tag, connectionPolicy, extra);
-    const client = fixture.adopt(new CosmosClient(hedged ? withHedging(options, { ...hedging, onDiagnostics: (record) => void (diagnostics.push(record), times.push(performance.now())) }) : options));
-    const container = client.database("db").container("items");
-    await container.item("item-0", "pk").read();
-    await settledTag(fixture.emulator, tag, 6_000);
-    diagnostics.length = 0;
-    times.length = 0;
-    sides.push({ label: hedged ? "hedged" : "plain", tag, container, diagnostics, times });
-  }
-  return { plain: sides[0]!, hedged: sides[1]! };
+  const [plain, hedged] = await plainAndHedged(fixture, { newTag, preferredLocations, hedging, connectionPolicy, extra, warmUp: (container) => container.item("item-0", "pk").read() });
+  return { plain, hedged };
 }
 
 interface Read {

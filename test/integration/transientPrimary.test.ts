@@ -3,13 +3,14 @@ import { CosmosClient } from "@azure/cosmos";
 import type { Container, CosmosClientOptions, OperationInput } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
-import type { HedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
 import type { FaultRule, RecordedRequest } from "../emulator/index.js";
 import https from "node:https";
 import { useEmulator, useWanEmulator } from "../support/emulatorFixture.js";
 import type { EmulatorFixture } from "../support/emulatorFixture.js";
 import { scoped, settledTag, tagged } from "../support/taggedRequests.js";
+import { plainAndHedged } from "../support/sideBySide.js";
+import type { Side } from "../support/sideBySide.js";
 import { catchUnhandled } from "../support/unhandledRejections.js";
 
 /**
@@ -30,12 +31,6 @@ const newTag = (label: string): string => `trn${++tagCounter}-${label}~`;
 const items = Array.from({ length: 12 }, (_, i) => ({ id: `item-${i}`, pk: "pk", value: i }));
 const throttledOnce: FaultRule = { status: 429, substatus: 3200, headers: { "x-ms-retry-after-ms": "50" }, count: 1 };
 
-interface Side {
-  readonly tag: string;
-  readonly container: Container;
-  readonly diagnostics: HedgeDiagnostics[];
-}
-
 type Outcome = { ok: true; status: number; value: unknown } | { ok: false; code: unknown };
 
 async function outcomeOf(run: () => Promise<{ statusCode: number; resource?: unknown }>): Promise<Outcome> {
@@ -48,25 +43,8 @@ async function outcomeOf(run: () => Promise<{ statusCode: number; resource?: unk
 }
 
 /** A plain and a hedged client with the defaults, each warmed by a read. */
-async function sides(fixture: EmulatorFixture, connectionPolicy: CosmosClientOptions["connectionPolicy"] = {}, hedging: HedgingOptions = {}): Promise<[Side, Side]> {
-  const made: Side[] = [];
-  for (const hedged of [false, true]) {
-    const tag = newTag(hedged ? "hedged" : "plain");
-    const diagnostics: HedgeDiagnostics[] = [];
-    const options: CosmosClientOptions = {
-      endpoint: fixture.emulator.endpoint,
-      key: fixture.emulator.key,
-      userAgentSuffix: tag,
-      connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: ["West US", "East US", "North Europe"], ...connectionPolicy },
-    };
-    const client = fixture.adopt(new CosmosClient(hedged ? withHedging(options, { ...hedging, onDiagnostics: (record) => void diagnostics.push(record) }) : options));
-    const container = client.database("db").container("items");
-    await container.item("item-0", "pk").read();
-    await settledTag(fixture.emulator, tag, 6_000);
-    diagnostics.length = 0;
-    made.push({ tag, container, diagnostics });
-  }
-  return [made[0]!, made[1]!];
+function sides(fixture: EmulatorFixture, connectionPolicy: CosmosClientOptions["connectionPolicy"] = {}, hedging: HedgingOptions = {}): Promise<[Side, Side]> {
+  return plainAndHedged(fixture, { newTag, preferredLocations: ["West US", "East US", "North Europe"], hedging, connectionPolicy, warmUp: (container) => container.item("item-0", "pk").read() });
 }
 
 /** Creates, for each side, a document `<tag>-<suffix>` of value 1: its id and etag, by the side's container. */

@@ -47,10 +47,7 @@ describe("SdkBookkeeping", () => {
     const operationNode = new FakeNode("info", "CLIENT_REQUEST_NODE", null);
     marks.seen(manager, operationNode);
     let unmarked = 0;
-    assert.equal(
-      marks.markForReads("westus", () => unmarked++),
-      true,
-    );
+    assert.equal(marks.markForReads("westus", () => unmarked++), true, "a region named as the SDK lists it, spaced or not");
     await settle();
     assert.deepEqual(
       manager.marked.map(({ endpoint }) => endpoint),
