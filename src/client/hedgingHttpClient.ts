@@ -29,6 +29,8 @@ import { sdkRequestPlugin, unrecordedOperations } from "../cosmos/sdkRequestPlug
 import { keepAttemptContext, SdkBookkeeping } from "../cosmos/sdkBookkeeping.js";
 import type { CosmosOperationPlugin, CosmosPassThroughPlugin } from "../cosmos/operationPlugin.js";
 import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
+import { SdkVersionGate, userAgentOfRequest } from "../cosmos/sdkVersion.js";
+import { removePackageHeaders } from "../cosmos/headers.js";
 
 /** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
 export type CrossRegionHedgingOptions = Omit<
@@ -165,7 +167,9 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
  * Creates an `HttpClient` whose every request runs through a core-rest-pipeline
  * `Pipeline` holding the hedging policies, over the real transport. Hand it
  * to any client that takes an `httpClient`, such as `@azure/cosmos`'s
- * `CosmosClient` (see {@link withHedging}).
+ * `CosmosClient` (see {@link withHedging}). Under an `@azure/cosmos` older
+ * than 4.6.0 (named in its requests' user agent) it stands aside: every
+ * request passes through as the SDK built it, with one warning.
  */
 export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}): HedgingHttpClient {
   return buildHedgingHttpClient(options).client;
@@ -202,6 +206,8 @@ interface PipelineRoute {
   readonly armsReachCoreTransport: boolean;
   /** Whether the pipeline still holds the client's hedging layer, which strips the headers the SDK's plugins add. */
   readonly holdsLayer: boolean;
+  /** The pipeline's policies less the hedging layer, over the transport: the way of a client that stands aside (see `SdkVersionGate`). */
+  readonly aside: SendRequest;
 }
 
 /**
@@ -220,8 +226,11 @@ function pipelineRoutes(pipeline: Pipeline, transport: HttpClient, ownTransport:
     const current = pipeline.getOrderedPolicies();
     if (route === undefined || current !== order) {
       order = current;
+      const compose = (policies: readonly PipelinePolicy[]): SendRequest =>
+        policies.reduceRight<SendRequest>((next, policy) => (request) => policy.sendRequest(request, next), (request) => transport.sendRequest(request));
       route = {
-        send: current.reduceRight<SendRequest>((next, policy) => (request) => policy.sendRequest(request, next), (request) => transport.sendRequest(request)),
+        send: compose(current),
+        aside: compose(current.filter((policy) => policy !== layer)),
         armsReachCoreTransport: ownTransport && current.length === ours.length && current.every((policy, index) => policy === ours[index]),
         holdsLayer: layer !== undefined && current.includes(layer),
       };
@@ -356,11 +365,17 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
   };
   // Off means off: with both kinds of hedging off, a plain attempt of an operation nothing was asked of is the SDK's alone.
   const off = options.crossRegion === false && options.metadata === false;
+  const gate = new SdkVersionGate();
   const client: HedgingHttpClient = {
     pipeline: hedgingPipeline(pipeline),
     regions,
     sendRequest: (request) => {
       const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
+      if (gate.aside ?? gate.decide(userAgentOfRequest(request))) {
+        // An SDK below the supported floor: its request goes out as it built it, without a header of this package's.
+        removePackageHeaders(request);
+        return routeOf().aside(request);
+      }
       // The SDK's request goes where it would have gone without hedging, at once: not behind a hedge holding its socket.
       yieldSocketsTo(request);
       // Off means off: an attempt of an operation left unrecorded, the SDK's retries included, is the SDK's alone. Account
@@ -405,5 +420,5 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
   const { mayBePlain } = sdk;
   const unrecorded = off && mayBePlain !== undefined ? unrecordedOperations(mayBePlain, () => steering.leavesPlain(undefined)) : undefined;
   // The pass-through plugin first, so that the operation plugin gets the SDK's own request context (see ownContextPlugin).
-  return { client, plugins: [ownContextPlugin(), operationPlugin(unrecorded), sdkRequestPlugin(client, mayBePlain, unrecorded, bookkeeping)] };
+  return { client, plugins: [ownContextPlugin(), operationPlugin(unrecorded, gate), sdkRequestPlugin(client, mayBePlain, unrecorded, bookkeeping, gate)] };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { PipelineRequest } from "@azure/core-rest-pipeline";
 
 /**
  * Header names of the Cosmos DB wire protocol that this package reads, and the
@@ -25,6 +26,18 @@ export const CosmosHeaders = {
 
 /** What the name of every header of this package's starts with: the diagnostics header and every control header. */
 export const packageHeaderPrefix = "x-cosmos-hedging";
+
+/** Whether a header name is one of this package's, in any case. */
+export function isPackageHeaderName(name: string): boolean {
+  return name.length >= packageHeaderPrefix.length && name.slice(0, packageHeaderPrefix.length).toLowerCase() === packageHeaderPrefix;
+}
+
+/** Removes every header of this package's from a request: none may reach the service. */
+export function removePackageHeaders(request: PipelineRequest): void {
+  const names: string[] = [];
+  for (const [name] of request.headers) if (isPackageHeaderName(name)) names.push(name);
+  for (const name of names) request.headers.delete(name);
+}
 
 /** The response header in which the hedging policies return their diagnostics as JSON. */
 export const hedgeDiagnosticsHeaderName = "x-cosmos-hedging-diagnostics";

@@ -3,6 +3,8 @@ import { forgetOperation, nameOperation, operationHeaderName, unnameOperation } 
 import { attachHedgeDiagnosticsToHeaders } from "../diagnostics/diagnostics.js";
 import { recordOperationForCollectors } from "../diagnostics/diagnosticsCollector.js";
 import { forgetOperationContext } from "./sdkBookkeeping.js";
+import type { SdkVersionGate } from "./sdkVersion.js";
+import { userAgentOfContext } from "./sdkVersion.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugins read and write. */
 interface CosmosOperationContext {
@@ -101,14 +103,17 @@ export function ownContextPlugin(): CosmosPassThroughPlugin {
  * the request plugin finds it for each attempt. The record goes on the response the
  * SDK returns and on the error it throws (and their `headers`), with the
  * hedging record of the last attempt, the live one. An operation
- * `unrecorded` leaves out (see `unrecordedOperations`) passes on untouched.
+ * `unrecorded` leaves out (see `unrecordedOperations`) passes on untouched,
+ * and so does every operation while the client's `gate` stands aside (an
+ * SDK below the supported floor).
  */
-export function operationPlugin(unrecorded?: (context: CosmosOperationContext) => boolean): CosmosOperationPlugin {
+export function operationPlugin(unrecorded?: (context: CosmosOperationContext) => boolean, gate?: SdkVersionGate): CosmosOperationPlugin {
   return {
     on: "operation",
     plugin: (context, _diagnosticNode, next) => {
       const { headers } = context;
-      if (headers === undefined || unrecorded?.(context) === true) return next(context);
+      if (headers === undefined || (gate !== undefined && (gate.aside ?? gate.decide(userAgentOfContext(headers))))) return next(context);
+      if (unrecorded?.(context) === true) return next(context);
       const operation = new OperationDetection();
       recordOperationForCollectors(operation);
       return runAs(operation, headers, next, context, true);

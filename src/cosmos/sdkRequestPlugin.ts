@@ -1,5 +1,5 @@
 import { logger } from "../log.js";
-import { packageHeaderPrefix, pluginHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "./headers.js";
+import { isPackageHeaderName, pluginHeaderValue, requestControlHeaders, sdkExclusionsRefused } from "./headers.js";
 import { isRegionName, regionNameLimits } from "../options.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { operationHeaderName, operationNamedIn, registerOperation } from "../diagnostics/dispatchRecording.js";
@@ -9,6 +9,8 @@ import { handOver } from "./attemptHandoff.js";
 import { hasScopedControls } from "../request/requestControls.js";
 import type { SdkBookkeeping } from "./sdkBookkeeping.js";
 import { keepOperationContext } from "./sdkBookkeeping.js";
+import type { SdkVersionGate } from "./sdkVersion.js";
+import { userAgentOfContext } from "./sdkVersion.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 export interface CosmosRequestContext {
@@ -76,11 +78,6 @@ function ownPluginRunsLast(context: CosmosRequestContext): boolean {
   if (!Array.isArray(plugins) || plugins.length === 0) return false;
   const last: unknown = plugins[plugins.length - 1];
   return typeof last === "object" && last !== null && (last as { [ownRequestPlugin]?: unknown })[ownRequestPlugin] === true;
-}
-
-/** Whether a header name is one of this package's, in any case. */
-function isPackageHeaderName(name: string): boolean {
-  return name.length >= packageHeaderPrefix.length && name.slice(0, packageHeaderPrefix.length).toLowerCase() === packageHeaderPrefix;
 }
 
 /** Whether a headers object (the per-request `initialHeaders`, the client's `defaultHeaders`) names a header of this package's. */
@@ -180,12 +177,15 @@ export function unrecordedOperations(mayBePlain: (() => boolean) | undefined, st
  * @param bookkeeping - learns the SDK's endpoint manager from each
  *   attempt's context, and is handed the context, to tell the SDK's
  *   endpoint discovery and breaker what a hedge hid from them.
+ * @param gate - the client's {@link SdkVersionGate}: while it stands
+ *   aside, every attempt passes on untouched.
  */
 export function sdkRequestPlugin(
   hedgingClient: object,
   mayBePlain?: () => boolean,
   unrecorded?: (context: CosmosRequestContext) => boolean,
   bookkeeping?: SdkBookkeeping,
+  gate?: SdkVersionGate,
 ): CosmosRequestPlugin {
   let warned = false;
   let handOverWorks = true;
@@ -203,9 +203,9 @@ export function sdkRequestPlugin(
         // Nothing would take a hand-over or remove a header: written, they would reach the service.
         return next(context);
       }
-      bookkeeping?.seen(context.globalEndpointManager, diagnosticNode);
       const { headers } = context;
-      if (headers === undefined) return next(context);
+      if (headers === undefined || (gate !== undefined && (gate.aside ?? gate.decide(userAgentOfContext(headers))))) return next(context);
+      bookkeeping?.seen(context.globalEndpointManager, diagnosticNode);
       const named = operationNamedIn(headers);
       // An operation the operation plugin did not name is a feed's (a record per context), or one left unrecorded.
       const left = named === undefined && unrecorded?.(context) === true;

@@ -8,6 +8,8 @@ import type { RegionCache, RegionEndpoint } from "../topology/regionCache.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { sendObservingAccount } from "../topology/accountObservation.js";
 import { yieldSocketsTo } from "../race/socketHolders.js";
+import { SdkVersionGate, userAgentOfRequest } from "../cosmos/sdkVersion.js";
+import { removePackageHeaders } from "../cosmos/headers.js";
 
 /**
  * What a policy of this package does to a request before anything is sent,
@@ -131,13 +133,20 @@ function withSdkOptionsUnknown(request: PipelineRequest, controls: RequestHedgin
  * A pipeline policy of this package: one step or one handler over
  * {@link composeHandlers}. Every request it takes first gets the socket a
  * hedge of this package holds, where it would otherwise wait for it (see
- * `yieldSocketsTo`).
+ * `yieldSocketsTo`). Under an `@azure/cosmos` below the supported floor
+ * (see {@link SdkVersionGate}) it passes every request on as it came, less
+ * this package's headers.
  */
 export function policyOver(name: string, regions: RegionCache, stage: RequestStep | RequestHandler): PipelinePolicy {
   const compose = "send" in stage ? composeHandlers(regions, [], [stage]) : composeHandlers(regions, [stage], []);
+  const gate = new SdkVersionGate();
   return {
     name,
     sendRequest: (request, next) => {
+      if (gate.aside ?? gate.decide(userAgentOfRequest(request))) {
+        removePackageHeaders(request);
+        return next(request);
+      }
       yieldSocketsTo(request);
       return compose(request, next);
     },

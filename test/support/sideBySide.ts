@@ -28,6 +28,8 @@ export interface SideBySideOptions {
   readonly extra?: Partial<CosmosClientOptions>;
   /** Warms a client's caches (account, container, partition key ranges) before the test's faults. */
   readonly warmUp: (container: Container) => Promise<unknown>;
+  /** The `CosmosClient` of another `@azure/cosmos` version (see test/integration/sdkVersions.test.ts); default the pinned one. */
+  readonly sdk?: typeof CosmosClient;
 }
 
 /**
@@ -44,7 +46,8 @@ export async function plainAndHedged(fixture: EmulatorFixture, options: SideBySi
     const times: number[] = [];
     const base = taggedClientOptions(fixture.emulator, tag, options.preferredLocations, options.connectionPolicy, options.extra);
     const onDiagnostics = (record: HedgeDiagnostics): void => void (diagnostics.push(record), times.push(performance.now()));
-    const client = fixture.adopt(new CosmosClient(label === "hedged" ? withHedging(base, { ...options.hedging, onDiagnostics }) : base));
+    const Client = options.sdk ?? CosmosClient;
+    const client = fixture.adopt(new Client(label === "hedged" ? withHedging(base, { ...options.hedging, onDiagnostics }) : base));
     const container = client.database("db").container("items");
     await options.warmUp(container);
     await settledTag(fixture.emulator, tag, 6_000);
