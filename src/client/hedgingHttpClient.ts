@@ -168,7 +168,7 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
  * `Pipeline` holding the hedging policies, over the real transport. Hand it
  * to any client that takes an `httpClient`, such as `@azure/cosmos`'s
  * `CosmosClient` (see {@link withHedging}). Under an `@azure/cosmos` older
- * than 4.6.0 (named in its requests' user agent) it stands aside: every
+ * than 4.7.0 (named in its requests' user agent) it stands aside: every
  * request passes through as the SDK built it, with one warning.
  */
 export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}): HedgingHttpClient {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Container, CosmosClient } from "@azure/cosmos";
-// The last @azure/cosmos below the supported floor, and the floor itself, installed beside the pinned 4.10.1 (package.json's
+// The last @azure/cosmos below the supported floor (4.6.0), and the floor itself (4.7.0), installed beside the pinned 4.10.1 (package.json's
 // devDependencies alias them), each a CosmosClient of its own version.
 import { CosmosClient as CosmosClientBelowFloor } from "cosmos-sdk-below-floor";
 import { CosmosClient as CosmosClientAtFloor } from "cosmos-sdk-floor";
@@ -44,7 +44,7 @@ describe("@azure/cosmos versions at and below the supported floor, plain beside 
   this.timeout(60_000);
   const fixture = useEmulator({ items });
 
-  it(`below the floor (4.5.1): a slow region is not hedged, and every request is the one plain sends`, async function () {
+  it(`below the floor (4.6.0): a slow region is not hedged, and every request is the one plain sends`, async function () {
     const logs = captureAzureLogs("warning");
     let pair: [Side, Side];
     try {
@@ -59,9 +59,9 @@ describe("@azure/cosmos versions at and below the supported floor, plain beside 
       logs.restore();
     }
     const [plain, hedged] = pair;
-    assert.deepEqual(versionsOf(tagged(fixture.emulator, hedged.tag)), ["4.5.1"], "the client of the aliased version");
+    assert.deepEqual(versionsOf(tagged(fixture.emulator, hedged.tag)), ["4.6.0"], "the client of the aliased version");
     assert.ok(
-      logs.packageLines().some((line) => line.includes(`@azure/cosmos 4.5.1 is older than ${minimumSdkVersion}`)),
+      logs.packageLines().some((line) => line.includes(`@azure/cosmos 4.6.0 is older than ${minimumSdkVersion}`)),
       "one warning names the version and the floor",
     );
     fixture.emulator.resetCounters();

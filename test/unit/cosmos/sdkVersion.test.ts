@@ -32,9 +32,9 @@ describe("sdkVersion", () => {
   });
 
   it("compares versions part by part against the floor", () => {
-    assert.equal(minimumSdkVersion, "4.6.0");
-    for (const below of ["4.5.1", "4.1.0", "3.17.3", "4.5.99"]) assert.equal(isBelowFloor(below), true, below);
-    for (const atOrAbove of ["4.6.0", "4.6.1", "4.10.1", "5.0.0", "4.10.0"]) assert.equal(isBelowFloor(atOrAbove), false, atOrAbove);
+    assert.equal(minimumSdkVersion, "4.7.0");
+    for (const below of ["4.6.0", "4.5.1", "4.1.0", "3.17.3", "4.6.99"]) assert.equal(isBelowFloor(below), true, below);
+    for (const atOrAbove of ["4.7.0", "4.7.1", "4.10.1", "5.0.0", "4.10.0"]) assert.equal(isBelowFloor(atOrAbove), false, atOrAbove);
   });
 
   it("a gate decides once, by the first user agent, and warns once a version", () => {
@@ -47,7 +47,7 @@ describe("sdkVersion", () => {
       assert.equal(new SdkVersionGate().decide(userAgent("4.4.1")), true);
       const warnings = logs.packageLines().filter((line) => line.includes("4.4.1"));
       assert.equal(warnings.length, 1, "one warning for the version, however many clients");
-      assert.match(warnings[0]!, /@azure\/cosmos 4\.4\.1 is older than 4\.6\.0, the oldest version cosmos-hedging hedges for/);
+      assert.match(warnings[0]!, /@azure\/cosmos 4\.4\.1 is older than 4\.7\.0, the oldest version cosmos-hedging hedges for/);
 
       const current = new SdkVersionGate();
       assert.equal(current.decide(userAgent("4.10.1")), false);
@@ -117,11 +117,11 @@ describe("sdkVersion", () => {
       }
     });
 
-    it("while the same client under 4.6.0 hedges the slow read", async () => {
+    it("while the same client under 4.7.0 hedges the slow read", async () => {
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 400 });
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
       const { run } = sdkClient();
-      const outcome = observe(run(readOf("4.6.0"), "4.6.0"));
+      const outcome = observe(run(readOf("4.7.0"), "4.7.0"));
       await harness.clock.tickAsync(1_000);
       const result = await outcome.result();
       assert.deepEqual(getHedgingDetection(result)?.requestedRegions(), [
