@@ -36,8 +36,8 @@ const warnedVersions = new Set<string>();
 
 /**
  * Whether a hedging client stands aside for the `@azure/cosmos` that sends
- * through it, decided once, by the first request or operation it sees:
- * when that one's user agent names an SDK below {@link minimumSdkVersion},
+ * through it, decided once, by the first request or operation it sees with
+ * a user agent: when that one names an SDK below {@link minimumSdkVersion},
  * every request from then on goes out as the SDK built it, where it sent
  * it, with nothing of this package's (no hedge, no steering, no record),
  * and one warning says so. A client of another Azure SDK (no such token)
@@ -48,10 +48,12 @@ export class SdkVersionGate {
   /** Whether the client stands aside; `undefined` until decided. */
   aside: boolean | undefined = undefined;
 
-  /** Decides by the first user agent seen (a request's, an operation's). @returns {@link SdkVersionGate.aside}. */
+  /** Decides by the first user agent seen (a request's, an operation's); one without leaves it undecided. @returns whether to stand aside now. */
   decide(userAgent: unknown): boolean {
     if (this.aside !== undefined) return this.aside;
-    const version = typeof userAgent === "string" ? sdkVersionIn(userAgent) : undefined;
+    // Without a user agent nothing is known yet: the next request with one decides.
+    if (typeof userAgent !== "string") return false;
+    const version = sdkVersionIn(userAgent);
     this.aside = version !== undefined && isBelowFloor(version);
     // Once a process and version: each client, and each policy added by hand, has a gate of its own.
     if (this.aside && !warnedVersions.has(version as string)) {

@@ -52,9 +52,10 @@ describe("sdkVersion", () => {
       const current = new SdkVersionGate();
       assert.equal(current.decide(userAgent("4.10.1")), false);
       assert.equal(current.decide(userAgent("4.4.1")), false, "decided by the first");
-      const other = new SdkVersionGate();
-      assert.equal(other.decide(undefined), false, "a request without a user agent is another client's");
-      assert.equal(other.aside, false);
+      const later = new SdkVersionGate();
+      assert.equal(later.decide(undefined), false, "not aside while nothing is known");
+      assert.equal(later.aside, undefined, "a request without a user agent decides nothing");
+      assert.equal(later.decide(userAgent("4.4.1")), true, "the first with one decides");
     } finally {
       logs.restore();
     }
