@@ -29,7 +29,7 @@ import { sdkRequestPlugin, unrecordedOperations } from "../cosmos/sdkRequestPlug
 import { keepAttemptContext, SdkBookkeeping } from "../cosmos/sdkBookkeeping.js";
 import type { CosmosOperationPlugin, CosmosPassThroughPlugin } from "../cosmos/operationPlugin.js";
 import { operationPlugin, ownContextPlugin } from "../cosmos/operationPlugin.js";
-import { SdkVersionGate, userAgentOfRequest } from "../cosmos/sdkVersion.js";
+import { SdkVersionGate, standsAsideFor } from "../cosmos/sdkVersion.js";
 import { removePackageHeaders } from "../cosmos/headers.js";
 
 /** Data-plane hedging settings of a hedging client: the policy's options less what the client shares. */
@@ -166,10 +166,13 @@ function metadataOptions(setting: HedgingOptions["metadata"]): MetadataHedgingPo
 /**
  * Creates an `HttpClient` whose every request runs through a core-rest-pipeline
  * `Pipeline` holding the hedging policies, over the real transport. Hand it
- * to any client that takes an `httpClient`, such as `@azure/cosmos`'s
- * `CosmosClient` (see {@link withHedging}). Under an `@azure/cosmos` older
- * than 4.7.0 (named in its requests' user agent) it stands aside: every
- * request passes through as the SDK built it, with one warning.
+ * to a client that takes an `httpClient`. For `@azure/cosmos`'s
+ * `CosmosClient` use {@link withHedging}, which also installs the plugins
+ * that tell the client each request's `excludedLocations` and the SDK's
+ * retries: without them a hedge may go to a region a request excluded (a
+ * warning says so). Under an `@azure/cosmos` older than 4.7.0 (named in
+ * its requests' user agent) it stands aside: every request passes through
+ * as the SDK built it, with one warning.
  */
 export function createHedgingHttpClient(options: HedgingHttpClientOptions = {}): HedgingHttpClient {
   return buildHedgingHttpClient(options).client;
@@ -366,15 +369,22 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
   // Off means off: with both kinds of hedging off, a plain attempt of an operation nothing was asked of is the SDK's alone.
   const off = options.crossRegion === false && options.metadata === false;
   const gate = new SdkVersionGate();
+  let warnedUnwiredCosmos = false;
   const client: HedgingHttpClient = {
     pipeline: hedgingPipeline(pipeline),
     regions,
     sendRequest: (request) => {
       const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
-      if (gate.aside ?? gate.decide(userAgentOfRequest(request))) {
+      if (standsAsideFor(gate, request)) {
         // An SDK below the supported floor: its request goes out as it built it, without a header of this package's.
         removePackageHeaders(request);
         return routeOf().aside(request);
+      }
+      if (!sdkPluginInstalled && !warnedUnwiredCosmos && gate.sawCosmos) {
+        warnedUnwiredCosmos = true;
+        logger.warning(
+          "This hedging client serves an @azure/cosmos client without the plugins withHedging installs: the per-request excludedLocations of the SDK are unknown to it, so a hedge may go to a region a request excluded. Hedge a CosmosClient with withHedging(options).",
+        );
       }
       // The SDK's request goes where it would have gone without hedging, at once: not behind a hedge holding its socket.
       yieldSocketsTo(request);

@@ -4,7 +4,7 @@ import { attachHedgeDiagnosticsToHeaders } from "../diagnostics/diagnostics.js";
 import { recordOperationForCollectors } from "../diagnostics/diagnosticsCollector.js";
 import { forgetOperationContext } from "./sdkBookkeeping.js";
 import type { SdkVersionGate } from "./sdkVersion.js";
-import { userAgentOfContext } from "./sdkVersion.js";
+import { standsAsideForContext } from "./sdkVersion.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugins read and write. */
 interface CosmosOperationContext {
@@ -112,7 +112,7 @@ export function operationPlugin(unrecorded?: (context: CosmosOperationContext) =
     on: "operation",
     plugin: (context, _diagnosticNode, next) => {
       const { headers } = context;
-      if (headers === undefined || (gate !== undefined && (gate.aside ?? gate.decide(userAgentOfContext(headers))))) return next(context);
+      if (headers === undefined || (gate !== undefined && standsAsideForContext(gate, headers))) return next(context);
       if (unrecorded?.(context) === true) return next(context);
       const operation = new OperationDetection();
       recordOperationForCollectors(operation);

@@ -10,7 +10,7 @@ import { hasScopedControls } from "../request/requestControls.js";
 import type { SdkBookkeeping } from "./sdkBookkeeping.js";
 import { keepOperationContext } from "./sdkBookkeeping.js";
 import type { SdkVersionGate } from "./sdkVersion.js";
-import { userAgentOfContext } from "./sdkVersion.js";
+import { standsAsideForContext } from "./sdkVersion.js";
 
 /** The parts of an `@azure/cosmos` request context that the plugin reads and writes. */
 export interface CosmosRequestContext {
@@ -204,7 +204,7 @@ export function sdkRequestPlugin(
         return next(context);
       }
       const { headers } = context;
-      if (headers === undefined || (gate !== undefined && (gate.aside ?? gate.decide(userAgentOfContext(headers))))) return next(context);
+      if (headers === undefined || (gate !== undefined && standsAsideForContext(gate, headers))) return next(context);
       bookkeeping?.seen(context.globalEndpointManager, diagnosticNode);
       const named = operationNamedIn(headers);
       // An operation the operation plugin did not name is a feed's (a record per context), or one left unrecorded.

@@ -32,47 +32,71 @@ export function isBelowFloor(version: string): boolean {
   return patch < floorPatch;
 }
 
-const warnedVersions = new Set<string>();
+/**
+ * The versions warned about, shared by every copy of this package in the
+ * process (an application may load both its ESM and its CommonJS build).
+ */
+const warnedVersions: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for("cosmos-hedging: SDK versions warned about")] ??= new Set<string>()) as Set<string>;
+
+/** What no user agent is: the gate's remembered agent before any request. */
+const noAgent = Symbol("no user agent yet");
 
 /**
- * Whether a hedging client stands aside for the `@azure/cosmos` that sends
- * through it, decided once, by the first request or operation it sees with
- * a user agent: when that one names an SDK below {@link minimumSdkVersion},
- * every request from then on goes out as the SDK built it, where it sent
- * it, with nothing of this package's (no hedge, no steering, no record),
- * and one warning says so. A client of another Azure SDK (no such token)
- * never stands aside. Read {@link SdkVersionGate.aside} first: once
- * decided, the check is that field.
+ * Whether a hedging client (or a policy added by hand) stands aside for
+ * the `@azure/cosmos` that sends a request: below {@link minimumSdkVersion},
+ * the request goes out as the SDK built it, where it sent it, with nothing
+ * of this package's (no hedge, no steering, no record), and one warning a
+ * process and version says so. Judged by the SDK's token in the request's
+ * user agent (`User-Agent`, or `x-ms-useragent` when a caller's own
+ * `User-Agent` hides it), so that one client shared by SDKs of two versions
+ * treats each as its version asks; a request whose user agents name no SDK
+ * (the caller replaced both) gets the verdict of the last that did, and
+ * hedging until one has. A client sends one user agent string on every
+ * request, so the gate keeps the last one judged: the check is then one
+ * comparison.
  */
 export class SdkVersionGate {
-  /** Whether the client stands aside; `undefined` until decided. */
-  aside: boolean | undefined = undefined;
+  /** The user agent judged last (`User-Agent`, or the context's), compared by identity first. */
+  lastAgent: unknown = noAgent;
+  /** Whether the request of {@link SdkVersionGate.lastAgent} stood aside. */
+  lastAside = false;
+  /** The verdict of the last request that named the SDK. */
+  private verdict = false;
+  /** Whether any request named `@azure/cosmos`. */
+  sawCosmos = false;
 
-  /** Decides by the first user agent seen (a request's, an operation's); one without leaves it undecided. @returns whether to stand aside now. */
-  decide(userAgent: unknown): boolean {
-    if (this.aside !== undefined) return this.aside;
-    // Without a user agent nothing is known yet: the next request with one decides.
-    if (typeof userAgent !== "string") return false;
-    const version = sdkVersionIn(userAgent);
-    this.aside = version !== undefined && isBelowFloor(version);
-    // Once a process and version: each client, and each policy added by hand, has a gate of its own.
-    if (this.aside && !warnedVersions.has(version as string)) {
-      warnedVersions.add(version as string);
-      logger.warning(
-        `@azure/cosmos ${version} is older than ${minimumSdkVersion}, the oldest version cosmos-hedging hedges for: ` +
-          "every request goes out as the SDK built it, with no hedge, steering or exclusion of this package's. Upgrade @azure/cosmos to hedge.",
-      );
+  /** Judges a request by its user agents (see the class); remembers `agent` with the verdict. @returns whether it stands aside. */
+  judge(agent: unknown, custom: unknown): boolean {
+    const version = versionIn(agent) ?? versionIn(custom);
+    if (version !== undefined) {
+      this.sawCosmos = true;
+      this.verdict = isBelowFloor(version);
+      if (this.verdict && !warnedVersions.has(version)) {
+        warnedVersions.add(version);
+        logger.warning(
+          `@azure/cosmos ${version} is older than ${minimumSdkVersion}, the oldest version cosmos-hedging hedges for: ` +
+            "every request goes out as the SDK built it, with no hedge, steering or exclusion of this package's. Upgrade @azure/cosmos to hedge.",
+        );
+      }
     }
-    return this.aside;
+    this.lastAgent = agent;
+    this.lastAside = this.verdict;
+    return this.verdict;
   }
 }
 
-/** The user agent of an `@azure/cosmos` request context's headers (a plain object, the SDK's own header names). */
-export function userAgentOfContext(headers: Record<string, unknown>): unknown {
-  return headers["User-Agent"] ?? headers["x-ms-useragent"];
+function versionIn(agent: unknown): string | undefined {
+  return typeof agent === "string" && agent.includes("azure-cosmos-js/") ? sdkVersionIn(agent) : undefined;
 }
 
-/** The user agent of a request, as `@azure/cosmos` sets it (both of its headers carry it). */
-export function userAgentOfRequest(request: PipelineRequest): unknown {
-  return request.headers.get("user-agent") ?? request.headers.get("x-ms-useragent");
+/** Whether `gate` stands aside for an `@azure/cosmos` request context's attempt or operation (its headers: a plain object, the SDK's own names). */
+export function standsAsideForContext(gate: SdkVersionGate, headers: Record<string, unknown>): boolean {
+  const agent = headers["User-Agent"];
+  return agent === gate.lastAgent ? gate.lastAside : gate.judge(agent, headers["x-ms-useragent"]);
+}
+
+/** Whether `gate` stands aside for a request (both of the SDK's user agent headers carry its token). */
+export function standsAsideFor(gate: SdkVersionGate, request: PipelineRequest): boolean {
+  const agent = request.headers.get("user-agent");
+  return agent === gate.lastAgent ? gate.lastAside : gate.judge(agent, request.headers.get("x-ms-useragent"));
 }

@@ -8,7 +8,7 @@ import type { RegionCache, RegionEndpoint } from "../topology/regionCache.js";
 import type { OperationDetection } from "../diagnostics/detection.js";
 import { sendObservingAccount } from "../topology/accountObservation.js";
 import { yieldSocketsTo } from "../race/socketHolders.js";
-import { SdkVersionGate, userAgentOfRequest } from "../cosmos/sdkVersion.js";
+import { SdkVersionGate, standsAsideFor } from "../cosmos/sdkVersion.js";
 import { removePackageHeaders } from "../cosmos/headers.js";
 
 /**
@@ -143,7 +143,7 @@ export function policyOver(name: string, regions: RegionCache, stage: RequestSte
   return {
     name,
     sendRequest: (request, next) => {
-      if (gate.aside ?? gate.decide(userAgentOfRequest(request))) {
+      if (standsAsideFor(gate, request)) {
         removePackageHeaders(request);
         return next(request);
       }

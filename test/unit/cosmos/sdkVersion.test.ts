@@ -4,7 +4,7 @@ import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { buildHedgingHttpClient } from "../../../src/client/hedgingHttpClient.js";
 import { crossRegionHedgingPolicy } from "../../../src/policies/crossRegionHedgingPolicy.js";
 import { RegionCache } from "../../../src/topology/regionCache.js";
-import { isBelowFloor, minimumSdkVersion, SdkVersionGate, sdkVersionIn } from "../../../src/cosmos/sdkVersion.js";
+import { isBelowFloor, minimumSdkVersion, SdkVersionGate, sdkVersionIn, standsAsideFor, standsAsideForContext } from "../../../src/cosmos/sdkVersion.js";
 import { getHedgingDetection } from "../../../src/diagnostics/detection.js";
 import { requestControlHeaders } from "../../../src/cosmos/headers.js";
 import { captureAzureLogs } from "../../support/logCapture.js";
@@ -37,28 +37,39 @@ describe("sdkVersion", () => {
     for (const atOrAbove of ["4.7.0", "4.7.1", "4.10.1", "5.0.0", "4.10.0"]) assert.equal(isBelowFloor(atOrAbove), false, atOrAbove);
   });
 
-  it("a gate decides once, by the first user agent, and warns once a version", () => {
+  it("a gate judges each request by the SDK's token in its user agent, and warns once a version", () => {
     const logs = captureAzureLogs("warning");
     try {
-      const old = new SdkVersionGate();
-      assert.equal(old.aside, undefined);
-      assert.equal(old.decide(userAgent("4.4.1")), true);
-      assert.equal(old.decide(userAgent("4.10.1")), true, "decided by the first");
-      assert.equal(new SdkVersionGate().decide(userAgent("4.4.1")), true);
+      const gate = new SdkVersionGate();
+      const judged = (agent: unknown, custom: unknown = agent): boolean => {
+        const request = pointRead(eastUs);
+        if (typeof agent === "string") request.headers.set("User-Agent", agent);
+        if (typeof custom === "string") request.headers.set("x-ms-useragent", custom);
+        return standsAsideFor(gate, request);
+      };
+      assert.equal(judged("myapp/1.0"), false, "hedging until a request names the SDK");
+      assert.equal(judged(userAgent("4.4.1")), true);
+      assert.equal(judged(userAgent("4.4.1")), true, "the same agent again: remembered");
+      assert.equal(judged("myapp/1.0"), true, "a caller's own user agent gets the last verdict of a request that named the SDK");
+      assert.equal(judged(undefined), true, "so does a request without one");
+      assert.equal(judged("myapp/1.0", userAgent("4.10.1")), false, "x-ms-useragent names the SDK when User-Agent does not");
+      assert.equal(judged(userAgent("4.10.1")), false, "one client shared by two SDKs treats each as its version asks");
+      assert.equal(judged(userAgent("4.4.1")), true);
+      assert.equal(new SdkVersionGate().judge(userAgent("4.4.1"), undefined), true);
       const warnings = logs.packageLines().filter((line) => line.includes("4.4.1"));
-      assert.equal(warnings.length, 1, "one warning for the version, however many clients");
+      assert.equal(warnings.length, 1, "one warning for the version, however many requests and gates");
       assert.match(warnings[0]!, /@azure\/cosmos 4\.4\.1 is older than 4\.7\.0, the oldest version cosmos-hedging hedges for/);
-
-      const current = new SdkVersionGate();
-      assert.equal(current.decide(userAgent("4.10.1")), false);
-      assert.equal(current.decide(userAgent("4.4.1")), false, "decided by the first");
-      const later = new SdkVersionGate();
-      assert.equal(later.decide(undefined), false, "not aside while nothing is known");
-      assert.equal(later.aside, undefined, "a request without a user agent decides nothing");
-      assert.equal(later.decide(userAgent("4.4.1")), true, "the first with one decides");
+      assert.equal(gate.sawCosmos, true);
     } finally {
       logs.restore();
     }
+  });
+
+  it("a request context's headers are judged alike", () => {
+    const gate = new SdkVersionGate();
+    assert.equal(standsAsideForContext(gate, { "User-Agent": userAgent("4.3.0"), "x-ms-useragent": userAgent("4.3.0") }), true);
+    assert.equal(standsAsideForContext(gate, { "User-Agent": "myapp/1.0" }), true);
+    assert.equal(standsAsideForContext(gate, { "User-Agent": userAgent("4.7.0") }), false);
   });
 
   describe("a hedging client under an SDK below the floor", () => {
@@ -155,6 +166,7 @@ describe("sdkVersion", () => {
     const gate = new SdkVersionGate();
     const request = createPipelineRequest({ url: "https://vault.example/keys/k" });
     request.headers.set("User-Agent", "azsdk-js-keyvault-keys/4.9.0");
-    assert.equal(gate.decide(request.headers.get("user-agent")), false);
+    assert.equal(standsAsideFor(gate, request), false);
+    assert.equal(gate.sawCosmos, false);
   });
 });
