@@ -1,4 +1,4 @@
-// npm run test:sdk-matrix [-- 4.6.0 4.9.3 ...] [-- --suites differential,integration]
+// npm run test:sdk-matrix [-- [--suites differential,integration] 4.7.0 4.9.3 ...]
 //
 // Runs the suites against other @azure/cosmos versions than the one the lock file pins: for each version, a fresh
 // clone of HEAD in a temporary folder, `npm ci`, that version installed over the pinned one (`--no-save`), the build,
