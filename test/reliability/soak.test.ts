@@ -172,7 +172,9 @@ describe("soak", function () {
       `      soak: ${soakRequests} requests in ${seconds.toFixed(1)} s (${cpuSeconds.toFixed(1)} s of CPU), ${hedged} hedged, ${aborted} aborted, heap growth ${megabytes(growth)} MB`,
     );
     assert.equal(considered, soakRequests, "every request went through a hedging policy");
-    assert.ok(hedged > soakRequests * 0.4, `only ${hedged} requests fired a hedge`);
+    // A quarter of the primaries answer 4 to 7 ms late, past the 2 ms threshold: each of those fires a hedge, however fast
+    // the machine (a slower one also hedges some of the rest, whose answers its busy loop delays).
+    assert.ok(hedged > soakRequests * 0.2, `only ${hedged} requests fired a hedge`);
     assert.ok(aborted > 0, "some requests were aborted");
     assert.ok(growth < maxHeapGrowthBytes, `the heap grew by ${megabytes(growth)} MB`);
     assert.equal(transport.inFlight, 0, "no request is left in flight");
