@@ -375,7 +375,8 @@ export function buildHedgingHttpClient(given: HedgingHttpClientOptions, sdk?: Sd
     regions,
     sendRequest: (request) => {
       const handed = sdkPluginInstalled ? takeHandedOver(client) : undefined;
-      if (standsAsideFor(gate, request)) {
+      // An attempt handed over was judged by the request plugin already, which hands none over while the gate stands aside.
+      if (handed === undefined && standsAsideFor(gate, request)) {
         // An SDK below the supported floor: its request goes out as it built it, without a header of this package's.
         removePackageHeaders(request);
         return routeOf().aside(request);

@@ -112,8 +112,7 @@ export function operationPlugin(unrecorded?: (context: CosmosOperationContext) =
     on: "operation",
     plugin: (context, _diagnosticNode, next) => {
       const { headers } = context;
-      if (headers === undefined || (gate !== undefined && standsAsideForContext(gate, headers))) return next(context);
-      if (unrecorded?.(context) === true) return next(context);
+      if (headers === undefined || (gate !== undefined && standsAsideForContext(gate, headers)) || unrecorded?.(context) === true) return next(context);
       const operation = new OperationDetection();
       recordOperationForCollectors(operation);
       return runAs(operation, headers, next, context, true);

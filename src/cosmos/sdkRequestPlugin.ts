@@ -204,9 +204,11 @@ export function sdkRequestPlugin(
         return next(context);
       }
       const { headers } = context;
-      if (headers === undefined || (gate !== undefined && standsAsideForContext(gate, headers))) return next(context);
+      const named = headers === undefined ? undefined : operationNamedIn(headers);
+      // The operation plugin judged a named operation's context already; a feed's attempt (no operation plugin) is judged here.
+      if (named === undefined && headers !== undefined && gate !== undefined && standsAsideForContext(gate, headers)) return next(context);
       bookkeeping?.seen(context.globalEndpointManager, diagnosticNode);
-      const named = operationNamedIn(headers);
+      if (headers === undefined) return next(context);
       // An operation the operation plugin did not name is a feed's (a record per context), or one left unrecorded.
       const left = named === undefined && unrecorded?.(context) === true;
       const feed = named === undefined && !left ? feedOperationOf(context) : undefined;

@@ -58,10 +58,8 @@ const noAgent = Symbol("no user agent yet");
 export class SdkVersionGate {
   /** The user agent judged last (`User-Agent`, or the context's), compared by identity first. */
   lastAgent: unknown = noAgent;
-  /** Whether the request of {@link SdkVersionGate.lastAgent} stood aside. */
-  lastAside = false;
-  /** The verdict of the last request that named the SDK. */
-  private verdict = false;
+  /** The verdict of the last request that named the SDK: what {@link SdkVersionGate.lastAgent} got, and what a request naming none gets. */
+  aside = false;
   /** Whether any request named `@azure/cosmos`. */
   sawCosmos = false;
 
@@ -70,8 +68,8 @@ export class SdkVersionGate {
     const version = versionIn(agent) ?? versionIn(custom);
     if (version !== undefined) {
       this.sawCosmos = true;
-      this.verdict = isBelowFloor(version);
-      if (this.verdict && !warnedVersions.has(version)) {
+      this.aside = isBelowFloor(version);
+      if (this.aside && !warnedVersions.has(version)) {
         warnedVersions.add(version);
         logger.warning(
           `@azure/cosmos ${version} is older than ${minimumSdkVersion}, the oldest version cosmos-hedging hedges for: ` +
@@ -80,8 +78,7 @@ export class SdkVersionGate {
       }
     }
     this.lastAgent = agent;
-    this.lastAside = this.verdict;
-    return this.verdict;
+    return this.aside;
   }
 }
 
@@ -92,11 +89,11 @@ function versionIn(agent: unknown): string | undefined {
 /** Whether `gate` stands aside for an `@azure/cosmos` request context's attempt or operation (its headers: a plain object, the SDK's own names). */
 export function standsAsideForContext(gate: SdkVersionGate, headers: Record<string, unknown>): boolean {
   const agent = headers["User-Agent"];
-  return agent === gate.lastAgent ? gate.lastAside : gate.judge(agent, headers["x-ms-useragent"]);
+  return agent === gate.lastAgent ? gate.aside : gate.judge(agent, headers["x-ms-useragent"]);
 }
 
 /** Whether `gate` stands aside for a request (both of the SDK's user agent headers carry its token). */
 export function standsAsideFor(gate: SdkVersionGate, request: PipelineRequest): boolean {
   const agent = request.headers.get("user-agent");
-  return agent === gate.lastAgent ? gate.lastAside : gate.judge(agent, request.headers.get("x-ms-useragent"));
+  return agent === gate.lastAgent ? gate.aside : gate.judge(agent, request.headers.get("x-ms-useragent"));
 }

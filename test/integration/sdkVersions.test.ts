@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import type { Container, CosmosClient } from "@azure/cosmos";
+import { CosmosClient } from "@azure/cosmos";
+import type { Container } from "@azure/cosmos";
+import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 // The last @azure/cosmos below the supported floor (4.6.0), and the floor itself (4.7.0), installed beside the pinned 4.10.1 (package.json's
 // devDependencies alias them), each a CosmosClient of its own version.
 import { CosmosClient as CosmosClientBelowFloor } from "cosmos-sdk-below-floor";
@@ -7,7 +9,7 @@ import { CosmosClient as CosmosClientAtFloor } from "cosmos-sdk-floor";
 import { getHedgingDetection } from "../../src/diagnostics/detection.js";
 import { minimumSdkVersion } from "../../src/cosmos/sdkVersion.js";
 import { useEmulator } from "../support/emulatorFixture.js";
-import { scoped, settledTag, tagged } from "../support/taggedRequests.js";
+import { scoped, settledTag, tagged, taggedClientOptions } from "../support/taggedRequests.js";
 import { plainAndHedged } from "../support/sideBySide.js";
 import type { Side } from "../support/sideBySide.js";
 import { captureAzureLogs } from "../support/logCapture.js";
@@ -138,5 +140,61 @@ describe("@azure/cosmos versions at and below the supported floor, plain beside 
     assert.deepEqual(runs["plain"]!.ids, items.map((item) => item.id).sort());
     assert.equal(runs["hedged"]!.error, undefined, `hedged failed where plain completed: ${String(runs["hedged"]!.error)}`);
     assert.deepEqual(runs["hedged"]!.ids, runs["plain"]!.ids);
+  });
+
+  it("below the floor, a first call with the caller's own user agent does not turn the check off: the next slow read is plain's", async function () {
+    const logs = captureAzureLogs("warning");
+    try {
+      const [plain, hedged] = await plainAndHedged(fixture, {
+        newTag,
+        preferredLocations,
+        hedging: { crossRegion: { threshold: 100 } },
+        sdk: CosmosClientBelowFloor as unknown as typeof CosmosClient,
+        warmUp: async (container) => {
+          const own = "myapp/1.0";
+          // Per-request initialHeaders replace the SDK's user agent on this one call.
+          await container.database.client.getDatabaseAccount({ initialHeaders: { "User-Agent": own, "x-ms-useragent": own } });
+          return container.item("item-0", "pk-0").read();
+        },
+      });
+      fixture.emulator.resetCounters();
+      const times: Record<string, number> = {};
+      for (const side of [plain, hedged]) {
+        fixture.emulator.region("West US").addFault(scoped({ delayMs: 400 }, side.tag));
+        times[side.label] = (await readsOf(side.container, 1))[0]!.ms;
+        assert.ok(await settledTag(fixture.emulator, side.tag, 6_000), `${side.label}: every request ended`);
+      }
+      const wire = (side: Side) => tagged(fixture.emulator, side.tag).map((request) => `${request.kind} ${request.region} ${request.status}`);
+      assert.deepEqual(wire(hedged), wire(plain), "the same requests to the same regions");
+      assert.ok(times["hedged"]! >= 400, `hedged ${Math.round(times["hedged"]!)} ms: not hedged`);
+    } finally {
+      logs.restore();
+    }
+  });
+
+  it("one createHedgingHttpClient shared by a 4.6.0 and a 4.10.1 client: each is treated as its own version asks, in either order", async function () {
+    const { emulator } = fixture;
+    for (const order of [["4.10.1", "4.6.0"], ["4.6.0", "4.10.1"]] as const) {
+      const shared = createHedgingHttpClient({ crossRegion: { threshold: 100 }, preferredRegions: preferredLocations, accountEndpoint: emulator.endpoint });
+      const clients: Record<string, { tag: string; container: Container }> = {};
+      for (const version of order) {
+        const tag = newTag(`shared-${version}`);
+        const Client = (version === "4.6.0" ? CosmosClientBelowFloor : CosmosClient) as unknown as typeof CosmosClient;
+        const client = fixture.adopt(new Client({ ...taggedClientOptions(emulator, tag, preferredLocations), httpClient: shared }));
+        const container = client.database("db").container("items");
+        await container.item("item-0", "pk-0").read();
+        assert.ok(await settledTag(emulator, tag, 6_000));
+        clients[version] = { tag, container };
+      }
+      const times: Record<string, number> = {};
+      for (const version of order) {
+        const { tag, container } = clients[version]!;
+        emulator.region("West US").addFault(scoped({ delayMs: 600 }, tag));
+        times[version] = (await readsOf(container, 1))[0]!.ms;
+        assert.ok(await settledTag(emulator, tag, 6_000));
+      }
+      assert.ok(times["4.6.0"]! >= 600, `${order.join(" then ")}: the 4.6.0 client's slow read took ${Math.round(times["4.6.0"]!)} ms, as plain's`);
+      assert.ok(times["4.10.1"]! < 400, `${order.join(" then ")}: the 4.10.1 client's slow read took ${Math.round(times["4.10.1"]!)} ms, hedged`);
+    }
   });
 });

@@ -142,6 +142,29 @@ describe("sdkVersion", () => {
       ]);
     });
 
+    it("a hedging client without withHedging's plugins warns once that it cannot see an @azure/cosmos request's excludedLocations", async () => {
+      harness.transport.script(eastUs.endpoint, { status: 200 }, { status: 200 }, { status: 200 });
+      const logs = captureAzureLogs("warning");
+      try {
+        const unwired = buildHedgingHttpClient({ crossRegion: { threshold: 100 }, metadata: false, preferredRegions: ["East US", "West US"] }, undefined, harness.transport);
+        unwired.client.regions.setTopology({ readRegions: [eastUs, westUs] });
+        const other = pointRead(eastUs);
+        other.headers.set("User-Agent", "azsdk-js-keyvault-keys/4.9.0");
+        const send = async (request: PipelineRequest): Promise<void> => {
+          const sent = observe(unwired.client.sendRequest(request));
+          await harness.clock.tickAsync(10);
+          await sent.result();
+        };
+        await send(other);
+        assert.deepEqual(logs.packageLines().filter((line) => line.includes("without the plugins withHedging installs")), [], "not for another Azure SDK's request");
+        for (let read = 0; read < 2; read++) await send(readOf("4.10.1"));
+        assert.equal(logs.packageLines().filter((line) => line.includes("without the plugins withHedging installs")).length, 1, "once a client");
+      } finally {
+        logs.restore();
+      }
+      await harness.clock.tickAsync(1_000);
+    });
+
     it("a policy added by hand passes requests of such an SDK on, less this package's headers", async () => {
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 400 });
       const regions = new RegionCache({ preferredRegions: ["East US", "West US"] });
