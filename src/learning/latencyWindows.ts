@@ -129,8 +129,6 @@ interface MergedView {
   readonly recentStalled: DDSketch | undefined;
   /** Built on the first survival query of the view. */
   survival?: LatencySurvival;
-  /** The survival over every bucket, built on the first query of it; the same as `survival` while the newest buckets are young. */
-  windowSurvival?: LatencySurvival;
   /**
    * Above this an answer is slow to the stall detector: the 99th percentile
    * of the baseline without its stalls (a stall's tail answers are taken
@@ -280,12 +278,6 @@ class Window {
     const oldest = epoch - this.settings.buckets + 1;
     while (this.buckets.length > 0 && (this.buckets[0]?.epoch ?? oldest) < oldest) this.buckets.shift();
   }
-}
-
-/** The survival over every bucket of a view, built once. */
-function wholeWindowSurvival(view: MergedView): LatencySurvival {
-  view.windowSurvival ??= new LatencySurvival(binsOf(view.answers, view.stalled), view.censored, view.stalled?.count ?? 0);
-  return view.windowSurvival;
 }
 
 /** A sketch's quantile, kept within the values it saw: a bin's representative value may lie a little beyond them. */
@@ -497,20 +489,8 @@ export class LatencyWindows {
     const recent = (view.recentAnswers?.count ?? 0) + view.recentCensored >= youngWindow;
     view.survival ??= recent
       ? new LatencySurvival(binsOf(view.recentAnswers, view.recentStalled), view.recentCensored, view.recentStalled?.count ?? 0)
-      : wholeWindowSurvival(view);
+      : new LatencySurvival(binsOf(view.answers, view.stalled), view.censored, view.stalled?.count ?? 0);
     return view.survival;
-  }
-
-  /**
-   * The survival function over the whole window (the last 25 to 30
-   * seconds) rather than its newest buckets: several times the latencies,
-   * so its quantiles wander less, and older. Built once per merged view;
-   * `undefined` when the window is empty.
-   */
-  windowSurvival(region: string, latencyClass: LatencyClass): LatencySurvival | undefined {
-    const view = this.view(region, latencyClass);
-    if (view === undefined || view.held === 0) return undefined;
-    return wholeWindowSurvival(view);
   }
 
   /**

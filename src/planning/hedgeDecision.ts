@@ -42,18 +42,6 @@ export const hedgeDecisionDefaults = {
   recentLatencies: 8,
   /** Milliseconds a region's hedge latency is reused before its recent latencies are read again, once it has eight. */
   refreshMs: 1_000,
-  /**
-   * The largest ratio, either way, between the rescuable share of the
-   * primary's newest seconds and that of its whole window for the two to
-   * count as one steady workload: 1.5. While they agree, the rule takes its
-   * delay from the whole window (25 to 30 seconds of latencies, against 5
-   * to 10), whose quantiles wander less from one second to the next: a
-   * threshold that wanders about the best delay loses p99 to one held there
-   * at the same spend (the WAN case, bench/results/adaptive.md runs 41 and
-   * 43). When they disagree (a straggler episode starting or ending, a
-   * brown-out) the newest seconds decide, as they react within seconds.
-   */
-  steadyChange: 1.5,
 } as const;
 
 /**
@@ -84,8 +72,6 @@ export interface HedgeDelay {
   readonly delayMs: number;
   /** The share of the hedges sent at that delay expected to win: P(T > delay + L + floor | T > delay). */
   readonly winShare: number;
-  /** The share of reads a hedge can rescue: P(T > floor + L + floor). */
-  readonly rescuable: number;
 }
 
 /** The constants {@link hedgeDelay} reads; {@link hedgeDecisionDefaults} by default. */
@@ -138,7 +124,7 @@ export function hedgeDelay(
     const reaching = survival.above(delayMs);
     if (reaching === 0 || reaching > spend) return undefined;
     const winShare = survival.above(delayMs + winsAfter) / reaching;
-    return winShare >= rule.minWinShare ? { delayMs, winShare, rescuable } : undefined;
+    return winShare >= rule.minWinShare ? { delayMs, winShare } : undefined;
   };
   const atFloor = consider(floor);
   if (atFloor !== undefined) return atFloor;
@@ -199,18 +185,10 @@ interface CachedEstimate {
   readonly estimate: AdaptiveEstimate;
 }
 
-/** Whether two rescuable shares are within `steadyChange` of each other, either way. */
-function steady(recent: number, window: number): boolean {
-  const { steadyChange } = hedgeDecisionDefaults;
-  return recent <= window * steadyChange && window <= recent * steadyChange;
-}
-
 /**
  * The benefit rule per primary region, hedge region and latency class,
  * computed when the primary's window view or the hedge region's latency
- * changes (at most about once a second each), not per request: over the
- * primary's newest seconds, and over its whole window while the two agree
- * (see `steadyChange`).
+ * changes (at most about once a second each), not per request.
  */
 export class HedgeDecisions {
   private readonly recent = new Map<string, RecentLatency>();
@@ -261,26 +239,12 @@ export class HedgeDecisions {
     const key = `${latencyClass}\u0000${primary}\u0000${hedge}`;
     const cached = this.cached.get(key);
     if (cached !== undefined && cached.survival === survival && cached.hedgeLatencyMs === hedgeLatencyMs) return cached.estimate;
-    const chosen = this.steadiest(hedgeDelay(survival, hedgeLatencyMs, settings), primary, latencyClass, hedgeLatencyMs, settings);
+    const chosen = hedgeDelay(survival, hedgeLatencyMs, settings);
     const estimate: AdaptiveEstimate =
       chosen === undefined
         ? { thresholdMs: rounded(Math.min(settings.ceiling, Math.max(settings.floor, (survival.largest ?? settings.ceiling) + hedgeLatencyMs))), source: "noBenefit", region: primary }
         : { thresholdMs: rounded(chosen.delayMs), source: "benefit", region: primary };
     this.cached.set(key, { survival, hedgeLatencyMs, estimate });
     return estimate;
-  }
-
-  /** The whole window's delay instead of the newest seconds' `recent`, when both see the same share of reads to rescue. */
-  private steadiest(
-    recent: HedgeDelay | undefined,
-    primary: string,
-    latencyClass: LatencyClass,
-    hedgeLatencyMs: number,
-    settings: AdaptiveThresholdSettings,
-  ): HedgeDelay | undefined {
-    if (recent === undefined) return undefined;
-    const window = this.windows.windowSurvival(primary, latencyClass);
-    const overWindow = window === undefined ? undefined : hedgeDelay(window, hedgeLatencyMs, settings);
-    return overWindow !== undefined && steady(recent.rescuable, overWindow.rescuable) ? overWindow : recent;
   }
 }

@@ -141,13 +141,13 @@ describe("the benefit rule (hedgeDecision)", () => {
           [12, 3],
           [1000, 12],
         ]),
-        { delayMs: 12, winShare: 1, rescuable: 0.12 },
+        { delayMs: 12, winShare: 1 },
       );
     });
 
     it("hedges a uniformly slow primary at the floor", () => {
       // 100 reads at 300 ms: s = P(T > 40) = 1, spend 1.01; d = 5: P(T > 5) = 1 <= 1.01, win share P(T > 40) / 1 = 1.
-      assert.deepEqual(chosen([[300, 100]]), { delayMs: 5, winShare: 1, rescuable: 1 });
+      assert.deepEqual(chosen([[300, 100]]), { delayMs: 5, winShare: 1 });
     });
 
     it("the win share guards the spend: no hedge where the reads still running answer before a hedge could", () => {
@@ -180,7 +180,7 @@ describe("the benefit rule (hedgeDecision)", () => {
           [3, 994],
           [1000, 6],
         ]),
-        { delayMs: 5, winShare: 1, rescuable: 0.006 },
+        { delayMs: 5, winShare: 1 },
       );
     });
 
@@ -193,7 +193,7 @@ describe("the benefit rule (hedgeDecision)", () => {
           [20, 1],
           [1000, 1],
         ]),
-        { delayMs: 5, winShare: 0.5, rescuable: 0.01 },
+        { delayMs: 5, winShare: 0.5 },
       );
     });
 
@@ -223,12 +223,12 @@ describe("the benefit rule (hedgeDecision)", () => {
       ];
       const survival = new LatencySurvival(answers, 0);
       assert.equal(hedgeDelay(survival, 30, { floor: 5, ceiling: 50 }), undefined);
-      assert.deepEqual(hedgeDelay(survival, 30, { floor: 5, ceiling: 60 }), { delayMs: 60, winShare: 1, rescuable: 0.1 });
+      assert.deepEqual(hedgeDelay(survival, 30, { floor: 5, ceiling: 60 }), { delayMs: 60, winShare: 1 });
     });
 
     it("counts a censored latency as a read a hedge rescues", () => {
       // 95 answers at 2 ms and 5 arms cut short by hedges: s = P(T > 40) = 5 %, spend 6 %; d = 5: P(T > 5) = 5 %, all win.
-      assert.deepEqual(hedgeDelay(new LatencySurvival([[2, 95]], 5), 30, settings), { delayMs: 5, winShare: 1, rescuable: 0.05 });
+      assert.deepEqual(hedgeDelay(new LatencySurvival([[2, 95]], 5), 30, settings), { delayMs: 5, winShare: 1 });
     });
   });
 
@@ -282,46 +282,6 @@ describe("the benefit rule (hedgeDecision)", () => {
       const far = decisions.estimate(east, west, "pointRead", settings);
       assert.notDeepEqual(far, near);
       assert.equal(far?.source, "noBenefit");
-    });
-
-    /** Records each bucket's groups five seconds apart (a bucket each), the first at the clock's time. */
-    function windowOfBuckets(...buckets: ReadonlyArray<ReadonlyArray<readonly [readonly number[], LatencyObservation]>>): LatencyWindows {
-      const windows = new LatencyWindows();
-      for (const [index, groups] of buckets.entries()) {
-        if (index > 0) clock.tick(latencyWindowDefaults.bucketMs);
-        for (const [latencies, observation] of groups) for (const latency of latencies) windows.record(east, "pointRead", latency, observation);
-      }
-      return windows;
-    }
-
-    it("takes the whole window's delay while its newest seconds see the same share of reads to rescue", () => {
-      // Five buckets of 500 reads, 10 % stragglers in each; the newest two also hold 2 % healthy-but-slowish reads at 20 ms.
-      const steadyBucket = [[spread(450, 1, 9.9), "baseline"], [spread(50, 1001, 1010), "tail"]] as const;
-      const slowishBucket = [[spread(440, 1, 9.9), "baseline"], [spread(10, 20, 20), "baseline"], [spread(50, 1001, 1010), "tail"]] as const;
-      const windows = windowOfBuckets(steadyBucket, steadyBucket, steadyBucket, slowishBucket, slowishBucket);
-      const decisions = new HedgeDecisions(windows);
-      decisions.observe(west, "pointRead", 30, false);
-      // The newest seconds alone (spend 11 %, 12 % still running at 19.9 ms) would wait out the slowish reads.
-      const recent = hedgeDelay(windows.survival(east, "pointRead")!, 30, settings);
-      assert.ok(recent !== undefined && recent.delayMs >= 20, `the newest seconds' delay: ${recent?.delayMs}`);
-      // Over the whole window the slowish reads are 0.8 %: 10.8 % still running past the healthy reads, within the spend.
-      const estimate = decisions.estimate(east, west, "pointRead", settings);
-      assert.equal(estimate?.source, "benefit");
-      assert.ok(estimate.thresholdMs >= 9.9 && estimate.thresholdMs <= 10.3, `the whole window's delay: ${estimate.thresholdMs}`);
-    });
-
-    it("takes the newest seconds' delay when their share of reads to rescue departs from the whole window's by more than half", () => {
-      // Three buckets of healthy reads spread up to 30 ms, then two with 10 % stragglers at +1 s: the window sees 4 %.
-      const before = [[spread(500, 1, 30), "baseline"]] as const;
-      const episode = [[spread(450, 1, 9.9), "baseline"], [spread(50, 1001, 1010), "tail"]] as const;
-      const windows = windowOfBuckets(before, before, before, episode, episode);
-      const decisions = new HedgeDecisions(windows);
-      decisions.observe(west, "pointRead", 30, false);
-      const overWindow = hedgeDelay(windows.windowSurvival(east, "pointRead")!, 30, settings);
-      assert.ok(overWindow !== undefined && overWindow.delayMs >= 29 && hedgeDecisionDefaults.steadyChange * overWindow.rescuable < 0.1, `${overWindow?.delayMs}`);
-      const estimate = decisions.estimate(east, west, "pointRead", settings);
-      assert.equal(estimate?.source, "benefit");
-      assert.ok(estimate.thresholdMs >= 9.9 && estimate.thresholdMs <= 10.3, `hedged just past the episode's healthy reads: ${estimate.thresholdMs}`);
     });
 
     it("computes a decision once per view of the primary's window, not per request", () => {
