@@ -1,4 +1,4 @@
-// npm run bench:yardstick [-- --cases stragglers,mixed,brownout,healthy,noisy,wan --repeats 3 --first-seed 7 --reads 3000 --rate 100 --out FILE]
+// npm run bench:yardstick [-- --cases stragglers,mixed,brownout,healthy,noisy,wan --repeats 3 --first-seed 7 --reads 3000 --rate 100 --wan-warmup 3000 --out FILE]
 //
 // Issue 24's verdict, repeated until it means something. `npm run bench`
 // measures the learner against the hindsight-best fixed threshold in two
@@ -110,6 +110,32 @@ const brownOut: YardstickCase = {
 const learner = adaptiveMode();
 const groups = sweepPasses(learner, sweepModes);
 
+const { values } = parseArgs({
+  options: {
+    cases: { type: "string", default: "stragglers,mixed" },
+    repeats: { type: "string", default: "3" },
+    "first-seed": { type: "string", default: "7" },
+    reads: { type: "string", default: "3000" },
+    rate: { type: "string", default: "100" },
+    "wan-warmup": { type: "string", default: String(defaultWanSettings.warmupReads) },
+    out: { type: "string" },
+  },
+});
+
+function wholeNumber(option: string, text: string, least: number): number {
+  const value = Number(text);
+  if (!(Number.isInteger(value) && value >= least)) throw new RangeError(`--${option} takes a whole number >= ${least}; got ${text}`);
+  return value;
+}
+
+const repeats = wholeNumber("repeats", values.repeats, 1);
+const firstSeed = wholeNumber("first-seed", values["first-seed"], 1);
+const reads = wholeNumber("reads", values.reads, 200);
+const rate = wholeNumber("rate", values.rate, 1);
+// The WAN case measures a learner a few seconds old by default (its closed loop runs about 550 reads a second); a longer
+// warm-up measures it once its whole window holds the workload.
+const wanWarmupReads = wholeNumber("wan-warmup", values["wan-warmup"], 0);
+
 /**
  * The WAN suite's case (`npm run bench:wan`): HTTPS with each round trip charged, East US 2 ms away with 10 % of its
  * reads a second late, West US 30 ms, North Europe 90 ms. Its emulator runs in this process, and each mode runs
@@ -127,7 +153,7 @@ const wan: YardstickCase = {
   caption:
     `East US ${defaultWanSettings.rttMs["East US"]} ms away, West US ${defaultWanSettings.rttMs["West US"]} ms, North Europe ${defaultWanSettings.rttMs["North Europe"]} ms; ` +
     `the emulator in the client's process; one pass a seed: the learner, every fixed threshold, the learner again, one after the other, ` +
-    `each on a fresh emulator with the seed's straggler draws, ${defaultWanSettings.warmupReads} warm-up reads then the measured ones, ` +
+    `each on a fresh emulator with the seed's straggler draws, ${wanWarmupReads} warm-up reads then the measured ones, ` +
     `${defaultWanSettings.concurrency} in flight (closed loop: no start lag, no onset), after one run of the learner that nobody measures warms the process. ` +
     "The learner's row pools its two runs.",
   passes: [[learner, ...sweepModes]],
@@ -141,35 +167,15 @@ const wan: YardstickCase = {
       // is always the learner's first run of the first seed. One run of the first mode, measured by nobody, warms the
       // process for every mode. (It did not remove the spread of seed 7's two learner runs: 1.26 in run 37, as before.)
       console.log("  warming the process (one run of the first mode, not measured)...");
-      await runWanSuite({ ...defaultWanSettings, reads, seed }, [modes[0]!]);
+      await runWanSuite({ ...defaultWanSettings, warmupReads: wanWarmupReads, reads, seed }, [modes[0]!]);
       wanProcessWarm = true;
     }
-    const rows = (await runWanSuite({ ...defaultWanSettings, reads, seed }, modes)).map(fromWan);
+    const rows = (await runWanSuite({ ...defaultWanSettings, warmupReads: wanWarmupReads, reads, seed }, modes)).map(fromWan);
     return [pooledRuns([rows[0]!, rows[rows.length - 1]!]), ...rows.slice(1, -1)];
   },
 };
 
-const { values } = parseArgs({
-  options: {
-    cases: { type: "string", default: "stragglers,mixed" },
-    repeats: { type: "string", default: "3" },
-    "first-seed": { type: "string", default: "7" },
-    reads: { type: "string", default: "3000" },
-    rate: { type: "string", default: "100" },
-    out: { type: "string" },
-  },
-});
 
-function wholeNumber(option: string, text: string, least: number): number {
-  const value = Number(text);
-  if (!(Number.isInteger(value) && value >= least)) throw new RangeError(`--${option} takes a whole number >= ${least}; got ${text}`);
-  return value;
-}
-
-const repeats = wholeNumber("repeats", values.repeats, 1);
-const firstSeed = wholeNumber("first-seed", values["first-seed"], 1);
-const reads = wholeNumber("reads", values.reads, 200);
-const rate = wholeNumber("rate", values.rate, 1);
 const cases: Readonly<Record<string, YardstickCase>> = {
   healthy: countCase(healthy),
   noisy: countCase(noisyHealthy),
