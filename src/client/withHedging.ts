@@ -44,12 +44,17 @@ const sdkPartitionLevelReadTimeoutMs = 2000;
 const sdkDefaultRequestTimeoutMs = 60_000;
 
 /**
- * Refuses a fixed data-plane threshold that the SDK's own per-attempt
+ * Refuses a fixed data-plane threshold, or an adaptive one's floor, that the SDK's own per-attempt
  * timeout would always cut short: the SDK aborts the attempt, and its hedge,
  * before the hedge is due.
  */
 function checkThresholdAgainstSdkTimeout(crossRegion: HedgingOptions["crossRegion"], connectionPolicy: HedgeableCosmosClientOptions["connectionPolicy"], requestTimeout: number | undefined): void {
-  if (typeof crossRegion !== "object" || crossRegion === null || typeof crossRegion.threshold !== "number") return;
+  if (typeof crossRegion !== "object" || crossRegion === null) return;
+  // An adaptive threshold never goes below its floor: a floor the SDK's timeout always cuts short is refused alike.
+  const { threshold } = crossRegion;
+  const floor = typeof threshold === "object" && threshold !== null ? (threshold as { floor?: unknown }).floor : undefined;
+  const [option, value] = typeof threshold === "number" ? ["crossRegion.threshold", threshold] : ["crossRegion.threshold.floor", floor];
+  if (typeof value !== "number") return;
   const partitionLevel =
     connectionPolicy?.enablePartitionLevelCircuitBreaker === true
       ? "connectionPolicy.enablePartitionLevelCircuitBreaker"
@@ -59,10 +64,8 @@ function checkThresholdAgainstSdkTimeout(crossRegion: HedgingOptions["crossRegio
   // Past requestTimeout alone, the policy's own check refuses it.
   if (partitionLevel === undefined) return;
   const timeout = Math.min(requestTimeout ?? Number.POSITIVE_INFINITY, sdkPartitionLevelReadTimeoutMs);
-  if (crossRegion.threshold >= timeout) {
-    throw new RangeError(
-      `crossRegion.threshold must be below ${timeout} ms, the per-attempt timeout @azure/cosmos applies to reads with ${partitionLevel} on; got ${describe(crossRegion.threshold)}.`,
-    );
+  if (value >= timeout) {
+    throw new RangeError(`${option} must be below ${timeout} ms, the per-attempt timeout @azure/cosmos applies to reads with ${partitionLevel} on; got ${describe(value)}.`);
   }
 }
 

@@ -249,7 +249,10 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
   }
   const threshold = options.threshold;
   if (typeof threshold === "number") positiveMilliseconds("threshold", threshold);
-  else if (threshold !== undefined && !isAdaptiveThreshold(threshold)) {
+  else if (typeof threshold === "object" && threshold !== null && !Array.isArray(threshold) && !isAdaptiveThreshold(threshold)) {
+    // An object is the adaptive threshold's form: say which of its fields is wrong, not only that it is an object.
+    throw new RangeError(`threshold.mode must be "adaptive" in an object threshold; got ${describe((threshold as { mode?: unknown }).mode)}.`);
+  } else if (threshold !== undefined && !isAdaptiveThreshold(threshold)) {
     throw new RangeError(
       `threshold must be a finite number of milliseconds above 0, "adaptive" or { mode: "adaptive", ... }; got ${describe(threshold)}.`,
     );
@@ -274,6 +277,10 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
   };
   const fixedDefault = enabled === "followAccount" ? ppaf.thresholdMs : explicit.thresholdMs;
   const adaptive = threshold !== undefined && isAdaptiveThreshold(threshold) ? resolveAdaptiveThreshold(threshold, fixedDefault) : undefined;
+  if (adaptive !== undefined && adaptive.floor >= requestTimeout) {
+    // Every adaptive threshold is at least the floor: at or past requestTimeout no hedge could ever go out.
+    throw new RangeError(`threshold.floor must be below requestTimeout (${requestTimeout} ms); got ${describe(adaptive.floor)}.`);
+  }
   const budget =
     options.budget === false
       ? undefined

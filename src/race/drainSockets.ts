@@ -144,20 +144,8 @@ function sameTokens(message: ClientRequestLike, request: PipelineRequest): boole
   });
 }
 
-/**
- * The connection of a request in flight on its agent, found when a drain
- * starts (a rare moment: a hedge fired and the race was decided), so that a
- * read that never drains pays nothing for it. The agent's active sockets
- * each name the `ClientRequest` they carry (`_httpMessage`, the agent's own
- * link); the request is the one with the arm's method, path, host,
- * signature and page tokens. When more than one request matches (concurrent copies of the
- * same read to the same region within the signature's second) none is
- * returned, but `null`: releasing another caller's connection could let the
- * process exit under a request that caller awaits. `undefined`: the request
- * is not on its agent (it names none, or a transport of the caller's that
- * pools its own connections sent it).
- */
-export function drainedConnectionOf(request: PipelineRequest): DrainedConnection | null | undefined {
+/** The sockets of `request`'s agent carrying a request alike to it (see {@link drainedConnectionOf}); `undefined` when it names no agent that lists its sockets, or no URL. */
+function socketsAlike(request: PipelineRequest): SocketLike[] | undefined {
   const agent = request.agent as (Agent & { sockets?: Record<string, SocketLike[] | undefined> }) | undefined;
   if (agent === undefined || agent === null || typeof agent.sockets !== "object" || agent.sockets === null) return undefined;
   let url: URL;
@@ -169,7 +157,7 @@ export function drainedConnectionOf(request: PipelineRequest): DrainedConnection
   const path = url.pathname + url.search;
   const authorization = request.headers.get(CosmosHeaders.authorization);
   const date = request.headers.get(CosmosHeaders.date);
-  let found: SocketLike | undefined;
+  const alike: SocketLike[] = [];
   for (const sockets of Object.values(agent.sockets)) {
     for (const socket of sockets ?? []) {
       const message = socket._httpMessage;
@@ -179,15 +167,101 @@ export function drainedConnectionOf(request: PipelineRequest): DrainedConnection
       if (message.getHeader(CosmosHeaders.authorization) !== authorization || message.getHeader(CosmosHeaders.date) !== date) continue;
       // The pages of one feed, signed in the same second, differ only in their tokens.
       if (!sameTokens(message, request)) continue;
-      if (found !== undefined) return null;
-      found = socket;
+      alike.push(socket);
     }
   }
-  if (found === undefined) return undefined;
-  const socket = found;
+  return alike;
+}
+
+/**
+ * The connection of a request in flight on its agent, found when a drain
+ * starts (a rare moment: a hedge fired and the race was decided), so that a
+ * read that never drains pays nothing for it. The agent's active sockets
+ * each name the `ClientRequest` they carry (`_httpMessage`, the agent's own
+ * link); the request is the one with the arm's method, path, host,
+ * signature and page tokens. When more than one request matches (concurrent copies of the
+ * same read to the same region within the signature's second) none is
+ * returned, but `null`: releasing another caller's connection could let the
+ * process exit under a request that caller awaits (see
+ * {@link closeWhenEveryCopyOverdue} for such a drain's bound). `undefined`: the request
+ * is not on its agent (it names none, or a transport of the caller's that
+ * pools its own connections sent it).
+ */
+export function drainedConnectionOf(request: PipelineRequest): DrainedConnection | null | undefined {
+  const alike = socketsAlike(request);
+  if (alike === undefined || alike.length === 0) return undefined;
+  if (alike.length > 1) return null;
+  const socket = alike[0]!;
   return {
     // The agent refs a pooled socket again when it hands it to the next request.
     release: () => socket.unref?.(),
     destroy: () => socket._httpMessage?.destroy?.(),
+  };
+}
+
+/** Drained requests past their bound whose copies share their agent, each group the copies of one request. */
+interface OverdueCopies {
+  /** One of them, to find the copies on the agent by. */
+  readonly sample: PipelineRequest;
+  readonly overdue: Set<PipelineRequest>;
+  recheck: ReturnType<typeof setInterval> | undefined;
+}
+
+const overdueCopies: OverdueCopies[] = [];
+
+function copiesOf(a: PipelineRequest, b: PipelineRequest): boolean {
+  return (
+    a.agent === b.agent &&
+    a.method === b.method &&
+    a.url === b.url &&
+    a.headers.get(CosmosHeaders.authorization) === b.headers.get(CosmosHeaders.authorization) &&
+    a.headers.get(CosmosHeaders.date) === b.headers.get(CosmosHeaders.date) &&
+    pageHeaders.every((name) => a.headers.get(name) === b.headers.get(name))
+  );
+}
+
+function forget(group: OverdueCopies): void {
+  if (group.recheck !== undefined) clearInterval(group.recheck);
+  group.recheck = undefined;
+  const at = overdueCopies.indexOf(group);
+  if (at !== -1) overdueCopies.splice(at, 1);
+}
+
+/** Closes the copies on the agent once each of them is an overdue drain; whether the group is done. */
+function closeIfEveryCopyOverdue(group: OverdueCopies): boolean {
+  const alike = socketsAlike(group.sample) ?? [];
+  if (alike.length > group.overdue.size) return false;
+  for (const socket of alike) socket._httpMessage?.destroy?.();
+  forget(group);
+  return true;
+}
+
+/**
+ * The bound of a drained request whose connection {@link drainedConnectionOf}
+ * could not tell from its copies' (the same read sent twice at once: a hot
+ * item), which the race cannot abort (the caller's own primary). Plain
+ * `@azure/cosmos` bounds each copy by its `requestTimeout`; once a hedge has
+ * answered, the SDK no longer does, and a copy whose region never answers
+ * would keep the process alive for good. So when every copy on the agent is
+ * such an overdue drain, they are all closed, as a lone drain's connection is
+ * at its bound; while a copy is still some caller's, none is, and the copies
+ * are looked at again every `recheckMs` (a timer that keeps nothing alive).
+ * @returns withdraws the request, once it has settled after all.
+ */
+export function closeWhenEveryCopyOverdue(request: PipelineRequest, recheckMs: number): () => void {
+  let group = overdueCopies.find((each) => copiesOf(each.sample, request));
+  if (group === undefined) {
+    group = { sample: request, overdue: new Set(), recheck: undefined };
+    overdueCopies.push(group);
+  }
+  const copies = group;
+  copies.overdue.add(request);
+  if (!closeIfEveryCopyOverdue(copies) && copies.recheck === undefined) {
+    copies.recheck = setInterval(() => closeIfEveryCopyOverdue(copies), recheckMs);
+    (copies.recheck as { unref?: () => void }).unref?.();
+  }
+  return () => {
+    copies.overdue.delete(request);
+    if (copies.overdue.size === 0) forget(copies);
   };
 }

@@ -10,7 +10,7 @@ import type { HedgeArmReason, HedgeDrainEnd, HedgeSkipReason } from "../diagnost
 import { loserDrainDefaults } from "./loserDrain.js";
 import type { RaceArm, RaceInput, RaceOutcome } from "./race.js";
 import type { DrainedConnection } from "./drainSockets.js";
-import { drainedConnectionOf } from "./drainSockets.js";
+import { closeWhenEveryCopyOverdue, drainedConnectionOf } from "./drainSockets.js";
 import { holdSocket } from "./socketHolders.js";
 
 /** A loser running on after its race was decided. */
@@ -20,8 +20,14 @@ interface Drain {
   readonly done: (arm: RaceArm) => void;
   /** Whether it holds a slot of the policy's drains (a primary that cannot be aborted drains without one when none is free). */
   readonly slot: boolean;
-  /** The arm's connection, for a primary the race cannot abort through a signal. */
-  readonly connection: DrainedConnection | undefined;
+  /**
+   * The arm's connection, for a primary the race cannot abort through a
+   * signal; `null` when copies of the request share its agent (see
+   * `drainedConnectionOf`).
+   */
+  readonly connection: DrainedConnection | null | undefined;
+  /** Withdraws an overdue drain with copies from their common bound (see `closeWhenEveryCopyOverdue`). */
+  withdraw?: () => void;
   end?: HedgeDrainEnd;
   endedAt?: number;
   result?: ArmResult;
@@ -689,7 +695,7 @@ export class HedgingRace<T = RaceOutcome> {
       (timer as { unref?: () => void }).unref?.();
       // Nor may the loser itself: a script that got its answer exits without waiting for it.
       connection?.release();
-      arm.drain = { decidedAt, timer, done, slot, connection: connection ?? undefined };
+      arm.drain = { decidedAt, timer, done, slot, connection };
       // Node's transport reads this when the response headers arrive: a loser whose headers are still to come
       // hands its body over as a stream, which the drain reads within the byte bound. (A progress callback
       // would count the bytes too, but aborting a request under one throws from the transport's stream.)
@@ -703,6 +709,7 @@ export class HedgingRace<T = RaceOutcome> {
     if (active.end !== undefined) {
       // Past its bound, a loser whose connection could not be cut still answers at last: its unread body would hold
       // that connection, and the process with it, for good. Dropped at its first byte, it closes the connection.
+      active.withdraw?.();
       void discardStreamBody(result.response, 0);
       return;
     }
@@ -721,7 +728,13 @@ export class HedgingRace<T = RaceOutcome> {
     if (active === undefined || active.end !== undefined) return;
     active.endedAt ??= performance.now();
     if (arm.controller !== undefined) arm.controller.abort();
-    else if (how !== "callerAborted") active.connection?.destroy();
+    else if (how !== "callerAborted") {
+      // (The caller's abort reached the caller's own request through its signal.) Copies of it on the agent: they are
+      // closed together once none is awaited any more.
+      const { maxDrainMs } = this.input.drain?.settings ?? loserDrainDefaults;
+      if (active.connection === null) active.withdraw = closeWhenEveryCopyOverdue(arm.request, maxDrainMs);
+      else active.connection?.destroy();
+    }
     this.endDrain(arm, how);
   }
 

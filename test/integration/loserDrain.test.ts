@@ -74,6 +74,17 @@ describe("a drained loser never costs a later request, nor keeps a process alive
     assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose`);
   });
 
+  // Found by a hostile review (helper-36): two identical reads at once, both primaries drained losers whose sockets cannot
+  // be told apart. Plain @azure/cosmos cuts each at its requestTimeout; once the hedges had answered the SDK no longer
+  // did, nothing bounded the drains, and the process lived until the region answered (30 s here, or never).
+  it("a hot item (two identical reads at once) whose preferred region does not answer: the script exits within the drain's bound after dispose", async function () {
+    fixture.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 30_000 });
+    const run = await runChild(childOn({ operation: "hotItem", maxDrainMs: 1000 }));
+    fixture.emulator.clearFaults();
+    assert.deepEqual([run.line.status, run.line.terminalState], [200, "hedgeWon"]);
+    assert.ok(run.afterDisposeMs < 1000 + 2000, `the process lived ${run.afterDisposeMs} ms after dispose (the drain's bound: 1000 ms)`);
+  });
+
   // Found by a hostile review of 30754c7: over a transport that pools its own connections, a losing hedge was drained,
   // its connection not found on the agent to let go of, and held the process for the drain's 5 s bound; plain exits.
   it("over an httpClient of the user's on fetch, hedges that lose to the primary are cut: the script exits as promptly as plain's", async function () {

@@ -18,8 +18,10 @@ interface ChildSettings {
   readonly drainLosers: boolean;
   readonly database: string;
   readonly container: string;
-  /** `"query"`: a paged query (2 items a page) instead of the point read. */
-  readonly operation?: "pointRead" | "query";
+  /** `"query"`: a paged query (2 items a page) instead of the point read; `"hotItem"`: two reads of one item at once. */
+  readonly operation?: "pointRead" | "query" | "hotItem";
+  /** The drains' time bound (`drainLosers.maxDrainMs`); unset, the default. */
+  readonly maxDrainMs?: number;
   /** `"fetch"`: an `httpClient` of the user's over `fetch`, which pools its own connections and ignores the request's agent. */
   readonly transport?: "fetch";
 }
@@ -34,7 +36,10 @@ const client = new CosmosClient(
       connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: settings.preferredLocations },
       ...(settings.transport === "fetch" ? { httpClient: fetchTransport() } : {}),
     },
-    { crossRegion: { threshold: 100, drainLosers: settings.drainLosers }, metadata: false },
+    {
+      crossRegion: { threshold: 100, drainLosers: settings.drainLosers && settings.maxDrainMs !== undefined ? { maxDrainMs: settings.maxDrainMs } : settings.drainLosers },
+      metadata: false,
+    },
   ),
 );
 const container = client.database(settings.database).container(settings.container);
@@ -43,6 +48,13 @@ if (settings.operation === "query") {
   const { resources } = await container.items.query("SELECT * FROM c", { maxItemCount: 2 }).fetchAll();
   client.dispose();
   process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status: resources.length > 0 ? 200 : 0, terminalState: "hedgeWon" })}\n`);
+} else if (settings.operation === "hotItem") {
+  // The same request twice on the agent at once (signed in the same second): neither primary's socket is told apart.
+  const responses = await Promise.all([container.item("item-1", "pk-1").read(), container.item("item-1", "pk-1").read()]);
+  const states = new Set(responses.map((response) => getHedgeDiagnostics(response.headers)?.terminalState));
+  client.dispose();
+  const status = responses.every((response) => response.statusCode === 200) ? 200 : 0;
+  process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status, terminalState: states.size === 1 ? [...states][0] : [...states].join(",") })}\n`);
 } else {
   const response = await container.item("item-1", "pk-1").read();
   const record = getHedgeDiagnostics(response.headers);

@@ -35,6 +35,27 @@ describe("withHedging", function () {
       assert.equal(typeof options.httpClient.sendRequest, "function");
     });
 
+    // Found by a hostile review (helper-36): an adaptive floor the SDK always cuts short was accepted, and never hedged.
+    it("refuses an adaptive threshold's floor at or above that timeout, naming it, and accepts a ceiling above it (the learned thresholds may still be below)", function () {
+      assert.throws(
+        () =>
+          withHedging(
+            { endpoint, connectionPolicy: { enablePartitionLevelCircuitBreaker: true } },
+            { crossRegion: { threshold: { mode: "adaptive", floor: 2500, ceiling: 3000 } } },
+          ),
+        {
+          name: "RangeError",
+          message:
+            "crossRegion.threshold.floor must be below 2000 ms, the per-attempt timeout @azure/cosmos applies to reads with connectionPolicy.enablePartitionLevelCircuitBreaker on; got 2500.",
+        },
+      );
+      const options = withHedging(
+        { endpoint, connectionPolicy: { enablePartitionLevelCircuitBreaker: true } },
+        { crossRegion: { threshold: { mode: "adaptive", floor: 5, ceiling: 3000 } } },
+      );
+      assert.equal(typeof options.httpClient.sendRequest, "function");
+    });
+
     it("leaves a threshold above 2000 ms alone when neither partition-level mode is on", function () {
       const options = withHedging({ endpoint, connectionPolicy: { requestTimeout: 5000 } }, { crossRegion: { threshold: 2500 } });
       assert.equal(typeof options.httpClient.sendRequest, "function");

@@ -1932,7 +1932,11 @@ describe("adaptive hedging through crossRegionHedgingPolicy", () => {
   describe("option validation", () => {
     const rangeErrors: ReadonlyArray<readonly [CrossRegionHedgingPolicyOptions, string, string]> = [
       [{ threshold: "fast" as unknown as number }, "threshold", 'got "fast"'],
-      [{ threshold: { mode: "fixed" } as unknown as number }, "threshold", "got an object"],
+      [{ threshold: { mode: "fixed" } as unknown as number }, "threshold.mode", 'got "fixed"'],
+      [{ threshold: { mode: "Adaptive" } as unknown as number }, "threshold.mode", 'got "Adaptive"'],
+      [{ threshold: { floor: 5 } as unknown as number }, "threshold.mode", "got undefined"],
+      [{ threshold: [] as unknown as number }, "threshold", "got an array"],
+      [{ threshold: { mode: "adaptive", floor: 1000, ceiling: 2000 }, requestTimeout: 1000 }, "threshold.floor", "below requestTimeout (1000 ms); got 1000"],
       [{ threshold: { mode: "adaptive", maxExtraLoad: 2 } }, "threshold.maxExtraLoad", "got 2"],
       [{ threshold: { mode: "adaptive", floor: 0 } }, "threshold.floor", "got 0"],
       [{ threshold: { mode: "adaptive", minSamples: -1 } }, "threshold.minSamples", "got -1"],

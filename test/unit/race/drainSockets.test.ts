@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { Agent } from "node:http";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { markForCoreTransport } from "../../../src/race/armAbort.js";
-import { boundsSockets, drainedConnectionOf, primaryMayDrain, socketFreeFor } from "../../../src/race/drainSockets.js";
+import { boundsSockets, closeWhenEveryCopyOverdue, drainedConnectionOf, primaryMayDrain, socketFreeFor } from "../../../src/race/drainSockets.js";
+import { useFakeClock } from "../../support/leakCheck.js";
 import { makeRequest } from "../../support/requests.js";
 
 const url = "https://acct-eastus.documents.azure.com:443/dbs/db/colls/c/docs?x=1";
@@ -174,6 +175,69 @@ describe("drainSockets", () => {
       unparsable.url = "not a url";
       assert.equal(drainedConnectionOf(unparsable), undefined);
       assert.equal(drainedConnectionOf(requestOn(agentWith())), undefined);
+    });
+  });
+
+  // Found by a hostile review (helper-36): two identical reads at once whose region never answered, both primaries
+  // drained losers, neither socket found alone: nothing bounded them, and the process lived until the region answered.
+  describe("closeWhenEveryCopyOverdue", () => {
+    it("closes copies of a request only once every copy on the agent is an overdue drain", () => {
+      const first = onTheWire();
+      const second = onTheWire();
+      const agent = agentWith(new FakeSocket(first), new FakeSocket(second));
+      const withdrawFirst = closeWhenEveryCopyOverdue(requestOn(agent), 1000);
+      assert.deepEqual([first.destroyed, second.destroyed], [false, false], "the other copy may be a caller's");
+      closeWhenEveryCopyOverdue(requestOn(agent), 1000);
+      assert.deepEqual([first.destroyed, second.destroyed], [true, true]);
+      withdrawFirst();
+    });
+
+    it("waits while a copy is still some caller's, and closes the overdue one once that copy has left the agent", () => {
+      const clock = useFakeClock();
+      try {
+        const overdue = onTheWire();
+        const awaited = onTheWire();
+        const agent = agentWith(new FakeSocket(overdue), new FakeSocket(awaited));
+        closeWhenEveryCopyOverdue(requestOn(agent), 1000);
+        clock.tick(5000);
+        assert.equal(overdue.destroyed, false, "two copies, one of them awaited");
+        // The awaited copy answered (or the SDK's requestTimeout cut it): its socket left the agent's active list.
+        agent.sockets["acct-eastus.documents.azure.com:443:"] = [new FakeSocket(overdue)];
+        clock.tick(999);
+        assert.equal(overdue.destroyed, false);
+        clock.tick(1);
+        assert.equal(overdue.destroyed, true);
+        assert.equal(clock.countTimers(), 0, "no recheck left once the copies are closed");
+      } finally {
+        clock.restore();
+      }
+    });
+
+    it("a copy withdrawn when it settles is no longer counted, and the last one withdrawn stops the rechecks", () => {
+      const clock = useFakeClock();
+      try {
+        const a = onTheWire();
+        const b = onTheWire();
+        const agent = agentWith(new FakeSocket(a), new FakeSocket(b));
+        const withdrawA = closeWhenEveryCopyOverdue(requestOn(agent), 1000);
+        withdrawA();
+        assert.equal(clock.countTimers(), 0);
+        const withdrawB = closeWhenEveryCopyOverdue(requestOn(agent), 1000);
+        clock.tick(3000);
+        assert.deepEqual([a.destroyed, b.destroyed], [false, false], "one overdue drain among two copies");
+        withdrawB();
+        assert.equal(clock.countTimers(), 0);
+      } finally {
+        clock.restore();
+      }
+    });
+
+    it("copies of another request (another signature) are a group of their own", () => {
+      const ours = onTheWire();
+      const theirs = onTheWire({ authorization: "type%3Dmaster%26ver%3D1.0%26sig%3Dother" });
+      const agent = agentWith(new FakeSocket(ours), new FakeSocket(theirs));
+      closeWhenEveryCopyOverdue(requestOn(agent), 1000);
+      assert.deepEqual([ours.destroyed, theirs.destroyed], [true, false]);
     });
   });
 });
