@@ -230,7 +230,9 @@ function forget(group: OverdueCopies): void {
 /** Closes the copies on the agent once each of them is an overdue drain; whether the group is done. */
 function closeIfEveryCopyOverdue(group: OverdueCopies): boolean {
   const alike = socketsAlike(group.sample) ?? [];
-  if (alike.length > group.overdue.size) return false;
+  // Each overdue copy holds one of these sockets until it settles and is withdrawn: more sockets, and some are a
+  // caller's; fewer, and one has just settled. Only the same number is every copy overdue.
+  if (alike.length !== group.overdue.size && alike.length !== 0) return false;
   for (const socket of alike) socket._httpMessage?.destroy?.();
   forget(group);
   return true;

@@ -101,6 +101,12 @@ export function discardStreamBody(response: PipelineResponse | undefined, maxByt
   });
 }
 
+/** Closes a response's body stream, and with it its connection. */
+function destroyBody(response: PipelineResponse | undefined): void {
+  (response?.readableStreamBody as { destroy?: () => void } | undefined)?.destroy?.();
+  void response?.browserStreamBody?.cancel().catch(() => undefined);
+}
+
 /** The timer callback of the first hedge: a module function with the race as its argument, so that no closure is made per request. */
 function thresholdPassed(race: { thresholdPassed(): void }): void {
   race.thresholdPassed();
@@ -732,7 +738,10 @@ export class HedgingRace<T = RaceOutcome> {
       // (The caller's abort reached the caller's own request through its signal.) Copies of it on the agent: they are
       // closed together once none is awaited any more.
       const { maxDrainMs } = this.input.drain?.settings ?? loserDrainDefaults;
-      if (active.connection === null) active.withdraw = closeWhenEveryCopyOverdue(arm.request, maxDrainMs);
+      // A loser that has answered (its body still coming, or past the byte bound) is cut by its own body, the one
+      // connection known to be its: counted among its copies, it would stand for a copy still some caller's.
+      if (active.result !== undefined) destroyBody(active.result.response);
+      else if (active.connection === null) active.withdraw = closeWhenEveryCopyOverdue(arm.request, maxDrainMs);
       else active.connection?.destroy();
     }
     this.endDrain(arm, how);

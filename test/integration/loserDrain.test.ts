@@ -10,6 +10,7 @@ import { withHedging } from "../../src/client/withHedging.js";
 import type { HedgingOptions } from "../../src/client/hedgingHttpClient.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 import { createTestClient } from "../support/cosmos.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 
 const items = Array.from({ length: 6 }, (_, i) => ({ id: `item-${i}`, pk: `pk-${i % 3}`, value: i }));
 const preferredLocations = ["West US", "East US", "North Europe"];
@@ -83,6 +84,48 @@ describe("a drained loser never costs a later request, nor keeps a process alive
     fixture.emulator.clearFaults();
     assert.deepEqual([run.line.status, run.line.terminalState], [200, "hedgeWon"]);
     assert.ok(run.afterDisposeMs < 1000 + 2000, `the process lived ${run.afterDisposeMs} ms after dispose (the drain's bound: 1000 ms)`);
+  });
+
+  // Found by a hostile review (helper-37): a drained primary cut at its byte bound was counted as an overdue copy after
+  // it had answered, and the count then stood for a plain client's identical request on the SDK's shared default
+  // agent, which was destroyed (ECONNRESET) and retried by the SDK: 2.3 to 6.3 s later than plain alone.
+  it("a hedged and a plain client read a large item in the same second on the SDK's shared agent: the hedged one's loser, cut at its byte bound, never cuts the plain one's request", async function () {
+    const { emulator } = fixture;
+    const hedgedClient = createTestClient(
+      emulator,
+      withHedging(
+        { endpoint: emulator.endpoint, key: emulator.key, userAgentSuffix: "hot-hedged", connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations } },
+        { crossRegion: { threshold: 50, drainLosers: { maxDrainMs: 1000 } }, metadata: false },
+      ),
+    );
+    const plainClient = createTestClient(emulator, { userAgentSuffix: "hot-plain", preferredLocations });
+    try {
+      const [hedgedItems, plainItems] = [hedgedClient, plainClient].map((client) => client.database(fixture.database).container(fixture.containerId));
+      // Past the drain's 1 MiB byte bound.
+      await plainItems!.items.upsert({ id: "large", pk: "pk-1", blob: "x".repeat(1_200_000) });
+      await hedgedItems!.item("large", "pk-1").read();
+      await plainItems!.item("large", "pk-1").read();
+      const west = emulator.region("West US");
+      west.addFault({ operations: ["pointRead"], delayMs: 300, ifHeaderValue: { name: "user-agent", includes: "hot-hedged" } });
+      west.addFault({ operations: ["pointRead"], delayMs: 3000, ifHeaderValue: { name: "user-agent", includes: "hot-plain" } });
+      // Both requests signed in one second (the same x-ms-date, so the same signature): copies on the shared agent.
+      await new Promise((resolve) => setTimeout(resolve, 1030 - (Date.now() % 1000)));
+      const sentAt = performance.now();
+      const [plain, hedged] = await Promise.all([
+        plainItems!.item("large", "pk-1").read().then((response) => ({ response, ms: performance.now() - sentAt })),
+        hedgedItems!.item("large", "pk-1").read(),
+      ]);
+      emulator.clearFaults();
+      assert.equal(getHedgeDiagnostics(hedged.headers)?.terminalState, "hedgeWon");
+      assert.equal(plain.response.statusCode, 200);
+      // The SDK lists the attempts it retried (an ECONNRESET among them, had the request been cut); none, no list.
+      const { failedAttempts } = plain.response.diagnostics.clientSideRequestStatistics as { failedAttempts?: readonly unknown[] };
+      assert.deepEqual(failedAttempts ?? [], [], "the plain client's request was never cut");
+      assert.ok(plain.ms < 3000 + 1000, `the plain read took ${Math.round(plain.ms)} ms (West US answers it in 3000 ms)`);
+    } finally {
+      hedgedClient.dispose();
+      plainClient.dispose();
+    }
   });
 
   // Found by a hostile review of 30754c7: over a transport that pools its own connections, a losing hedge was drained,

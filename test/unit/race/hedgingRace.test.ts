@@ -142,6 +142,53 @@ describe("HedgingRace: the lazy race", () => {
     await harness.clock.tickAsync(slow);
   });
 
+  // Found by hostile reviews (helpers 36 and 37): a hot item's drained primaries, whose sockets cannot be told apart, were
+  // bounded by nothing; the first fix counted a copy that had answered, and cut a copy another caller awaited.
+  describe("a hot item: copies of the primary on the agent", () => {
+    const origin = "acct-eastus.documents.azure.com:443:";
+
+    it("at the drain's bound neither copy is cut while the other is still a caller's; once it has left the agent, the overdue one is, on the next look", async () => {
+      const sockets: Record<string, FakeSocket[]> = { [origin]: [] };
+      const { request } = sdkRead({ sockets, maxSockets: Infinity, maxTotalSockets: Infinity });
+      const own = socketFor(request);
+      const awaited = socketFor(request);
+      sockets[origin]!.push(own, awaited);
+      // A region that does not answer for a minute, far past the drain's bound.
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 60_000 });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      const pending = hedged()(request);
+      await harness.clock.tickAsync(threshold + 10);
+      assert.equal(diagnosticsOf(pending).arms[0]?.outcome, "drained");
+      assert.deepEqual([own.unrefs, awaited.unrefs], [0, 0], "neither released: either may be the caller's");
+      await harness.clock.tickAsync(loserDrainDefaults.maxDrainMs * 2);
+      assert.deepEqual([own.destroys, awaited.destroys], [0, 0], "the other copy is still awaited");
+      sockets[origin] = [own];
+      await harness.clock.tickAsync(loserDrainDefaults.maxDrainMs);
+      assert.deepEqual([own.destroys, awaited.destroys], [1, 0]);
+      assert.equal(harness.clock.countTimers(), 1, "no look-again timer left: only the fake region's answer is pending");
+      await harness.clock.tickAsync(60_000);
+    });
+
+    it("a copy that answered before its bound (its body past the byte bound) is cut by its own body, and never stands for the caller's copy", async () => {
+      const sockets: Record<string, FakeSocket[]> = { [origin]: [] };
+      const { request } = sdkRead({ sockets, maxSockets: Infinity, maxTotalSockets: Infinity });
+      const own = socketFor(request);
+      const awaited = socketFor(request);
+      sockets[origin]!.push(own, awaited);
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: threshold + 100, body: "x".repeat(64) });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
+      const pending = hedged({ drainLosers: { maxDrainBytes: 8 } })(request);
+      await harness.clock.tickAsync(threshold + 100);
+      const diagnostics = diagnosticsOf(pending);
+      assert.equal(diagnostics.arms[0]?.drainEnd, "byteLimit");
+      // Its body destroyed, the answered copy's socket leaves the agent; the caller's copy is still in flight.
+      sockets[origin] = [awaited];
+      await harness.clock.tickAsync(loserDrainDefaults.maxDrainMs * 3);
+      assert.equal(awaited.destroys, 0, "the caller's copy is never cut");
+      assert.equal(harness.clock.countTimers(), 0, "no look-again timer: nothing overdue");
+    });
+  });
+
   it("with an agent that bounds its sockets, the race is eager: the primary gets the race's signal and a loser is aborted at the decision, not drained", async () => {
     for (const bound of [{ maxSockets: 1, maxTotalSockets: Infinity }, { maxSockets: Infinity, maxTotalSockets: 2 }]) {
       const { request, caller } = sdkRead({ sockets: {}, ...bound });
