@@ -249,12 +249,13 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
   }
   const threshold = options.threshold;
   if (typeof threshold === "number") positiveMilliseconds("threshold", threshold);
-  else if (typeof threshold === "object" && threshold !== null && !Array.isArray(threshold) && !isAdaptiveThreshold(threshold)) {
+  else if (threshold !== undefined && !isAdaptiveThreshold(threshold)) {
     // An object is the adaptive threshold's form: say which of its fields is wrong, not only that it is an object.
-    throw new RangeError(`threshold.mode must be "adaptive" in an object threshold; got ${describe((threshold as { mode?: unknown }).mode)}.`);
-  } else if (threshold !== undefined && !isAdaptiveThreshold(threshold)) {
+    const objectForm = typeof threshold === "object" && threshold !== null && !Array.isArray(threshold);
     throw new RangeError(
-      `threshold must be a finite number of milliseconds above 0, "adaptive" or { mode: "adaptive", ... }; got ${describe(threshold)}.`,
+      objectForm
+        ? `threshold.mode must be "adaptive" in an object threshold; got ${describe((threshold as { mode?: unknown }).mode)}.`
+        : `threshold must be a finite number of milliseconds above 0, "adaptive" or { mode: "adaptive", ... }; got ${describe(threshold)}.`,
     );
   }
   if (options.thresholdStep !== undefined) positiveMilliseconds("thresholdStep", options.thresholdStep);

@@ -251,12 +251,9 @@ function closeIfEveryCopyOverdue(group: OverdueCopies): boolean {
  * @returns withdraws the request, once it has settled after all.
  */
 export function closeWhenEveryCopyOverdue(request: PipelineRequest, recheckMs: number): () => void {
-  let group = overdueCopies.find((each) => copiesOf(each.sample, request));
-  if (group === undefined) {
-    group = { sample: request, overdue: new Set(), recheck: undefined };
-    overdueCopies.push(group);
-  }
-  const copies = group;
+  const found = overdueCopies.find((each) => copiesOf(each.sample, request));
+  const copies: OverdueCopies = found ?? { sample: request, overdue: new Set(), recheck: undefined };
+  if (found === undefined) overdueCopies.push(copies);
   copies.overdue.add(request);
   if (!closeIfEveryCopyOverdue(copies) && copies.recheck === undefined) {
     copies.recheck = setInterval(() => closeIfEveryCopyOverdue(copies), recheckMs);

@@ -734,17 +734,19 @@ export class HedgingRace<T = RaceOutcome> {
     if (active === undefined || active.end !== undefined) return;
     active.endedAt ??= performance.now();
     if (arm.controller !== undefined) arm.controller.abort();
-    else if (how !== "callerAborted") {
-      // (The caller's abort reached the caller's own request through its signal.) Copies of it on the agent: they are
-      // closed together once none is awaited any more.
-      const { maxDrainMs } = this.input.drain?.settings ?? loserDrainDefaults;
-      // A loser that has answered (its body still coming, or past the byte bound) is cut by its own body, the one
-      // connection known to be its: counted among its copies, it would stand for a copy still some caller's.
-      if (active.result !== undefined) destroyBody(active.result.response);
-      else if (active.connection === null) active.withdraw = closeWhenEveryCopyOverdue(arm.request, maxDrainMs);
-      else active.connection?.destroy();
-    }
+    // The caller's own request (no controller of the race's) was cut already by the caller's abort, through its signal.
+    else if (how !== "callerAborted") this.cutCallersRequest(arm, active);
     this.endDrain(arm, how);
+  }
+
+  /** Cuts a drained primary the race has no signal for, at a bound, through its connection. */
+  private cutCallersRequest(arm: ArmState, active: Drain): void {
+    // A loser that has answered (its body still coming, or past the byte bound) is cut by its own body, the one
+    // connection known to be its: counted among its copies, it would stand for a copy still some caller's.
+    if (active.result !== undefined) destroyBody(active.result.response);
+    // Copies of it on the agent: they are closed together once none is awaited any more.
+    else if (active.connection === null) active.withdraw = closeWhenEveryCopyOverdue(arm.request, this.input.drain?.settings.maxDrainMs ?? loserDrainDefaults.maxDrainMs);
+    else active.connection?.destroy();
   }
 
   /** Ends a drain: its slot, its timer, its record; the last one to end stops listening to the caller. */

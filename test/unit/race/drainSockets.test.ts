@@ -181,6 +181,16 @@ describe("drainSockets", () => {
   // Found by a hostile review (helper-36): two identical reads at once whose region never answered, both primaries
   // drained losers, neither socket found alone: nothing bounded them, and the process lived until the region answered.
   describe("closeWhenEveryCopyOverdue", () => {
+    let clock: ReturnType<typeof useFakeClock>;
+
+    beforeEach(() => {
+      clock = useFakeClock();
+    });
+
+    afterEach(() => {
+      clock.restore();
+    });
+
     it("closes copies of a request only once every copy on the agent is an overdue drain", () => {
       const first = onTheWire();
       const second = onTheWire();
@@ -193,43 +203,33 @@ describe("drainSockets", () => {
     });
 
     it("waits while a copy is still some caller's, and closes the overdue one once that copy has left the agent", () => {
-      const clock = useFakeClock();
-      try {
-        const overdue = onTheWire();
-        const awaited = onTheWire();
-        const agent = agentWith(new FakeSocket(overdue), new FakeSocket(awaited));
-        closeWhenEveryCopyOverdue(requestOn(agent), 1000);
-        clock.tick(5000);
-        assert.equal(overdue.destroyed, false, "two copies, one of them awaited");
-        // The awaited copy answered (or the SDK's requestTimeout cut it): its socket left the agent's active list.
-        agent.sockets["acct-eastus.documents.azure.com:443:"] = [new FakeSocket(overdue)];
-        clock.tick(999);
-        assert.equal(overdue.destroyed, false);
-        clock.tick(1);
-        assert.equal(overdue.destroyed, true);
-        assert.equal(clock.countTimers(), 0, "no recheck left once the copies are closed");
-      } finally {
-        clock.restore();
-      }
+      const overdue = onTheWire();
+      const awaited = onTheWire();
+      const agent = agentWith(new FakeSocket(overdue), new FakeSocket(awaited));
+      closeWhenEveryCopyOverdue(requestOn(agent), 1000);
+      clock.tick(5000);
+      assert.equal(overdue.destroyed, false, "two copies, one of them awaited");
+      // The awaited copy answered (or the SDK's requestTimeout cut it): its socket left the agent's active list.
+      agent.sockets["acct-eastus.documents.azure.com:443:"] = [new FakeSocket(overdue)];
+      clock.tick(999);
+      assert.equal(overdue.destroyed, false);
+      clock.tick(1);
+      assert.equal(overdue.destroyed, true);
+      assert.equal(clock.countTimers(), 0, "no recheck left once the copies are closed");
     });
 
     it("a copy withdrawn when it settles is no longer counted, and the last one withdrawn stops the rechecks", () => {
-      const clock = useFakeClock();
-      try {
-        const a = onTheWire();
-        const b = onTheWire();
-        const agent = agentWith(new FakeSocket(a), new FakeSocket(b));
-        const withdrawA = closeWhenEveryCopyOverdue(requestOn(agent), 1000);
-        withdrawA();
-        assert.equal(clock.countTimers(), 0);
-        const withdrawB = closeWhenEveryCopyOverdue(requestOn(agent), 1000);
-        clock.tick(3000);
-        assert.deepEqual([a.destroyed, b.destroyed], [false, false], "one overdue drain among two copies");
-        withdrawB();
-        assert.equal(clock.countTimers(), 0);
-      } finally {
-        clock.restore();
-      }
+      const a = onTheWire();
+      const b = onTheWire();
+      const agent = agentWith(new FakeSocket(a), new FakeSocket(b));
+      const withdrawA = closeWhenEveryCopyOverdue(requestOn(agent), 1000);
+      withdrawA();
+      assert.equal(clock.countTimers(), 0);
+      const withdrawB = closeWhenEveryCopyOverdue(requestOn(agent), 1000);
+      clock.tick(3000);
+      assert.deepEqual([a.destroyed, b.destroyed], [false, false], "one overdue drain among two copies");
+      withdrawB();
+      assert.equal(clock.countTimers(), 0);
     });
 
     it("copies of another request (another signature) are a group of their own", () => {

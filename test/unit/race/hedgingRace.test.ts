@@ -147,12 +147,18 @@ describe("HedgingRace: the lazy race", () => {
   describe("a hot item: copies of the primary on the agent", () => {
     const origin = "acct-eastus.documents.azure.com:443:";
 
-    it("at the drain's bound neither copy is cut while the other is still a caller's; once it has left the agent, the overdue one is, on the next look", async () => {
+    /** The SDK's read, its own socket and another caller's copy of it on one agent. */
+    function twoCopies(): { sockets: Record<string, FakeSocket[]>; request: PipelineRequest; own: FakeSocket; awaited: FakeSocket } {
       const sockets: Record<string, FakeSocket[]> = { [origin]: [] };
       const { request } = sdkRead({ sockets, maxSockets: Infinity, maxTotalSockets: Infinity });
       const own = socketFor(request);
       const awaited = socketFor(request);
       sockets[origin]!.push(own, awaited);
+      return { sockets, request, own, awaited };
+    }
+
+    it("at the drain's bound neither copy is cut while the other is still a caller's; once it has left the agent, the overdue one is, on the next look", async () => {
+      const { sockets, request, own, awaited } = twoCopies();
       // A region that does not answer for a minute, far past the drain's bound.
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: 60_000 });
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
@@ -170,11 +176,7 @@ describe("HedgingRace: the lazy race", () => {
     });
 
     it("a copy that answered before its bound (its body past the byte bound) is cut by its own body, and never stands for the caller's copy", async () => {
-      const sockets: Record<string, FakeSocket[]> = { [origin]: [] };
-      const { request } = sdkRead({ sockets, maxSockets: Infinity, maxTotalSockets: Infinity });
-      const own = socketFor(request);
-      const awaited = socketFor(request);
-      sockets[origin]!.push(own, awaited);
+      const { sockets, request, awaited } = twoCopies();
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: threshold + 100, body: "x".repeat(64) });
       harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
       const pending = hedged({ drainLosers: { maxDrainBytes: 8 } })(request);
