@@ -236,7 +236,10 @@ describe("breaker beside plain: an account without PPAF", function () {
     const plainWest = p!.byRegion["West US"] ?? 0;
     assert.ok((h!.byRegion["West US"] ?? 0) <= plainWest + 10, `hedged's breaker tripped later: West US ${h!.byRegion["West US"]} against plain's ${plainWest}`);
     assert.ok(h!.lastAt("West US") <= p!.lastAt("West US") + 300, `hedged last read West US at ${h!.lastAt("West US")} ms, plain at ${p!.lastAt("West US")}`);
-    assert.ok(h!.p99 < 1_000 && p!.p99 >= 2_000, `the hedges answered the reads plain's SDK cut at 2 s: p99 ${h!.p99} against ${p!.p99}`);
+    // Both sides share one process, so a stall of the loaded CI machine lengthens both tails alike (CI once saw 1299 ms
+    // against 3484): the hedges' rescue is asserted as the median and as the second they take off plain's tail.
+    assert.ok(p!.p99 >= 2_000, `premise: plain's SDK cut the silent reads at 2 s: p99 ${p!.p99}`);
+    assert.ok(h!.p50 < 1_000 && h!.p99 <= p!.p99 - 1_000, `the hedges answered the reads plain's SDK cut at 2 s: p50 ${h!.p50} against ${p!.p50}, p99 ${h!.p99} against ${p!.p99}`);
   });
 
   it("breaker on, West US answering 503 at once and East US slow: once the breaker moved the partition off West US, hedged's hedges stay off it as plain's reads do", async function () {
