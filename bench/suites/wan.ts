@@ -255,14 +255,14 @@ async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
     const hedgingClient = mode.hedging === undefined ? undefined : (options.httpClient as HedgingHttpClient);
     client = new CosmosClient(options);
     const container = client.database("bench").container("items");
-    emulator.region(eastUs).addFault({ operations: ["pointRead"], delayMs: settings.stragglerDelayMs, probability: settings.stragglerShare });
+    await emulator.addFault(eastUs, { operations: ["pointRead"], delayMs: settings.stragglerDelayMs, probability: settings.stragglerShare });
 
     await closedLoop(settings.warmupReads, settings.concurrency, async (index) => {
       await container.item(...itemKey(index)).read();
     });
-    const warmupConnectionsByRegion = Object.fromEntries(wan.regions.map((region) => [region.name, region.counters.tcpConnections]));
-    emulator.resetCounters();
-    wan.resetCounters();
+    const warmupConnectionsByRegion = Object.fromEntries((await wan.figures()).regions.map((region) => [region.name, region.counters.tcpConnections]));
+    await emulator.resetCounters();
+    await wan.resetCounters();
     measuring = true;
     const before = hedgingClient?.metrics();
 
@@ -289,18 +289,19 @@ async function runMode(mode: WanMode, settings: WanSettings): Promise<WanRow> {
       }
       peakDrains = Math.max(peakDrains, hedgingClient?.metrics().losers.drainsInFlight ?? 0);
     });
-    const countersByRegion = Object.fromEntries(wan.regions.map((region) => [region.name, region.counters]));
-    const counters = wan.counters;
+    const measured = await wan.figures();
+    const countersByRegion = Object.fromEntries(measured.regions.map((region) => [region.name, region.counters]));
+    const { counters } = measured;
     const after = hedgingClient?.metrics();
     measuring = false;
     await drainsEnded(hedgingClient);
-    const openByRegion = Object.fromEntries(wan.regions.map((region) => [region.name, region.openConnections]));
+    const openByRegion = Object.fromEntries((await wan.figures()).regions.map((region) => [region.name, region.openConnections]));
     return {
       mode: mode.name,
       latency: latencies.summary(),
       latencySamples: latencies.samples(),
       errors,
-      requestsPerRead: emulator.count("pointRead") / settings.reads,
+      requestsPerRead: (await emulator.count("pointRead")) / settings.reads,
       counters,
       countersByRegion,
       warmupConnectionsByRegion,

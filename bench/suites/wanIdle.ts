@@ -71,7 +71,7 @@ async function runTimeout(keepAliveTimeoutMs: number | undefined, settings: WanI
     );
     const container = client.database("bench").container("items");
     await container.item("item-0", "pk-0").read();
-    emulator.region(eastUs).addFault({ operations: ["pointRead"], delayMs: settings.stragglerDelayMs, probability: settings.stragglerShare });
+    await emulator.addFault(eastUs, { operations: ["pointRead"], delayMs: settings.stragglerDelayMs, probability: settings.stragglerShare });
     const reused = new LatencyRecorder();
     const fresh = new LatencyRecorder();
     let wins = 0;
@@ -98,7 +98,7 @@ async function runTimeout(keepAliveTimeoutMs: number | undefined, settings: WanI
       westHedgeWinsOnNewConnection: freshWins,
       onReusedConnection: wins - freshWins > 0 ? reused.valueAt(50) : undefined,
       onNewConnection: freshWins > 0 ? fresh.valueAt(50) : undefined,
-      westConnections: wan.region(westUs).counters.tcpConnections,
+      westConnections: (await wan.figures()).regions.find((region) => region.name === westUs)?.counters.tcpConnections ?? 0,
       loadAverage: loadavg()[0] ?? 0,
     };
   } finally {

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import type { OperationKind } from "../../src/cosmos/operationKind.js";
-import type { EmulatorOptions, FaultRule } from "../../test/emulator/index.js";
+import type { EmulatorOptions, FaultRule, WanCounters, WanOptions } from "../../test/emulator/index.js";
 
 /** A command to `bench/support/emulatorProcess.ts`, one JSON line. */
 export type EmulatorCommand =
@@ -12,7 +12,28 @@ export type EmulatorCommand =
   | { method: "count"; params: { emulator: number; kind?: OperationKind | OperationKind[] } }
   | { method: "faultsApplied"; params: { emulator: number } }
   | { method: "resetCounters"; params: { emulator: number } }
-  | { method: "close"; params: { emulator: number } };
+  | { method: "close"; params: { emulator: number } }
+  | { method: "startWan"; params: { emulator: number; options: WanOptions } }
+  | { method: "wanFigures"; params: { wan: number } }
+  | { method: "wanResetCounters"; params: { wan: number } }
+  | { method: "closeWan"; params: { wan: number } };
+
+/** What a WAN counted, every region together and each region's own with the connections it holds open. */
+export interface WanFigures {
+  readonly counters: WanCounters;
+  readonly regions: readonly { readonly name: string; readonly counters: WanCounters; readonly openConnections: number }[];
+}
+
+/** WAN fronts (see `startWan`) running in the host's child process before one of its emulators. */
+export interface RemoteWan {
+  /** The endpoint a `CosmosClient` is given: the first region's front. */
+  readonly endpoint: string;
+  /** The fronts' PEM certificate, for an `https.Agent`'s `ca`. */
+  readonly ca: string;
+  figures(): Promise<WanFigures>;
+  resetCounters(): Promise<void>;
+  close(): Promise<void>;
+}
 
 /** An emulator running in the host's child process: where to reach it, and how to fault, count and stop it. */
 export interface RemoteEmulator {
@@ -25,6 +46,8 @@ export interface RemoteEmulator {
   /** How many requests every rule ever installed on it has been applied to (removed rules included). */
   faultsApplied(): Promise<number>;
   resetCounters(): Promise<void>;
+  /** Starts WAN fronts before this emulator, in the same child process, so that their delay lines keep time apart from the client's event loop. */
+  startWan(options: WanOptions): Promise<RemoteWan>;
   close(): Promise<void>;
 }
 
@@ -86,6 +109,17 @@ export async function startEmulatorHost(): Promise<EmulatorHost> {
         count: (kind) => call<number>({ method: "count", params: { emulator, ...(kind === undefined ? {} : { kind }) } }),
         faultsApplied: () => call<number>({ method: "faultsApplied", params: { emulator } }),
         resetCounters: () => call<void>({ method: "resetCounters", params: { emulator } }),
+        async startWan(options) {
+          const started = await call<{ id: number; endpoint: string; ca: string }>({ method: "startWan", params: { emulator, options } });
+          const wan = started.id;
+          return {
+            endpoint: started.endpoint,
+            ca: started.ca,
+            figures: () => call<WanFigures>({ method: "wanFigures", params: { wan } }),
+            resetCounters: () => call<void>({ method: "wanResetCounters", params: { wan } }),
+            close: () => call<void>({ method: "closeWan", params: { wan } }),
+          };
+        },
         close: () => call<void>({ method: "close", params: { emulator } }),
       };
     },
