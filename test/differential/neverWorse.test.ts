@@ -355,7 +355,8 @@ describe("never worse than plain @azure/cosmos: issue 22, row by row", function 
       assert.equal(resource?.v, 1);
       const reads = (await settledTagged(emulator, tag, since)).filter((request) => request.kind === "pointRead");
       const retry = reads.find((request) => request.region !== preferredRegion);
-      assert.ok(retry !== undefined && retry.at - since >= 1_500 && retry.at - since < 3_500, `the SDK's retry left at ${retry === undefined ? "never" : Math.round(retry.at - since)} ms`);
+      // Up to 4.5 s: a pause of the loaded machine delays the SDK's 2 s timer, and a retry at the 5 s requestTimeout still fails.
+      assert.ok(retry !== undefined && retry.at - since >= 1_500 && retry.at - since < 4_500, `the SDK's retry left at ${retry === undefined ? "never" : Math.round(retry.at - since)} ms`);
     } finally {
       plain.dispose();
     }

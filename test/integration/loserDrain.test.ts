@@ -30,14 +30,22 @@ function runChild(env: Record<string, unknown>): Promise<{ afterDisposeMs: numbe
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
     child.on("error", reject);
-    child.on("exit", (code) => {
-      const exitedAt = Date.now();
+    let exitedAt = Number.NaN;
+    child.on("exit", () => (exitedAt = Date.now()));
+    // Only once its pipes are closed is the child's last line (its exit time) read.
+    child.on("close", (code) => {
       if (code !== 0) {
         reject(new Error(`the child exited with ${code}: ${err}`));
         return;
       }
-      const line = JSON.parse(out.trim().split("\n").at(-1) ?? "{}") as { disposedAt: number; status: number; terminalState: string };
-      resolve({ afterDisposeMs: exitedAt - line.disposedAt, line });
+      const lines = out
+        .trim()
+        .split("\n")
+        .map((text) => JSON.parse(text) as { disposedAt?: number; exitAt?: number; status: number; terminalState: string });
+      const line = lines.find((each) => each.disposedAt !== undefined) ?? { disposedAt: Number.NaN, status: 0, terminalState: "" };
+      // The child's own exit time when it told it (see drainChild.ts): a stall of this process is not the child's life.
+      const exitAt = lines.find((each) => each.exitAt !== undefined)?.exitAt ?? exitedAt;
+      resolve({ afterDisposeMs: exitAt - line.disposedAt!, line: { status: line.status, terminalState: line.terminalState } });
     });
   });
 }
@@ -121,7 +129,8 @@ describe("a drained loser never costs a later request, nor keeps a process alive
       // The SDK lists the attempts it retried (an ECONNRESET among them, had the request been cut); none, no list.
       const { failedAttempts } = plain.response.diagnostics.clientSideRequestStatistics as { failedAttempts?: readonly unknown[] };
       assert.deepEqual(failedAttempts ?? [], [], "the plain client's request was never cut");
-      assert.ok(plain.ms < 3000 + 1000, `the plain read took ${Math.round(plain.ms)} ms (West US answers it in 3000 ms)`);
+      // A cut and retried read came 2.3 s late at the least; a stall of the loaded machine, up to two seconds, is not one.
+      assert.ok(plain.ms < 3000 + 2000, `the plain read took ${Math.round(plain.ms)} ms (West US answers it in 3000 ms)`);
     } finally {
       hedgedClient.dispose();
       plainClient.dispose();

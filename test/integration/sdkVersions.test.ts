@@ -7,6 +7,7 @@ import { createHedgingHttpClient } from "../../src/client/hedgingHttpClient.js";
 import { CosmosClient as CosmosClientBelowFloor } from "cosmos-sdk-below-floor";
 import { CosmosClient as CosmosClientAtFloor } from "cosmos-sdk-floor";
 import { getHedgingDetection } from "../../src/diagnostics/detection.js";
+import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { minimumSdkVersion } from "../../src/cosmos/sdkVersion.js";
 import { useEmulator } from "../support/emulatorFixture.js";
 import { scoped, settledTag, tagged, taggedClientOptions } from "../support/taggedRequests.js";
@@ -26,13 +27,17 @@ const preferredLocations = ["West US", "East US", "North Europe"];
 let tagCounter = 0;
 const newTag = (label: string): string => `sv${++tagCounter}-${label}~`;
 
-/** Reads item-1 `times` times, one after another: how long each took, and its hedging detection record. */
-async function readsOf(container: Container, times: number, options: { excludedLocations?: string[] } = {}): Promise<Array<{ ms: number; detection: unknown; id: unknown }>> {
+/** Reads item-1 `times` times, one after another: how long each took, its hedging detection record, and how its race ended. */
+async function readsOf(
+  container: Container,
+  times: number,
+  options: { excludedLocations?: string[] } = {},
+): Promise<Array<{ ms: number; detection: unknown; id: unknown; terminalState: string | undefined }>> {
   const reads = [];
   for (let read = 0; read < times; read++) {
     const start = performance.now();
     const response = await container.item("item-1", "pk-1").read(options);
-    reads.push({ ms: performance.now() - start, detection: getHedgingDetection(response), id: response.resource?.id });
+    reads.push({ ms: performance.now() - start, detection: getHedgingDetection(response), id: response.resource?.id, terminalState: getHedgeDiagnostics(response.headers)?.terminalState });
   }
   return reads;
 }
@@ -102,10 +107,14 @@ describe("@azure/cosmos versions at and below the supported floor, plain beside 
       runs[side.label] = await readsOf(side.container, 3, { excludedLocations: ["East US"] });
       assert.ok(await settledTag(fixture.emulator, side.tag, 6_000), `${side.label}: every request ended`);
     }
+    // A pause of the loaded machine lengthens a read past 400 ms though its hedge won: each read's race is judged by its
+    // outcome, the 100 ms threshold by the median of the three reads, which one pause does not move.
     for (const [index, read] of runs["hedged"]!.entries()) {
       assert.equal(read.id, runs["plain"]![index]!.id, "the document plain read");
-      assert.ok(read.ms < 400, `a hedged read of ${Math.round(read.ms)} ms, plain's ${Math.round(runs["plain"]![index]!.ms)} ms`);
+      assert.equal(read.terminalState, "hedgeWon", `a hedged read of ${Math.round(read.ms)} ms, plain's ${Math.round(runs["plain"]![index]!.ms)} ms`);
     }
+    const medianMs = runs["hedged"]!.map((read) => read.ms).sort((a, b) => a - b)[1]!;
+    assert.ok(medianMs < 400, `hedged reads of ${runs["hedged"]!.map((read) => Math.round(read.ms)).join(", ")} ms, plain's ${runs["plain"]!.map((read) => Math.round(read.ms)).join(", ")} ms`);
     const regionsOf = (side: Side) => tagged(fixture.emulator, side.tag, ["pointRead"]).map((request) => request.region);
     assert.ok(!regionsOf(hedged).includes("East US") && !regionsOf(plain).includes("East US"), "nothing to the excluded region");
     assert.equal(regionsOf(hedged).filter((region) => region === "North Europe").length, 3, "each read hedged to North Europe");
@@ -186,15 +195,20 @@ describe("@azure/cosmos versions at and below the supported floor, plain beside 
         assert.ok(await settledTag(emulator, tag, 6_000));
         clients[version] = { tag, container };
       }
-      const times: Record<string, number> = {};
+      const runs: Record<string, Awaited<ReturnType<typeof readsOf>>> = {};
       for (const version of order) {
         const { tag, container } = clients[version]!;
         emulator.region("West US").addFault(scoped({ delayMs: 600 }, tag));
-        times[version] = (await readsOf(container, 1))[0]!.ms;
+        runs[version] = await readsOf(container, 3);
         assert.ok(await settledTag(emulator, tag, 6_000));
       }
-      assert.ok(times["4.6.0"]! >= 600, `${order.join(" then ")}: the 4.6.0 client's slow read took ${Math.round(times["4.6.0"]!)} ms, as plain's`);
-      assert.ok(times["4.10.1"]! < 400, `${order.join(" then ")}: the 4.10.1 client's slow read took ${Math.round(times["4.10.1"]!)} ms, hedged`);
+      const times = (version: string): string => runs[version]!.map((read) => Math.round(read.ms)).join(", ");
+      for (const read of runs["4.6.0"]!) assert.ok(read.ms >= 600, `${order.join(" then ")}: the 4.6.0 client's slow reads took ${times("4.6.0")} ms, as plain's`);
+      // A pause of the loaded machine lengthens a read past 400 ms though its hedge won (CI's stalled one 1.3 s): each
+      // read's race is judged by its outcome, the 100 ms threshold by the median of three reads, which one pause does not move.
+      for (const read of runs["4.10.1"]!) assert.equal(read.terminalState, "hedgeWon", `${order.join(" then ")}: the 4.10.1 client's slow reads took ${times("4.10.1")} ms, hedged`);
+      const medianMs = runs["4.10.1"]!.map((read) => read.ms).sort((a, b) => a - b)[1]!;
+      assert.ok(medianMs < 400, `${order.join(" then ")}: the 4.10.1 client's slow reads took ${times("4.10.1")} ms, hedged`);
     }
   });
 });

@@ -1,8 +1,9 @@
 /**
  * A short script, run in a child process by the drain integration test: one
  * hedged point read through the real CosmosClient, then `client.dispose()`.
- * It prints one JSON line when it has disposed, so that the parent can time
- * how long the process lives on after that. Its settings come in
+ * It prints one JSON line when it has disposed and another when its event
+ * loop has emptied, so that the parent can time how long the process lives on
+ * after that. Its settings come in
  * `DRAIN_CHILD` (JSON: endpoint, key, preferred regions, drainLosers, the
  * operation and the transport).
  */
@@ -26,6 +27,11 @@ interface ChildSettings {
   readonly transport?: "fetch";
 }
 
+
+// The moment nothing is left to keep the process alive, told from inside: the parent, running the emulator beside other
+// tests on a loaded machine, may notice the exit a second or two late. (A write to a pipe is synchronous on Linux; where
+// the line is lost, the parent's own time stands.)
+process.on("exit", () => process.stdout.write(`${JSON.stringify({ exitAt: Date.now() })}\n`));
 
 const settings = JSON.parse(process.env["DRAIN_CHILD"] ?? "{}") as ChildSettings;
 const client = new CosmosClient(
