@@ -138,8 +138,8 @@ const wanWarmupReads = wholeNumber("wan-warmup", values["wan-warmup"], 0);
 
 /**
  * The WAN suite's case (`npm run bench:wan`): HTTPS with each round trip charged, East US 2 ms away with 10 % of its
- * reads a second late, West US 30 ms, North Europe 90 ms. Its emulator runs in this process, and each mode runs
- * alone on a fresh one after the other (a closed loop of ten, after the suite's warm-up), each with the seed's
+ * reads a second late, West US 30 ms, North Europe 90 ms. Its emulator and WAN fronts run in a host process of their
+ * own, a fresh one for each mode (from run 46; before, in this process), and each mode runs alone after the other (a closed loop of ten, after the suite's warm-up), each with the seed's
  * straggler draws; `--rate` does not apply, `--reads` sets the measured reads a mode. Since no two modes share a
  * moment of the machine, one pass a seed runs every fixed threshold (none is left out for running beside a low one,
  * as in the shared passes), and the learner both first and last: its two runs pooled, and how far they differ, the
@@ -152,7 +152,7 @@ const wan: YardstickCase = {
   name: `WAN: ${defaultWanSettings.stragglerShare * 100}% of East US reads +${defaultWanSettings.stragglerDelayMs / 1000} s, HTTPS with per-round-trip RTT`,
   caption:
     `East US ${defaultWanSettings.rttMs["East US"]} ms away, West US ${defaultWanSettings.rttMs["West US"]} ms, North Europe ${defaultWanSettings.rttMs["North Europe"]} ms; ` +
-    `the emulator in the client's process; one pass a seed: the learner, every fixed threshold, the learner again, one after the other, ` +
+    `the emulator and its fronts in a process of their own, fresh for each mode; one pass a seed: the learner, every fixed threshold, the learner again, one after the other, ` +
     `each on a fresh emulator with the seed's straggler draws, ${wanWarmupReads} warm-up reads then the measured ones, ` +
     `${defaultWanSettings.concurrency} in flight (closed loop: no start lag, no onset), after one run of the learner that nobody measures warms the process. ` +
     "The learner's row pools its two runs.",
@@ -163,9 +163,9 @@ const wan: YardstickCase = {
       return { name: mode.name, preferred: wanPreferredOrder, hedging: mode.hedging };
     });
     if (!wanProcessWarm) {
-      // The emulator runs in this process: its first mode would meet cold code on both sides of the wire, and that mode
-      // is always the learner's first run of the first seed. One run of the first mode, measured by nobody, warms the
-      // process for every mode. (It did not remove the spread of seed 7's two learner runs: 1.26 in run 37, as before.)
+      // The client's first mode would meet cold code, and that mode is always the learner's first run of the first seed.
+      // One run of the first mode, measured by nobody, warms this process for every mode (each mode's emulator process is
+      // warmed by its own warm-up reads). It did not remove the spread of seed 7's two learner runs: 1.26 in run 37.
       console.log("  warming the process (one run of the first mode, not measured)...");
       await runWanSuite({ ...defaultWanSettings, warmupReads: wanWarmupReads, reads, seed }, [modes[0]!]);
       wanProcessWarm = true;

@@ -437,7 +437,7 @@ export function wanSection(rows: readonly WanRow[], settings: WanSettings = defa
     `${settings.reads} point reads at concurrency ${settings.concurrency} (after ${settings.warmupReads} warm-up reads) through the real ` +
     `\`@azure/cosmos\` over the emulator's WAN mode: HTTPS (TLS 1.3) behind a TCP proxy per region that charges the round-trip time ` +
     `(${rtts}) per chunk and per connect; ${settings.stragglerShare * 100} % of East US reads ${settings.stragglerDelayMs} ms late. ` +
-    `Handshakes and connections are counted at the WAN during the measured reads; every mode runs on a fresh emulator with the same seed, ` +
+    `Handshakes and connections are counted at the WAN during the measured reads; every mode runs on a fresh emulator with the same seed, in a process of its own, ` +
     `whose fronts keep idle connections open unless the mode says otherwise. ` +
     `The connection counts hold whatever the load; the latencies compare only on a machine whose load average stays below its ` +
     `${availableParallelism()} cores, and a straggler whose hedge the budget refused costs its full second.\n\n` +
