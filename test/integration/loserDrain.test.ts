@@ -129,6 +129,10 @@ describe("a drained loser never costs a later request, nor keeps a process alive
       // The SDK lists the attempts it retried (an ECONNRESET among them, had the request been cut); none, no list.
       const { failedAttempts } = plain.response.diagnostics.clientSideRequestStatistics as { failedAttempts?: readonly unknown[] };
       assert.deepEqual(failedAttempts ?? [], [], "the plain client's request was never cut");
+      // The emulator's own record, which no stall moves: the SDK lists no failedAttempts for a reset it retries (on ce92666's
+      // regression the read was cut at 1.3 s and sent again at 2.3 s, failedAttempts empty, 5374 ms in all).
+      const plainReads = emulator.requests.filter((request) => request.kind === "pointRead" && request.at >= sentAt && request.headers["user-agent"]?.includes("hot-plain") === true);
+      assert.deepEqual(plainReads.map((request) => [request.region, request.status, request.cutByClient]), [["West US", 200, false]], "the plain client's request went out once and was never cut");
       // A cut and retried read came 2.3 s late at the least; a stall of the loaded machine, up to two seconds, is not one.
       assert.ok(plain.ms < 3000 + 2000, `the plain read took ${Math.round(plain.ms)} ms (West US answers it in 3000 ms)`);
     } finally {

@@ -176,6 +176,17 @@ function first403(run: Run): number {
   return answer === undefined ? Number.NaN : Math.round(answer.endedAt! - run.start);
 }
 
+/**
+ * When both sides' first 403/1008 came back, ms into the run: plain's, on the same schedule and fault as hedged's, so
+ * that a stall moves it as it moves hedged's; hedged's own must come as soon (its drained primary heard the answer).
+ * A hedged side whose primaries were cut before their answer would otherwise anchor its bound on a late unhedged read.
+ */
+function first403Of(p: Run, h: Run): number {
+  const plain = first403(p);
+  assert.ok(first403(h) <= plain + 300, `hedged heard its first 403/1008 at ${first403(h)} ms, plain at ${plain} ms`);
+  return plain;
+}
+
 const breakerOn = { enablePartitionLevelCircuitBreaker: true } as const;
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -252,7 +263,7 @@ describe("breaker beside plain: an account without PPAF", function () {
     // Both sides share one process, so a stall of the loaded CI machine lengthens both tails alike (CI once saw 1299 ms
     // against 3484): the hedges' rescue is asserted as the median and as the second they take off plain's tail.
     assert.ok(p!.p99 >= 2_000, `premise: plain's SDK cut the silent reads at 2 s: p99 ${p!.p99}`);
-    assert.ok(h!.p50 < 1_000 && h!.p99 <= p!.p99 - 1_000, `the hedges answered the reads plain's SDK cut at 2 s: p50 ${h!.p50} against ${p!.p50}, p99 ${h!.p99} against ${p!.p99}`);
+    assert.ok(h!.p50 < 1_000 && h!.p99 <= p!.p99 - 1_500, `the hedges answered the reads plain's SDK cut at 2 s: p50 ${h!.p50} against ${p!.p50}, p99 ${h!.p99} against ${p!.p99}`);
   });
 
   it("breaker on, West US answering 503 at once and East US slow: once the breaker moved the partition off West US, hedged's hedges stay off it as plain's reads do", async function () {
@@ -366,7 +377,7 @@ describe("endpoint discovery beside plain: a region that answers 403/1008 (no lo
     // Hedged sends it as many, hedged and answered by East US; the drained primary's 403/1008 is told to the SDK, which
     // marks the region as after its own; then none.
     assert.ok((h!.byRegion["West US"] ?? 0) <= plainWest + 1, `hedged kept sending to West US: ${JSON.stringify(h!.byRegion)}`);
-    assert.ok(h!.lastAt("West US") < first403(h!) + 700, `hedged sent to West US at ${h!.lastAt("West US")} ms, its first 403/1008 at ${first403(h!)} ms`);
+    assert.ok(h!.lastAt("West US") < first403Of(p!, h!) + 700, `hedged sent to West US at ${h!.lastAt("West US")} ms, its first 403/1008 at ${first403(h!)} ms`);
     assert.equal(h!.skipReasons["sdkEndpointDiscovery"] ?? 0, 0, `the SDK was told, no read went unhedged: ${JSON.stringify(h!.skipReasons)}`);
     assert.equal(h!.skipReasons["sdkCircuitBreaker"] ?? 0, 0, "the breaker is off");
     const total = (run: Run): number => run.reads.reduce((sum, read) => sum + read.ms, 0);
@@ -393,7 +404,7 @@ describe("endpoint discovery beside plain: a region that answers 403/1008 (no lo
       const plainWest = p!.byRegion["West US"] ?? 0;
       assert.ok(plainWest >= 1 && p!.lastAt("West US") < first403(p!) + 700, `premise: plain moved off West US after its 403/1008: ${JSON.stringify(p!.byRegion)}, last at ${p!.lastAt("West US")} ms, the 403/1008 at ${first403(p!)} ms`);
       assert.ok((h!.byRegion["West US"] ?? 0) <= plainWest + 2, `hedged kept sending to West US: ${JSON.stringify(h!.byRegion)}`);
-      assert.ok(h!.lastAt("West US") < first403(h!) + 1_200, `hedged sent to West US at ${h!.lastAt("West US")} ms, its 403/1008 at ${first403(h!)} ms`);
+      assert.ok(h!.lastAt("West US") < first403Of(p!, h!) + 1_200, `hedged sent to West US at ${h!.lastAt("West US")} ms, its 403/1008 at ${first403(h!)} ms`);
       assert.equal((h!.skipReasons["sdkEndpointDiscovery"] ?? 0) + (h!.skipReasons["sdkCircuitBreaker"] ?? 0), 0, `the SDK was told, no read went unhedged: ${JSON.stringify(h!.skipReasons)}`);
       const total = (run: Run): number => run.reads.reduce((sum, read) => sum + read.ms, 0);
       assert.ok(total(h!) <= total(p!) + 600, `hedged reads took ${Math.round(total(h!))} ms in all, plain's ${Math.round(total(p!))}`);
@@ -470,7 +481,7 @@ describe("endpoint discovery beside plain: a region that answers 403/1008 (no lo
     console.log(`      plain:  ${brief(p!)}\n      hedged: ${brief(h!)}`);
     assert.equal(p!.failures + h!.failures, 0);
     assert.ok(p!.lastAt("West US") < first403(p!) + 1_000, `premise: plain left West US after its first 403/1008s, last at ${p!.lastAt("West US")} ms, the first at ${first403(p!)} ms`);
-    assert.ok(h!.lastAt("West US") < first403(h!) + 1_000, `hedged sent to West US at ${h!.lastAt("West US")} ms, its first 403/1008 at ${first403(h!)} ms: ${JSON.stringify(h!.byRegion)}`);
+    assert.ok(h!.lastAt("West US") < first403Of(p!, h!) + 1_000, `hedged sent to West US at ${h!.lastAt("West US")} ms, its first 403/1008 at ${first403(h!)} ms: ${JSON.stringify(h!.byRegion)}`);
     assert.ok(h!.hedgesFired >= 3, "premise: East US's slow reads were hedged (to North Europe)");
   });
 
@@ -513,7 +524,7 @@ describe("endpoint discovery beside plain: a region that answers 403/1008 (no lo
     assert.equal(p!.failures + h!.failures, 0);
     const plainWest = p!.byRegion["West US"] ?? 0;
     assert.ok((h!.byRegion["West US"] ?? 0) <= plainWest + 1, `hedged kept sending to West US: ${JSON.stringify(h!.byRegion)}`);
-    assert.ok(h!.lastAt("West US") < first403(h!) + 700, `hedged sent to West US at ${h!.lastAt("West US")} ms, its first 403/1008 at ${first403(h!)} ms`);
+    assert.ok(h!.lastAt("West US") < first403Of(p!, h!) + 700, `hedged sent to West US at ${h!.lastAt("West US")} ms, its first 403/1008 at ${first403(h!)} ms`);
     assert.equal(h!.skipReasons["sdkEndpointDiscovery"] ?? 0, 0, `the SDK was told: ${JSON.stringify(h!.skipReasons)}`);
   });
 });

@@ -32,12 +32,13 @@ async function readsOf(
   container: Container,
   times: number,
   options: { excludedLocations?: string[] } = {},
-): Promise<Array<{ ms: number; detection: unknown; id: unknown; terminalState: string | undefined }>> {
+): Promise<Array<{ ms: number; detection: unknown; id: unknown; terminalState: string | undefined; thresholdMs: number | undefined }>> {
   const reads = [];
   for (let read = 0; read < times; read++) {
     const start = performance.now();
     const response = await container.item("item-1", "pk-1").read(options);
-    reads.push({ ms: performance.now() - start, detection: getHedgingDetection(response), id: response.resource?.id, terminalState: getHedgeDiagnostics(response.headers)?.terminalState });
+    const record = getHedgeDiagnostics(response.headers);
+    reads.push({ ms: performance.now() - start, detection: getHedgingDetection(response), id: response.resource?.id, terminalState: record?.terminalState, thresholdMs: record?.thresholdMs });
   }
   return reads;
 }
@@ -112,6 +113,7 @@ describe("@azure/cosmos versions at and below the supported floor, plain beside 
     for (const [index, read] of runs["hedged"]!.entries()) {
       assert.equal(read.id, runs["plain"]![index]!.id, "the document plain read");
       assert.equal(read.terminalState, "hedgeWon", `a hedged read of ${Math.round(read.ms)} ms, plain's ${Math.round(runs["plain"]![index]!.ms)} ms`);
+      assert.equal(read.thresholdMs, 100, "each read's race hedged at the 100 ms threshold, which no pause moves");
     }
     const medianMs = runs["hedged"]!.map((read) => read.ms).sort((a, b) => a - b)[1]!;
     assert.ok(medianMs < 400, `hedged reads of ${runs["hedged"]!.map((read) => Math.round(read.ms)).join(", ")} ms, plain's ${runs["plain"]!.map((read) => Math.round(read.ms)).join(", ")} ms`);
@@ -206,7 +208,10 @@ describe("@azure/cosmos versions at and below the supported floor, plain beside 
       for (const read of runs["4.6.0"]!) assert.ok(read.ms >= 600, `${order.join(" then ")}: the 4.6.0 client's slow reads took ${times("4.6.0")} ms, as plain's`);
       // A pause of the loaded machine lengthens a read past 400 ms though its hedge won (CI's stalled one 1.3 s): each
       // read's race is judged by its outcome, the 100 ms threshold by the median of three reads, which one pause does not move.
-      for (const read of runs["4.10.1"]!) assert.equal(read.terminalState, "hedgeWon", `${order.join(" then ")}: the 4.10.1 client's slow reads took ${times("4.10.1")} ms, hedged`);
+      for (const read of runs["4.10.1"]!) {
+        assert.equal(read.terminalState, "hedgeWon", `${order.join(" then ")}: the 4.10.1 client's slow reads took ${times("4.10.1")} ms, hedged`);
+        assert.equal(read.thresholdMs, 100, `${order.join(" then ")}: each 4.10.1 read hedged at the 100 ms threshold`);
+      }
       const medianMs = runs["4.10.1"]!.map((read) => read.ms).sort((a, b) => a - b)[1]!;
       assert.ok(medianMs < 400, `${order.join(" then ")}: the 4.10.1 client's slow reads took ${times("4.10.1")} ms, hedged`);
     }
