@@ -133,11 +133,25 @@ export function activeSocketsAt(request: PipelineRequest, origin: string): numbe
   return countFor((request.agent as PoolLike | undefined)?.sockets, origin);
 }
 
-/** The headers that tell a feed's pages apart: the continuation, the change feed's etag, the partition key range. */
-const pageHeaders = [CosmosHeaders.continuation, CosmosHeaders.ifNoneMatch, "x-ms-documentdb-partitionkeyrangeid"] as const;
+/**
+ * The headers that tell apart requests of one path signed in the same second (the signature covers neither body nor
+ * these): a feed's pages (the continuation, the change feed's etag, the partition key range, the feed range), and
+ * queries, whose plan and first page `@azure/cosmos` sends at once as the same POST, told apart by the plan's marker,
+ * and each query iterator's requests by its correlated activity id.
+ */
+const identityHeaders = [
+  CosmosHeaders.continuation,
+  CosmosHeaders.ifNoneMatch,
+  "x-ms-documentdb-partitionkeyrangeid",
+  "x-ms-documentdb-partitionkey",
+  "x-ms-start-epk",
+  "x-ms-end-epk",
+  CosmosHeaders.isQueryPlan,
+  "x-ms-cosmos-correlated-activityid",
+] as const;
 
 function sameTokens(message: ClientRequestLike, request: PipelineRequest): boolean {
-  return pageHeaders.every((name) => {
+  return identityHeaders.every((name) => {
     const sent = message.getHeader?.(name);
     const own = request.headers.get(name);
     return (sent === undefined ? undefined : String(sent)) === own;
@@ -165,7 +179,7 @@ function socketsAlike(request: PipelineRequest): SocketLike[] | undefined {
       if (message.method !== request.method || message.path !== path) continue;
       if (String(message.getHeader("host") ?? "") !== url.host) continue;
       if (message.getHeader(CosmosHeaders.authorization) !== authorization || message.getHeader(CosmosHeaders.date) !== date) continue;
-      // The pages of one feed, signed in the same second, differ only in their tokens.
+      // The pages of one feed, a query's plan and its first page, two queries: signed in the same second, they differ only here.
       if (!sameTokens(message, request)) continue;
       alike.push(socket);
     }
@@ -179,7 +193,7 @@ function socketsAlike(request: PipelineRequest): SocketLike[] | undefined {
  * read that never drains pays nothing for it. The agent's active sockets
  * each name the `ClientRequest` they carry (`_httpMessage`, the agent's own
  * link); the request is the one with the arm's method, path, host,
- * signature and page tokens. When more than one request matches (concurrent copies of the
+ * signature and identity headers (page tokens, query markers). When more than one request matches (concurrent copies of the
  * same read to the same region within the signature's second) none is
  * returned, but `null`: releasing another caller's connection could let the
  * process exit under a request that caller awaits (see
@@ -216,7 +230,7 @@ function copiesOf(a: PipelineRequest, b: PipelineRequest): boolean {
     a.url === b.url &&
     a.headers.get(CosmosHeaders.authorization) === b.headers.get(CosmosHeaders.authorization) &&
     a.headers.get(CosmosHeaders.date) === b.headers.get(CosmosHeaders.date) &&
-    pageHeaders.every((name) => a.headers.get(name) === b.headers.get(name))
+    identityHeaders.every((name) => a.headers.get(name) === b.headers.get(name))
   );
 }
 

@@ -83,6 +83,20 @@ describe("a drained loser never costs a later request, nor keeps a process alive
     assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose`);
   });
 
+  // Found by a hostile review (helper-41): a query's plan and its first page, sent at once as the same POST signed in the
+  // same second, were not told apart, so neither drained hedge's socket was released: the script lived 5 s (the drain's
+  // bound) after dispose, where plain's exits at once.
+  it("two queries at once whose hedges lose and never answer (the preferred region 300 ms late, the others hung): the script exits promptly after dispose", async function () {
+    fixture.emulator.region("West US").addFault({ operations: ["query", "queryPlan"], delayMs: 300 });
+    for (const region of ["East US", "North Europe"]) fixture.emulator.region(region).addFault({ operations: ["query", "queryPlan"], delayMs: straggler });
+    const run = await runChild(childOn({ operation: "twoQueries" }));
+    fixture.emulator.clearFaults();
+    assert.equal(run.line.status, 200);
+    const hedges = fixture.emulator.requests.filter((request) => request.region !== "West US" && (request.kind === "query" || request.kind === "queryPlan"));
+    assert.ok(hedges.length >= 4, `premise: the plans and first pages were hedged: ${hedges.length} hedges`);
+    assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose (the drain's bound: 5000 ms)`);
+  });
+
   // Found by a hostile review (helper-36): two identical reads at once, both primaries drained losers whose sockets cannot
   // be told apart. Plain @azure/cosmos cuts each at its requestTimeout; once the hedges had answered the SDK no longer
   // did, nothing bounded the drains, and the process lived until the region answered (30 s here, or never).

@@ -20,7 +20,7 @@ interface ChildSettings {
   readonly database: string;
   readonly container: string;
   /** `"query"`: a paged query (2 items a page) instead of the point read; `"hotItem"`: two reads of one item at once. */
-  readonly operation?: "pointRead" | "query" | "hotItem";
+  readonly operation?: "pointRead" | "query" | "twoQueries" | "hotItem";
   /** The drains' time bound (`drainLosers.maxDrainMs`); unset, the default. */
   readonly maxDrainMs?: number;
   /** `"fetch"`: an `httpClient` of the user's over `fetch`, which pools its own connections and ignores the request's agent. */
@@ -54,6 +54,12 @@ if (settings.operation === "query") {
   const { resources } = await container.items.query("SELECT * FROM c", { maxItemCount: 2 }).fetchAll();
   client.dispose();
   process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status: resources.length > 0 ? 200 : 0, terminalState: "hedgeWon" })}\n`);
+} else if (settings.operation === "twoQueries") {
+  // Two queries at once: each one's plan and first page go out together, the same POST signed in the same second, and so
+  // do the other's; every hedge of theirs loses and drains.
+  const pages = await Promise.all(["SELECT * FROM c", "SELECT c.id FROM c"].map((text) => container.items.query(text).fetchAll()));
+  client.dispose();
+  process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status: pages.every(({ resources }) => resources.length > 0) ? 200 : 0, terminalState: "primaryWon" })}\n`);
 } else if (settings.operation === "hotItem") {
   // The same request twice on the agent at once (signed in the same second): neither primary's socket is told apart.
   const responses = await Promise.all([container.item("item-1", "pk-1").read(), container.item("item-1", "pk-1").read()]);

@@ -43,8 +43,8 @@ function onTheWire(headers: Record<string, string> = {}, method = "GET", path = 
   return new FakeClientRequest(method, path, { host: "acct-eastus.documents.azure.com", ...signed, ...headers });
 }
 
-function requestOn(agent: unknown, headers: Record<string, string> = {}, at = url): PipelineRequest {
-  const request = makeRequest(at, { headers: { ...signed, ...headers } });
+function requestOn(agent: unknown, headers: Record<string, string> = {}, at = url, method: "GET" | "POST" = "GET"): PipelineRequest {
+  const request = makeRequest(at, { headers: { ...signed, ...headers }, method });
   request.agent = agent as Agent;
   return request;
 }
@@ -149,6 +149,26 @@ describe("drainSockets", () => {
       assert.equal(drainedConnectionOf(request()), undefined);
       candidates.push(onTheWire({ "x-ms-continuation": "page-2" }));
       assert.ok(drainedConnectionOf(request()) != null, "(the control: the same page on the wire is found)");
+    });
+
+    // Found by a hostile review (helper-41): @azure/cosmos sends a query's plan and its first page at once, the same POST
+    // signed in the same second; neither drained hedge's socket was found, and each held the process for the drain's bound.
+    it("a query's plan, its first page and another query's page, on the same path in the same second, are told apart", () => {
+      const query = { "x-ms-documentdb-isquery": "True", "x-ms-cosmos-correlated-activityid": "query-a" };
+      const plan = onTheWire({ ...query, "x-ms-cosmos-is-query-plan-request": "True" }, "POST");
+      const page = onTheWire(query, "POST");
+      const otherQuery = onTheWire({ ...query, "x-ms-cosmos-correlated-activityid": "query-b" }, "POST");
+      const otherRange = onTheWire({ ...query, "x-ms-start-epk": "05C1", "x-ms-end-epk": "FF" }, "POST");
+      const otherKey = onTheWire({ ...query, "x-ms-documentdb-partitionkey": '["pk-2"]' }, "POST");
+      const agent = agentWith(...[plan, page, otherQuery, otherRange, otherKey].map((message) => new FakeSocket(message)));
+      const connection = (headers: Record<string, string>) => drainedConnectionOf(requestOn(agent, headers, url, "POST"));
+      for (const [headers, message] of [[{ ...query, "x-ms-cosmos-is-query-plan-request": "True" }, plan], [query, page]] as const) {
+        const found = connection(headers);
+        assert.ok(found !== undefined && found !== null, JSON.stringify(headers));
+        found.destroy();
+        assert.equal(message.destroyed, true);
+      }
+      assert.deepEqual([otherQuery, otherRange, otherKey].map((message) => message.destroyed), [false, false, false]);
     });
 
     it("two sockets carrying copies of the same request: neither, so another caller's connection is never released; null says it is on the agent", () => {
