@@ -9,6 +9,8 @@ export interface DrainedConnection {
   release(): void;
   /** Closes the connection: the request fails, its socket leaves the pool. */
   destroy(): void;
+  /** The request settled after {@link DrainedConnection.destroy}: nothing of it is left to close. */
+  settled(): void;
 }
 
 /** The parts of a Node.js `ClientRequest` and socket that a drain reads and uses. */
@@ -210,6 +212,28 @@ export function drainedConnectionOf(request: PipelineRequest): DrainedConnection
     // The agent refs a pooled socket again when it hands it to the next request.
     release: () => socket.unref?.(),
     destroy: () => socket._httpMessage?.destroy?.(),
+    settled: () => undefined,
+  };
+}
+
+/**
+ * The connection a drain holds of its request (see {@link drainedConnectionOf}),
+ * copies included: where copies of the request share its agent, neither
+ * socket is let go of (either may be another caller's), and destroying it
+ * puts it under its copies' common bound (see {@link closeWhenEveryCopyOverdue},
+ * looked at again every `recheckMs`), which it leaves once it has settled.
+ * `undefined`: the request is not on its agent.
+ */
+export function drainConnection(request: PipelineRequest, recheckMs: number): DrainedConnection | undefined {
+  const connection = drainedConnectionOf(request);
+  if (connection !== null) return connection;
+  let withdraw: (() => void) | undefined;
+  return {
+    release: () => undefined,
+    destroy: () => {
+      withdraw ??= closeWhenEveryCopyOverdue(request, recheckMs);
+    },
+    settled: () => withdraw?.(),
   };
 }
 

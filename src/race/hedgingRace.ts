@@ -10,7 +10,7 @@ import type { HedgeArmReason, HedgeDrainEnd, HedgeSkipReason } from "../diagnost
 import { loserDrainDefaults } from "./loserDrain.js";
 import type { RaceArm, RaceInput, RaceOutcome } from "./race.js";
 import type { DrainedConnection } from "./drainSockets.js";
-import { closeWhenEveryCopyOverdue, drainedConnectionOf } from "./drainSockets.js";
+import { drainConnection } from "./drainSockets.js";
 import { holdSocket } from "./socketHolders.js";
 
 /** A loser running on after its race was decided. */
@@ -20,14 +20,8 @@ interface Drain {
   readonly done: (arm: RaceArm) => void;
   /** Whether it holds a slot of the policy's drains (a primary that cannot be aborted drains without one when none is free). */
   readonly slot: boolean;
-  /**
-   * The arm's connection, for a primary the race cannot abort through a
-   * signal; `null` when copies of the request share its agent (see
-   * `drainedConnectionOf`).
-   */
-  readonly connection: DrainedConnection | null | undefined;
-  /** Withdraws an overdue drain with copies from their common bound (see `closeWhenEveryCopyOverdue`). */
-  withdraw?: () => void;
+  /** The arm's connection, for a primary the race cannot abort through a signal (see `drainConnection`). */
+  readonly connection: DrainedConnection | undefined;
   end?: HedgeDrainEnd;
   endedAt?: number;
   result?: ArmResult;
@@ -665,7 +659,7 @@ export class HedgingRace<T = RaceOutcome> {
       }
       if (arm.controller === undefined) {
         // A primary sent with the caller's signal only: the race cannot abort it, so it drains.
-        drains.push(this.startDrain(arm, now, drain?.tryStart() === true, drainedConnectionOf(arm.request)));
+        drains.push(this.startDrain(arm, now, drain?.tryStart() === true, this.connectionOf(arm)));
         continue;
       }
       // A loser not yet sent never goes out: aborting it costs no connection. Nor does a hedge drain past the primary's
@@ -676,7 +670,7 @@ export class HedgingRace<T = RaceOutcome> {
       // drains there all the same: plain would wait for that very request, and its answer is what the SDK's breaker and
       // endpoint discovery must hear of.)
       const mayDrain = drain !== undefined && arm.sent === true && !fallback;
-      const connection = mayDrain ? drainedConnectionOf(arm.request) : undefined;
+      const connection = mayDrain ? this.connectionOf(arm) : undefined;
       const untraceable = arm.index > 0 && connection === undefined && arm.request.agent != null && !reachesCoreTransport(this.input.request);
       if (mayDrain && !untraceable && drain.tryStart()) drains.push(this.startDrain(arm, now, true, connection));
       else this.abortArm(arm, now);
@@ -691,8 +685,13 @@ export class HedgingRace<T = RaceOutcome> {
     arm.controller?.abort();
   }
 
-  /** @param connection - the arm's connection on its agent; `null` or `undefined` when it cannot be told (see `drainedConnectionOf`). */
-  private startDrain(arm: ArmState, decidedAt: number, slot: boolean, connection: DrainedConnection | null | undefined): Promise<RaceArm> {
+  /** An arm's connection on its agent, found as its drain starts; `undefined` when it is not there. */
+  private connectionOf(arm: ArmState): DrainedConnection | undefined {
+    return drainConnection(arm.request, this.input.drain?.settings.maxDrainMs ?? loserDrainDefaults.maxDrainMs);
+  }
+
+  /** @param connection - the arm's connection on its agent (see {@link HedgingRace.connectionOf}). */
+  private startDrain(arm: ArmState, decidedAt: number, slot: boolean, connection: DrainedConnection | undefined): Promise<RaceArm> {
     return new Promise<RaceArm>((done) => {
       this.draining += 1;
       const { maxDrainMs } = this.input.drain?.settings ?? loserDrainDefaults;
@@ -715,7 +714,7 @@ export class HedgingRace<T = RaceOutcome> {
     if (active.end !== undefined) {
       // Past its bound, a loser whose connection could not be cut still answers at last: its unread body would hold
       // that connection, and the process with it, for good. Dropped at its first byte, it closes the connection.
-      active.withdraw?.();
+      active.connection?.settled();
       void discardStreamBody(result.response, 0);
       return;
     }
@@ -735,17 +734,16 @@ export class HedgingRace<T = RaceOutcome> {
     active.endedAt ??= performance.now();
     if (arm.controller !== undefined) arm.controller.abort();
     // The caller's own request (no controller of the race's) was cut already by the caller's abort, through its signal.
-    else if (how !== "callerAborted") this.cutCallersRequest(arm, active);
+    else if (how !== "callerAborted") this.cutCallersRequest(active);
     this.endDrain(arm, how);
   }
 
   /** Cuts a drained primary the race has no signal for, at a bound, through its connection. */
-  private cutCallersRequest(arm: ArmState, active: Drain): void {
+  private cutCallersRequest(active: Drain): void {
     // A loser that has answered (its body still coming, or past the byte bound) is cut by its own body, the one
     // connection known to be its: counted among its copies, it would stand for a copy still some caller's.
     if (active.result !== undefined) destroyBody(active.result.response);
-    // Copies of it on the agent: they are closed together once none is awaited any more.
-    else if (active.connection === null) active.withdraw = closeWhenEveryCopyOverdue(arm.request, this.input.drain?.settings.maxDrainMs ?? loserDrainDefaults.maxDrainMs);
+    // With copies of it on the agent, they are closed together once none is awaited any more.
     else active.connection?.destroy();
   }
 

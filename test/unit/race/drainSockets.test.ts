@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Agent } from "node:http";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { markForCoreTransport } from "../../../src/race/armAbort.js";
-import { boundsSockets, closeWhenEveryCopyOverdue, drainedConnectionOf, primaryMayDrain, socketFreeFor } from "../../../src/race/drainSockets.js";
+import { boundsSockets, closeWhenEveryCopyOverdue, drainConnection, drainedConnectionOf, primaryMayDrain, socketFreeFor } from "../../../src/race/drainSockets.js";
 import { useFakeClock } from "../../support/leakCheck.js";
 import { makeRequest } from "../../support/requests.js";
 
@@ -250,6 +250,30 @@ describe("drainSockets", () => {
       assert.deepEqual([a.destroyed, b.destroyed], [false, false], "one overdue drain among two copies");
       withdrawB();
       assert.equal(clock.countTimers(), 0);
+    });
+
+    it("drainConnection: a request with copies on its agent lets go of no socket, is closed with them once all are overdue, and leaves their bound once settled", () => {
+      const first = onTheWire();
+      const second = onTheWire();
+      const agent = agentWith(new FakeSocket(first), new FakeSocket(second));
+      const [a, b] = [drainConnection(requestOn(agent), 1000)!, drainConnection(requestOn(agent), 1000)!];
+      a.release();
+      assert.deepEqual(agent.sockets["acct-eastus.documents.azure.com:443:"]!.map((socket) => socket.unrefs), [0, 0], "either may be a caller's");
+      a.destroy();
+      a.destroy();
+      assert.deepEqual([first.destroyed, second.destroyed], [false, false], "one overdue copy of two, counted once");
+      a.settled();
+      b.destroy();
+      clock.tick(3000);
+      assert.deepEqual([first.destroyed, second.destroyed], [false, false], "the settled copy is no longer counted");
+      b.settled();
+      assert.equal(clock.countTimers(), 0, "no recheck left once every copy has settled");
+      const lone = onTheWire();
+      const alone = drainConnection(requestOn(agentWith(new FakeSocket(lone))), 1000)!;
+      alone.destroy();
+      alone.settled();
+      assert.equal(lone.destroyed, true, "a request without copies is its own socket");
+      assert.equal(drainConnection(requestOn(agentWith()), 1000), undefined);
     });
 
     it("copies of another request (another signature) are a group of their own", () => {
