@@ -10,7 +10,7 @@ import type { HedgeArmReason, HedgeDrainEnd, HedgeSkipReason } from "../diagnost
 import { loserDrainDefaults } from "./loserDrain.js";
 import type { RaceArm, RaceInput, RaceOutcome } from "./race.js";
 import type { DrainedConnection } from "./drainSockets.js";
-import { drainConnection } from "./drainSockets.js";
+import { drainConnection, drainedConnectionOf } from "./drainSockets.js";
 import { holdSocket } from "./socketHolders.js";
 
 /** A loser running on after its race was decided. */
@@ -659,7 +659,7 @@ export class HedgingRace<T = RaceOutcome> {
       }
       if (arm.controller === undefined) {
         // A primary sent with the caller's signal only: the race cannot abort it, so it drains.
-        drains.push(this.startDrain(arm, now, drain?.tryStart() === true, this.connectionOf(arm)));
+        drains.push(this.startDrain(arm, now, drain?.tryStart() === true, drainConnection(arm.request, drain?.settings.maxDrainMs ?? loserDrainDefaults.maxDrainMs)));
         continue;
       }
       // A loser not yet sent never goes out: aborting it costs no connection. Nor does a hedge drain past the primary's
@@ -668,11 +668,15 @@ export class HedgingRace<T = RaceOutcome> {
       // pools its own connections (a fetch client): it is not on the agent its request names, and nothing could keep it
       // from holding the process until it answers, which plain @azure/cosmos, never having sent it, would not. (A primary
       // drains there all the same: plain would wait for that very request, and its answer is what the SDK's breaker and
-      // endpoint discovery must hear of.)
+      // endpoint discovery must hear of.) Nor does a hedge whose socket cannot be told from a copy's (`null`: a hot item's
+      // hedges, two change feeds read from the start at once): none of theirs could be let go of, and each would hold the
+      // process for the drain's bound.
       const mayDrain = drain !== undefined && arm.sent === true && !fallback;
-      const connection = mayDrain ? this.connectionOf(arm) : undefined;
-      const untraceable = arm.index > 0 && connection === undefined && arm.request.agent != null && !reachesCoreTransport(this.input.request);
-      if (mayDrain && !untraceable && drain.tryStart()) drains.push(this.startDrain(arm, now, true, connection));
+      const connection = mayDrain ? drainedConnectionOf(arm.request) : undefined;
+      const untraceable =
+        arm.index > 0 && (connection === null || (connection === undefined && arm.request.agent != null && !reachesCoreTransport(this.input.request)));
+      // A primary with the race's own signal is cut through it at its bound, whatever its connection.
+      if (mayDrain && !untraceable && drain.tryStart()) drains.push(this.startDrain(arm, now, true, connection ?? undefined));
       else this.abortArm(arm, now);
     }
     if (this.draining === 0) this.stopListening();
@@ -685,12 +689,7 @@ export class HedgingRace<T = RaceOutcome> {
     arm.controller?.abort();
   }
 
-  /** An arm's connection on its agent, found as its drain starts; `undefined` when it is not there. */
-  private connectionOf(arm: ArmState): DrainedConnection | undefined {
-    return drainConnection(arm.request, this.input.drain?.settings.maxDrainMs ?? loserDrainDefaults.maxDrainMs);
-  }
-
-  /** @param connection - the arm's connection on its agent (see {@link HedgingRace.connectionOf}). */
+  /** @param connection - the arm's connection on its agent (see `drainConnection`), where the race must cut it by its connection. */
   private startDrain(arm: ArmState, decidedAt: number, slot: boolean, connection: DrainedConnection | undefined): Promise<RaceArm> {
     return new Promise<RaceArm>((done) => {
       this.draining += 1;

@@ -97,6 +97,26 @@ describe("a drained loser never costs a later request, nor keeps a process alive
     assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose (the drain's bound: 5000 ms)`);
   });
 
+  // Found by a hostile review (helper-43): two identical requests at once whose hedges lose and hang (a hot item, two
+  // change feeds read from the start): the hedges' sockets could not be told apart, so neither was let go of, and the
+  // script lived the drain's 5 s after dispose, where plain, which never sent them, exits at once.
+  for (const [operation, kinds] of [
+    ["hotItem", ["pointRead"]],
+    ["twoChangeFeeds", ["changeFeed"]],
+  ] as const) {
+    it(`${operation}: identical requests at once whose hedges lose and never answer: the script exits promptly after dispose`, async function () {
+      fixture.emulator.region("West US").addFault({ operations: [...kinds], delayMs: 300 });
+      for (const region of ["East US", "North Europe"]) fixture.emulator.region(region).addFault({ operations: [...kinds], delayMs: straggler });
+      const since = fixture.emulator.requests.length;
+      const run = await runChild(childOn({ operation }));
+      fixture.emulator.clearFaults();
+      assert.equal(run.line.status, 200);
+      const hedges = fixture.emulator.requests.slice(since).filter((request) => request.region !== "West US" && (kinds as readonly string[]).includes(request.kind));
+      assert.ok(hedges.length >= 2, `premise: both requests were hedged: ${hedges.length} hedges`);
+      assert.ok(run.afterDisposeMs < 2000, `the process lived ${run.afterDisposeMs} ms after dispose (the drain's bound: 5000 ms)`);
+    });
+  }
+
   // Found by a hostile review (helper-36): two identical reads at once, both primaries drained losers whose sockets cannot
   // be told apart. Plain @azure/cosmos cuts each at its requestTimeout; once the hedges had answered the SDK no longer
   // did, nothing bounded the drains, and the process lived until the region answered (30 s here, or never).

@@ -7,7 +7,7 @@
  * `DRAIN_CHILD` (JSON: endpoint, key, preferred regions, drainLosers, the
  * operation and the transport).
  */
-import { CosmosClient } from "@azure/cosmos";
+import { ChangeFeedStartFrom, CosmosClient } from "@azure/cosmos";
 import { withHedging } from "../../src/client/withHedging.js";
 import { getHedgeDiagnostics } from "../../src/diagnostics/diagnostics.js";
 import { fetchTransport } from "./fetchTransport.js";
@@ -20,7 +20,7 @@ interface ChildSettings {
   readonly database: string;
   readonly container: string;
   /** `"query"`: a paged query (2 items a page) instead of the point read; `"hotItem"`: two reads of one item at once. */
-  readonly operation?: "pointRead" | "query" | "twoQueries" | "hotItem";
+  readonly operation?: "pointRead" | "query" | "twoQueries" | "twoChangeFeeds" | "hotItem";
   /** The drains' time bound (`drainLosers.maxDrainMs`); unset, the default. */
   readonly maxDrainMs?: number;
   /** `"fetch"`: an `httpClient` of the user's over `fetch`, which pools its own connections and ignores the request's agent. */
@@ -60,6 +60,11 @@ if (settings.operation === "query") {
   const pages = await Promise.all(["SELECT * FROM c", "SELECT c.id FROM c"].map((text) => container.items.query(text).fetchAll()));
   client.dispose();
   process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status: pages.every(({ resources }) => resources.length > 0) ? 200 : 0, terminalState: "primaryWon" })}\n`);
+} else if (settings.operation === "twoChangeFeeds") {
+  // Two change feeds read from the start at once: the same GET, signed in the same second, with no token to tell them apart.
+  const pages = await Promise.all([0, 1].map(() => container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() }).readNext()));
+  client.dispose();
+  process.stdout.write(`${JSON.stringify({ disposedAt: Date.now(), status: pages.every((page) => page.statusCode === 200) ? 200 : 0, terminalState: "primaryWon" })}\n`);
 } else if (settings.operation === "hotItem") {
   // The same request twice on the agent at once (signed in the same second): neither primary's socket is told apart.
   const responses = await Promise.all([container.item("item-1", "pk-1").read(), container.item("item-1", "pk-1").read()]);

@@ -175,6 +175,25 @@ describe("HedgingRace: the lazy race", () => {
       await harness.clock.tickAsync(60_000);
     });
 
+    // helper-43: the hedges of two identical requests drained with neither socket let go of, holding the process 5 s.
+    it("a losing hedge whose socket cannot be told from a copy's is cut at the decision, not drained: plain never sent it", async () => {
+      const sockets: Record<string, FakeSocket[]> = {};
+      const { request } = sdkRead({ sockets, maxSockets: Infinity, maxTotalSockets: Infinity });
+      harness.transport.script(eastUs.endpoint, { status: 200, delayMs: threshold + 100 });
+      harness.transport.script(westUs.endpoint, { status: 200, delayMs: 60_000 });
+      const pending = hedged()(request);
+      await harness.clock.tickAsync(threshold + 10);
+      const hedge = harness.transport.receivedBy(westUs.endpoint).at(-1)!.request;
+      // The hedge and another race's copy of it on the agent.
+      sockets[`${new URL(westUs.endpoint).hostname}:443:`] = [socketFor(hedge), socketFor(hedge)];
+      await harness.clock.tickAsync(100);
+      assert.deepEqual(
+        diagnosticsOf(pending).arms.map((arm) => arm.outcome),
+        ["returned", "aborted"],
+      );
+      assert.equal(harness.transport.receivedBy(westUs.endpoint).at(-1)?.outcome, "aborted");
+    });
+
     it("a copy that answered before its bound (its body past the byte bound) is cut by its own body, and never stands for the caller's copy", async () => {
       const { sockets, request, awaited } = twoCopies();
       harness.transport.script(eastUs.endpoint, { status: 200, delayMs: threshold + 100, body: "x".repeat(64) });
