@@ -694,12 +694,7 @@ export class HedgingRace<T = RaceOutcome> {
     return new Promise<RaceArm>((done) => {
       this.draining += 1;
       const { maxDrainMs } = this.input.drain?.settings ?? loserDrainDefaults;
-      // The caller's own primary: plain, the caller would have cut it at its timeout, which it no longer applies once
-      // the race has answered it. Past that a copy of it on the agent (a hot item) would hold the process for the
-      // drain's bound, where plain's had been cut and retried long before.
-      const { callerTimeoutMs } = this.input;
-      const boundMs = arm.controller === undefined && callerTimeoutMs !== undefined ? Math.max(0, Math.min(maxDrainMs, callerTimeoutMs - (decidedAt - arm.startedAt))) : maxDrainMs;
-      const timer = setTimeout(() => this.cutDrain(arm, "timeLimit"), boundMs);
+      const timer = setTimeout(() => this.cutDrain(arm, "timeLimit"), maxDrainMs);
       // The loser's own request keeps the process alive while it runs; its bound alone must not.
       (timer as { unref?: () => void }).unref?.();
       // Nor may the loser itself: a script that got its answer exits without waiting for it.
