@@ -234,6 +234,8 @@ interface CrossRegionSettings {
   readonly budget: LoadBudget | undefined;
   readonly routing: RegionRouting;
   readonly drain: LoserDrain | undefined;
+  /** The client's per-attempt request timeout (`requestTimeout`). */
+  readonly requestTimeout: number;
   readonly signer: RequestSigner | undefined;
   readonly onDiagnostics: ((diagnostics: HedgeDiagnostics) => void) | undefined;
   readonly hedgesWithoutSessionToken: boolean;
@@ -303,6 +305,7 @@ function validate(given: CrossRegionHedgingPolicyOptions): CrossRegionSettings {
     budget,
     routing,
     drain,
+    requestTimeout,
     signer: options.signer,
     onDiagnostics: options.onDiagnostics,
     hedgesWithoutSessionToken: options.hedgesWithoutSessionToken === true,
@@ -432,6 +435,14 @@ export function crossRegionHedging(
         : { ...sdkBreaker, onDeferral, onUnreachableThreshold: (thresholdMs, source) => logger.warning(unreachableThresholdLine(thresholdMs, source, sdkBreaker.readTimeoutMs)) },
   });
   const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), health);
+  /**
+   * How long @azure/cosmos lets one attempt of `operation` run before it cuts it: its `requestTimeout`, shorter for a
+   * point read while its partition-level breaker is on. (The SDK cuts only reads it has a partition key range for at
+   * the shorter timeout; a query's plan, for one, runs to `requestTimeout`, and its late answer is what the SDK's
+   * endpoint discovery acts on: never bound a drain below what plain would have waited.)
+   */
+  const sdkAttemptTimeoutMs = (operation: OperationKind): number =>
+    sdkBreaker !== undefined && operation === "pointRead" && sdkBreaker.active() ? Math.min(settings.requestTimeout, sdkBreaker.readTimeoutMs) : settings.requestTimeout;
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };
   /** The strategy of the latest timing (a batch's judges its answer apart): nearly every request has the same one, and a strategy keeps no state of a race. */
   let strategy: DocumentRaceStrategy | undefined;
@@ -512,6 +523,7 @@ export function crossRegionHedging(
         strategy: strategyFor(header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0),
         signer,
         drain,
+        callerTimeoutMs: sdkAttemptTimeoutMs(operation),
         hedgesWithoutSessionToken: settings.hedgesWithoutSessionToken,
       }, sink, read.startedAt, thresholdPassed);
     },
@@ -607,6 +619,7 @@ export function crossRegionHedging(
       signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.
       drain: drains ? drain : undefined,
+      callerTimeoutMs: sdkAttemptTimeoutMs(operation),
       // Losers that may not drain are aborted, the primary included, which needs a signal of the race's on it from the start;
       // so does a primary whose drained connection the race could not manage.
       eager: !drains || !primaryMayDrain(request),

@@ -242,6 +242,8 @@ export function metadataHedging(options: MetadataHedgingPolicyOptions, bookkeepi
       strategy: new MetadataRaceStrategy(header.thresholdMs ?? 0, budget),
       signer,
       drain: drains ? drain : undefined,
+      // The SDK cuts a metadata read at its requestTimeout too, and stops once the race has answered it.
+      callerTimeoutMs: settings.requestTimeout,
       eager: !drains || !primaryMayDrain(request),
     }, sink);
   }

@@ -162,6 +162,8 @@ export interface HedgePlan {
   readonly hedgesWithoutSessionToken?: boolean | undefined;
   /** Leaves losers to finish within these bounds; `undefined` aborts them. */
   readonly drain?: LoserDrain | undefined;
+  /** The caller's own bound on the primary (see `RaceInput.callerTimeoutMs`). */
+  readonly callerTimeoutMs?: number | undefined;
   /** Gives the primary an abort signal of the race's up front, so that it can be aborted when it loses (see `RaceInput.eager`). */
   readonly eager?: boolean | undefined;
 }
@@ -240,6 +242,7 @@ class HedgedRequest implements RaceInput<PipelineResponse> {
   readonly primaryRegion: RegionEndpoint;
   readonly strategy: RaceStrategy;
   readonly drain: LoserDrain | undefined;
+  readonly callerTimeoutMs: number | undefined;
   readonly eager: boolean | undefined;
   readonly onResponse: RaceInput["onResponse"];
   private trace: RaceTrace | undefined;
@@ -255,6 +258,7 @@ class HedgedRequest implements RaceInput<PipelineResponse> {
     this.primaryRegion = plan.primaryRegion;
     this.strategy = plan.strategy;
     this.drain = plan.drain;
+    this.callerTimeoutMs = plan.callerTimeoutMs;
     this.eager = plan.eager;
     this.onResponse = sink.learner?.noteResponse;
   }

@@ -16,7 +16,8 @@ import { holdSocket } from "./socketHolders.js";
 /** A loser running on after its race was decided. */
 interface Drain {
   readonly decidedAt: number;
-  readonly timer: ReturnType<typeof setTimeout>;
+  /** Its time bound (re-armed by a timer that fired before its time, see `drainTimer`). */
+  timer: ReturnType<typeof setTimeout>;
   readonly done: (arm: RaceArm) => void;
   /** Whether it holds a slot of the policy's drains (a primary that cannot be aborted drains without one when none is free). */
   readonly slot: boolean;
@@ -694,10 +695,15 @@ export class HedgingRace<T = RaceOutcome> {
     return new Promise<RaceArm>((done) => {
       this.draining += 1;
       const { maxDrainMs } = this.input.drain?.settings ?? loserDrainDefaults;
-      const timer = setTimeout(() => this.cutDrain(arm, "timeLimit"), maxDrainMs);
-      // The loser's own request keeps the process alive while it runs; its bound alone must not.
-      (timer as { unref?: () => void }).unref?.();
-      // Nor may the loser itself: a script that got its answer exits without waiting for it.
+      // The primary, the caller's own request (with a signal of the race's or not): plain, the caller would have cut it
+      // at its timeout, which it no longer applies once the race has answered it. Past that, a primary whose connection
+      // cannot be let go of (a copy of it on the agent: a hot item; a transport of the user's that pools its own) would
+      // hold the process for the drain's bound, where plain's had been cut and retried long before.
+      const { callerTimeoutMs } = this.input;
+      const callerDeadline = arm.index === 0 && callerTimeoutMs !== undefined ? arm.startedAt + callerTimeoutMs : Number.POSITIVE_INFINITY;
+      const deadline = Math.min(callerDeadline, decidedAt + maxDrainMs);
+      const timer = this.drainTimer(arm, deadline, deadline - decidedAt);
+      // Neither the timer (see drainTimer) nor the connection keeps the process alive: a script that got its answer exits without waiting for the loser.
       connection?.release();
       arm.drain = { decidedAt, timer, done, slot, connection };
       // Node's transport reads this when the response headers arrive: a loser whose headers are still to come
@@ -706,6 +712,25 @@ export class HedgingRace<T = RaceOutcome> {
       // A frozen request (the caller's own primary) takes no change: its body comes whole, and the drain still bounds its time.
       Reflect.set(arm.request, "streamResponseStatusCodes", new Set([Number.POSITIVE_INFINITY]));
     });
+  }
+
+  /**
+   * The timer that cuts a drain at `deadline` (`performance.now()`), `inMs` from now, not keeping the process alive.
+   * A timer may fire a little before its time by the event loop's clock: it waits out what is left, so that a primary
+   * cut at the caller's timeout has run at least that long, and the SDK's breaker counts it against its region as it
+   * counts plain's.
+   */
+  private drainTimer(arm: ArmState, deadline: number, inMs: number): ReturnType<typeof setTimeout> {
+    const timer = setTimeout(() => {
+      const active = arm.drain;
+      if (active === undefined || active.end !== undefined) return;
+      const left = deadline - performance.now();
+      if (left > 0) active.timer = this.drainTimer(arm, deadline, left);
+      else this.cutDrain(arm, "timeLimit");
+    }, Math.max(0, Math.ceil(inMs)));
+    // The loser's own request keeps the process alive while it runs; its bound alone must not.
+    (timer as { unref?: () => void }).unref?.();
+    return timer;
   }
 
   /** A drained loser's own settlement: its response came; its body is read (within the byte bound) before the drain ends. */

@@ -96,6 +96,13 @@ export interface RaceInput<T = RaceOutcome> {
   /** Leaves the losers of a decided race to finish within these bounds; `undefined` aborts them. */
   readonly drain?: LoserDrain | undefined;
   /**
+   * The caller's own bound on its request, from when it was sent (`@azure/cosmos`'s per-attempt `requestTimeout`, or
+   * its shorter timeout of a read under its partition-level circuit breaker). The caller stops applying it once the
+   * race hands it an answer, so a primary left to drain (with a signal of the race's or not) drains no longer than
+   * this from its start, whatever `drain` allows: plain, it would have been cut then. Unset, `drain` alone bounds it.
+   */
+  readonly callerTimeoutMs?: number | undefined;
+  /**
    * Gives the primary an abort signal of the race's (following the caller's)
    * before it is sent, so that it can be aborted when it loses. Costs a
    * controller and a listener on the caller's signal for every request;

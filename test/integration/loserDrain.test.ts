@@ -128,6 +128,24 @@ describe("a drained loser never costs a later request, nor keeps a process alive
     assert.ok(run.afterDisposeMs < 1000 + 2000, `the process lived ${run.afterDisposeMs} ms after dispose (the drain's bound: 1000 ms)`);
   });
 
+  // Found by a hostile review (helper-44): the SDK stops applying its requestTimeout once the race has answered it, and a
+  // losing primary whose connection cannot be let go of drained to the drain's 5 s: the copies of a hot item, or a read
+  // over a transport of the user's that pools its own connections. With requestTimeout 1000 plain's script ended about
+  // 1.09 s after its reads began (its retry in East US answers at once) and exited at once; the hedged one's reads took
+  // 0.1 s, but its process lived 5.0 s after dispose. A primary now drains no longer than the SDK would have let it run.
+  for (const [name, settings] of [
+    ["a hot item (two identical reads at once)", { operation: "hotItem" }],
+    ["one read over an httpClient of the user's on fetch", { transport: "fetch" }],
+  ] as const) {
+    it(`${name}, requestTimeout 1000, the preferred region hung: the script exits once the SDK's timeout has passed, as plain's would, not at the drain's bound`, async function () {
+      fixture.emulator.region("West US").addFault({ operations: ["pointRead"], delayMs: 30_000 });
+      const run = await runChild(childOn({ ...settings, requestTimeout: 1000 }));
+      fixture.emulator.clearFaults();
+      assert.deepEqual([run.line.status, run.line.terminalState], [200, "hedgeWon"]);
+      assert.ok(run.afterDisposeMs < 1000 + 1500, `the process lived ${run.afterDisposeMs} ms after dispose (the SDK's requestTimeout: 1000 ms; the drain's bound: 5000 ms)`);
+    });
+  }
+
   // Found by a hostile review (helper-37): a drained primary cut at its byte bound was counted as an overdue copy after
   // it had answered, and the count then stood for a plain client's identical request on the SDK's shared default
   // agent, which was destroyed (ECONNRESET) and retried by the SDK: 2.3 to 6.3 s later than plain alone.

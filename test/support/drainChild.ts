@@ -25,6 +25,8 @@ interface ChildSettings {
   readonly maxDrainMs?: number;
   /** `"fetch"`: an `httpClient` of the user's over `fetch`, which pools its own connections and ignores the request's agent. */
   readonly transport?: "fetch";
+  /** The client's `connectionPolicy.requestTimeout`; unset, the SDK's default. */
+  readonly requestTimeout?: number;
 }
 
 
@@ -39,7 +41,11 @@ const client = new CosmosClient(
     {
       endpoint: settings.endpoint,
       key: settings.key,
-      connectionPolicy: { enableBackgroundEndpointRefreshing: false, preferredLocations: settings.preferredLocations },
+      connectionPolicy: {
+        enableBackgroundEndpointRefreshing: false,
+        preferredLocations: settings.preferredLocations,
+        ...(settings.requestTimeout !== undefined ? { requestTimeout: settings.requestTimeout } : {}),
+      },
       ...(settings.transport === "fetch" ? { httpClient: fetchTransport() } : {}),
     },
     {

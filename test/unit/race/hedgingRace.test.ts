@@ -122,14 +122,22 @@ describe("HedgingRace: the lazy race", () => {
     assert.equal(harness.leaks.listenerCount(caller.signal), 0);
   });
 
-  it("a primary that loses drains by nature: its connection stops keeping the process alive at once and is destroyed at the drain's bound", async () => {
+  /**
+   * A signed read whose primary (East US, on its own socket of the agent) hangs and whose hedge (West US) answers in
+   * 10 ms: the primary loses and drains.
+   */
+  function primaryLosesOnItsSocket(options: CrossRegionHedgingPolicyOptions = {}): { socket: FakeSocket; pending: ReturnType<ReturnType<typeof hedged>> } {
     const sockets: { "acct-eastus.documents.azure.com:443:": FakeSocket[] } = { "acct-eastus.documents.azure.com:443:": [] };
     const { request } = sdkRead({ sockets, maxSockets: Infinity, maxTotalSockets: Infinity });
     const socket = socketFor(request);
     sockets["acct-eastus.documents.azure.com:443:"].push(socket);
     harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
     harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
-    const pending = hedged()(request);
+    return { socket, pending: hedged(options)(request) };
+  }
+
+  it("a primary that loses drains by nature: its connection stops keeping the process alive at once and is destroyed at the drain's bound", async () => {
+    const { socket, pending } = primaryLosesOnItsSocket();
     await harness.clock.tickAsync(threshold + 10);
     const diagnostics = diagnosticsOf(pending);
     assert.equal(diagnostics.terminalState, "hedgeWon");
@@ -139,6 +147,43 @@ describe("HedgingRace: the lazy race", () => {
     assert.deepEqual([socket.unrefs, socket.destroys], [1, 1], "destroyed at the drain's time bound");
     assert.equal(diagnostics.arms[0]?.drainEnd, "timeLimit");
     // The fake transport answers the destroyed request at its own time; nobody hears of it.
+    await harness.clock.tickAsync(slow);
+  });
+
+  // Found by a hostile review (helper-44): the caller would have cut its primary at its requestTimeout, and stops applying
+  // it once the race has answered; drained to the drain's 5 s, a hot item's primaries held a script's process past it.
+  it("a losing primary of the caller's drains no longer than the caller's requestTimeout from its start, when that comes before the drain's bound", async () => {
+    const { socket, pending } = primaryLosesOnItsSocket({ requestTimeout: 1000 });
+    await harness.clock.tickAsync(threshold + 10);
+    const diagnostics = diagnosticsOf(pending);
+    assert.equal(diagnostics.arms[0]?.outcome, "drained");
+    await harness.clock.tickAsync(1000 - (threshold + 10) - 1);
+    assert.equal(socket.destroys, 0, "still draining a millisecond before the caller's timeout");
+    await harness.clock.tickAsync(1);
+    assert.equal(socket.destroys, 1, "cut at the caller's timeout, 1000 ms after it was sent, not at the drain's 5000 ms");
+    assert.equal(diagnostics.arms[0]?.drainEnd, "timeLimit");
+    await harness.clock.tickAsync(slow);
+  });
+
+  // Node fires a timer up to about a millisecond before its time by `performance.now()` (measured: 4 of 400 timers made
+  // after 0 to 5 ms of work in a tick, by up to 0.89 ms): cut then, the primary would have run a hair less than the
+  // SDK's timeout, and the breaker watch would not count it against its region as the SDK counts plain's.
+  it("a drain timer that fires before its time by performance.now() waits out the rest: the primary is cut having run the caller's whole timeout", async () => {
+    const { socket, pending } = primaryLosesOnItsSocket({ requestTimeout: 1000 });
+    await harness.clock.tickAsync(threshold + 10);
+    const diagnostics = diagnosticsOf(pending);
+    const clockNow = performance.now.bind(performance);
+    // From here the process's clock reads half a millisecond behind the timers'.
+    performance.now = () => clockNow() - 0.5;
+    try {
+      await harness.clock.tickAsync(1000 - (threshold + 10));
+      assert.equal(socket.destroys, 0, "the timer fired at 1000 ms by its own clock, 999.5 ms by performance.now(): not yet cut");
+      await harness.clock.tickAsync(1);
+      assert.equal(socket.destroys, 1, "cut once performance.now() has passed the caller's timeout");
+      assert.ok((diagnostics.arms[0]?.durationMs ?? 0) >= 1000, `ran ${diagnostics.arms[0]?.durationMs} ms`);
+    } finally {
+      performance.now = clockNow;
+    }
     await harness.clock.tickAsync(slow);
   });
 

@@ -122,6 +122,23 @@ describe("losers of a decided race (drainLosers)", () => {
     assert.equal(loserDrainDefaults.maxDrainMs, 5000);
   });
 
+  // Found by a hostile review (helper-44): a primary sent with a signal of the race's (here: not over core's transport,
+  // as over a fetch client of the user's) drained to maxDrainMs though its caller cuts it at requestTimeout.
+  it("a drained primary with a signal of the race's is cut when the caller's requestTimeout, counted from its start, passes, if that comes before maxDrainMs", async () => {
+    const { send } = hedging({ requestTimeout: 400 });
+    scriptRace(60_000);
+    const pending = send(pointRead(eastUs, harness.leaks.controller().signal));
+    await harness.clock.tickAsync(threshold + 10);
+    const diagnostics = diagnosticsOf(pending);
+    assert.deepEqual([diagnostics.arms[0]?.outcome, diagnostics.arms[0]?.drainEnd], ["drained", undefined]);
+    await harness.clock.tickAsync(400 - threshold - 10 - 1);
+    assert.equal(harness.transport.receivedBy(eastUs.endpoint)[0]?.signalAborted, false);
+    await harness.clock.tickAsync(1);
+    const east = harness.transport.receivedBy(eastUs.endpoint)[0];
+    assert.deepEqual([east?.outcome, east?.settledAt], ["aborted", 400]);
+    assert.deepEqual([diagnostics.arms[0]?.drainEnd, diagnostics.arms[0]?.durationMs], ["timeLimit", 400]);
+  });
+
   it("aborts a loser whose body passes maxDrainBytes, and reads one within it to its end", async () => {
     const { policy, send, armResponses } = hedging({ drainLosers: { maxDrainBytes: 1000 } });
     scriptRace(300, { body: "x".repeat(2000), requestCharge: 5 });
