@@ -1,4 +1,4 @@
-// npm run bench:yardstick [-- --cases stragglers,mixed,brownout,healthy,noisy,wan --repeats 3 --first-seed 7 --reads 3000 --rate 100 --wan-warmup 3000 --stand-in MS --out FILE]
+// npm run bench:yardstick [-- --cases stragglers,mixed,brownout,healthy,noisy,wan --repeats 3 --first-seed 7 --reads 3000 --rate 100 --wan-warmup 3000 --warmup-ms 1000 --stand-in MS --out FILE]
 //
 // Issue 24's verdict, repeated until it means something. `npm run bench`
 // measures the learner against the hindsight-best fixed threshold in two
@@ -21,7 +21,7 @@ import type { HindsightVerdict, YardstickPoint } from "./support/hindsight.js";
 import { startEmulatorHost } from "./support/remoteEmulator.js";
 import { ms, percent } from "./support/stats.js";
 import { markdownTable } from "./support/table.js";
-import { defaultBrownOut, healthy, mixedTail, noisyHealthy, runBrownOut, runCountScenario, stragglers } from "./suites/tail.js";
+import { defaultBrownOut, defaultWarmUpMs, healthy, mixedTail, noisyHealthy, runBrownOut, runCountScenario, stragglers } from "./suites/tail.js";
 import { defaultWanSettings, runWanSuite, wanPreferredOrder } from "./suites/wan.js";
 import type { WanRow } from "./suites/wan.js";
 import type { BrownOutRow, CountScenario, TailRow } from "./suites/tail.js";
@@ -89,7 +89,7 @@ interface YardstickCase {
 function countCase(scenario: CountScenario): YardstickCase {
   return {
     name: scenario.name,
-    run: async (group, host, seed, load) => (await runCountScenario({ ...scenario, reads }, group, { host, seed, load })).map(fromTail),
+    run: async (group, host, seed, load) => (await runCountScenario({ ...scenario, reads }, group, { host, seed, load, warmUpMs })).map(fromTail),
   };
 }
 
@@ -116,6 +116,7 @@ const { values } = parseArgs({
     reads: { type: "string", default: "3000" },
     rate: { type: "string", default: "100" },
     "wan-warmup": { type: "string", default: String(defaultWanSettings.warmupReads) },
+    "warmup-ms": { type: "string", default: String(defaultWarmUpMs) },
     out: { type: "string" },
   },
 });
@@ -133,6 +134,10 @@ const rate = wholeNumber("rate", values.rate, 1);
 // The WAN case measures a learner a few seconds old by default (its closed loop runs about 550 reads a second); a longer
 // warm-up measures it once its whole window holds the workload.
 const wanWarmupReads = wholeNumber("wan-warmup", values["wan-warmup"], 0);
+// The count cases' clients, the learner among them, are a second old when their faults begin; a longer warm-up measures
+// a learner whose survival no longer holds the client's first reads (the learner's delay sat at 19 to 20 ms for the
+// first 5 to 8 s of some passes, where it settles at 5 to 12 ms).
+const warmUpMs = wholeNumber("warmup-ms", values["warmup-ms"], 1);
 
 /**
  * `--stand-in MS` runs a fixed threshold of MS ms (one hedge a read) in the learner's place: the yardstick's verdict on
@@ -288,7 +293,7 @@ const parts: string[] = [
     (standInMs === undefined ? "" : `**The learner's place is taken by a stand-in, fixed ${standInMs} ms (see \`--stand-in\`): every "learner" below is that stand-in.**\n\n`) +
     `Started ${started.toISOString()}; ${repeats} seeds a case (from seed ${firstSeed}), ${reads} reads a mode a pass at ${rate} reads/s a mode (Poisson), ` +
     `five modes at once (${learner.name} beside four of the fixed thresholds ${sweepThresholdsMs.join(", ")} ms, thresholdStep ${sweepStepMs} ms, ` +
-    `so one hedge a read), two passes a seed; every mode on its own emulator, all emulators in one host process. Seed s draws the ` +
+    `so one hedge a read), two passes a seed, each after ${warmUpMs} ms of healthy reads at the same rate; every mode on its own emulator, all emulators in one host process. Seed s draws the ` +
     `faults and the arrivals of every mode of both passes of that seed. The WAN case runs otherwise: see its caption.`,
 ];
 const host = await startEmulatorHost();

@@ -20,7 +20,7 @@ import { secondP99s } from "../support/hindsight.js";
 const itemCount = 100;
 const preferred = "East US";
 /** Each client is warmed at the offered rate (connections, caches, learned thresholds) before anything is timed. */
-const warmUpMs = 1000;
+export const defaultWarmUpMs = 1000;
 
 /** A fault rule of one region of a case. */
 export interface RegionFault {
@@ -275,6 +275,8 @@ export interface CountScenarioSettings {
   seed?: number;
   /** Runs the emulators in this host process instead of this one (the oracle mode then cannot run). */
   host?: EmulatorHost;
+  /** Milliseconds of healthy reads at the offered rate before the faults and the measurement begin. Default {@link defaultWarmUpMs}. */
+  warmUpMs?: number;
 }
 
 /**
@@ -287,7 +289,7 @@ export interface CountScenarioSettings {
  * The price: one mode's extra requests load the machine for all.
  */
 export async function runCountScenario(scenario: CountScenario, modes: readonly ModeSpec[], settings: CountScenarioSettings = {}): Promise<TailRow[]> {
-  const { load = defaultTailLoad, seed = 7, host } = settings;
+  const { load = defaultTailLoad, seed = 7, host, warmUpMs = defaultWarmUpMs } = settings;
   const prepared: PreparedMode[] = [];
   try {
     for (const mode of modes) prepared.push(await prepareMode(scenario, mode, seed, host));
@@ -457,7 +459,7 @@ export async function runBrownOut(modes: readonly ModeSpec[], settings = default
       const container = clients[m]!.database("bench").container("items");
       return { name: mode.name, read: async (index: number) => describeRead(await container.item(...itemKey(index)).read(), regionOf) };
     });
-    await Promise.all(timelineModes.map((mode) => runOpenLoop({ ...settings.load, durationMs: warmUpMs }, mode.read)));
+    await Promise.all(timelineModes.map((mode) => runOpenLoop({ ...settings.load, durationMs: defaultWarmUpMs }, mode.read)));
     for (const ledger of ledgers) ledger?.clear();
     const phases: Phase[] = [
       { label: "healthy", seconds: settings.healthySeconds },
