@@ -52,22 +52,6 @@ export const latencyWindowDefaults = {
    */
   refreshMs: 1_000,
   /**
-   * The share of the latencies a view's survival holds that, once censored
-   * or started running since the view was merged, merge it again, whatever
-   * `refreshMs` says. A cut or drained primary is a read a hedge won: the
-   * news the benefit rule turns on at the onset of a straggler episode, and
-   * half a percent of them is what it needs to hedge at all (its
-   * `minBenefitShare`). Held for up to `refreshMs`, that news left every
-   * straggler of the onset's first second or two to wait for the backstop
-   * (the yardstick's count cases: 1.3 to 5.7 % of a pass's reads at the
-   * backstop). A share, not every such latency: in a lasting episode they
-   * come with every tenth read, and a merge (with the survival and the
-   * rule read again) costs about 165 µs.
-   */
-  censoredNewsShare: 0.005,
-  /** The least milliseconds between two merges for `censoredNewsShare`: a brown-out censors every read, at any rate. */
-  newsRefreshMs: 100,
-  /**
    * The sketches' relative accuracy: 2 % of 5 ms is 0.1 ms, far finer than
    * any threshold needs, and it keeps a sketch spanning 1 ms to 1 s at about
    * 3 KB.
@@ -140,8 +124,6 @@ interface MergedView {
   readonly recentAnswers: DDSketch | undefined;
   /** How many censored latencies those buckets held, with the latencies still running. */
   readonly recentCensored: number;
-  /** How many latencies censored or started running since the view was merged merge it again (see `censoredNewsShare`). */
-  readonly censoredNews: number;
   /** The answers of stalls of the client, of every bucket and of the newest `survivalBuckets` (see `StallDetector`). */
   readonly stalled: DDSketch | undefined;
   readonly recentStalled: DDSketch | undefined;
@@ -179,8 +161,6 @@ class Window {
   private readonly stalls = new StallDetector((epochs, latencies) => this.discount(epochs, latencies));
   /** A stall was found since the view was merged: the survival must leave it out at once, not a second later. */
   private stallSinceView = false;
-  /** Latencies censored or started running since the view was merged (see `censoredNewsShare`). */
-  private censoredSinceView = 0;
 
   constructor(private readonly settings: Required<LatencyWindowsOptions>) {}
 
@@ -200,7 +180,6 @@ class Window {
           : (bucket.censored ??= newSketch());
     sketch.accept(latencyMs);
     this.recordedSinceView += 1;
-    if (observation === "censored") this.censoredSinceView += 1;
     if (slowAbove !== undefined) this.stalls.answer(at, epoch, latencyMs, slowAbove);
   }
 
@@ -231,7 +210,6 @@ class Window {
   startRunning(): void {
     this.running += 1;
     this.recordedSinceView += 1;
-    this.censoredSinceView += 1;
   }
 
   stopRunning(): void {
@@ -247,7 +225,6 @@ class Window {
       !this.stallSinceView &&
       view.epoch === epoch &&
       now - view.at < this.settings.refreshMs &&
-      (this.censoredSinceView < view.censoredNews || now - view.at < latencyWindowDefaults.newsRefreshMs) &&
       (this.recordedSinceView === 0 || (view.held >= youngWindow && this.recordedSinceView * 10 <= view.held))
     ) {
       return view;
@@ -274,9 +251,6 @@ class Window {
     const answers = tail === undefined ? baseline : mergeInto(mergeInto(undefined, baseline), tail);
     const observed = censored === undefined ? answers : mergeInto(mergeInto(undefined, answers), censored);
     const { running } = this;
-    const recentHeld = (recentAnswers?.count ?? 0) + recentCensored + running;
-    // The latencies the view's survival is read from (see `LatencyWindows.survival`).
-    const survivalHeld = recentHeld >= youngWindow ? recentHeld : (observed?.count ?? 0) + running;
     this.view = {
       at: now,
       epoch,
@@ -287,13 +261,11 @@ class Window {
       observed,
       recentAnswers,
       recentCensored: recentCensored + running,
-      censoredNews: Math.max(1, Math.ceil(latencyWindowDefaults.censoredNewsShare * survivalHeld)),
       stalled,
       recentStalled,
     };
     this.recordedSinceView = 0;
     this.stallSinceView = false;
-    this.censoredSinceView = 0;
     return this.view;
   }
 
