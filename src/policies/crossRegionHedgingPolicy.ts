@@ -436,13 +436,24 @@ export function crossRegionHedging(
   });
   const planner = new HedgePlanner(regions, new CrossRegionTiming(settings.timing), health);
   /**
-   * How long @azure/cosmos lets one attempt of `operation` run before it cuts it: its `requestTimeout`, shorter for a
-   * point read while its partition-level breaker is on. (The SDK cuts only reads it has a partition key range for at
-   * the shorter timeout; a query's plan, for one, runs to `requestTimeout`, and its late answer is what the SDK's
-   * endpoint discovery acts on: never bound a drain below what plain would have waited.)
+   * How long @azure/cosmos lets one attempt of `operation` run before it cuts it: its `requestTimeout`, shorter while
+   * its partition-level breaker (or failover) is on for a read or query of documents it resolved a partition key range
+   * for: a point read, a change feed's page, a query scoped to a partition key. (A query's plan, for one, runs to
+   * `requestTimeout`, and its late answer is what the SDK's endpoint discovery acts on: never bound a drain below what
+   * plain would have waited.)
    */
-  const sdkAttemptTimeoutMs = (operation: OperationKind): number =>
-    sdkBreaker !== undefined && operation === "pointRead" && sdkBreaker.active() ? Math.min(settings.requestTimeout, sdkBreaker.readTimeoutMs) : settings.requestTimeout;
+  const sdkAttemptTimeoutMs = (operation: OperationKind, request: PipelineRequest): number => {
+    if (sdkBreaker === undefined || !documentReadKinds.has(operation) || !sdkBreaker.active()) return settings.requestTimeout;
+    const shortened = Math.min(settings.requestTimeout, sdkBreaker.readTimeoutMs);
+    // As @azure/cosmos 4.10.1 decides it (RequestHandler): a read or query of documents it resolved a partition key range
+    // for; a change feed's page and a query scoped to a partition key are cut there as a point read is.
+    const partition = sdkBreaker.bookkeeping?.attemptOf(request)?.partition?.context;
+    if (partition !== undefined) {
+      return partition.resourceType === "docs" && (partition.operationType === "read" || partition.operationType === "query") ? shortened : settings.requestTimeout;
+    }
+    // Without the SDK's context: the reads it always resolves a partition for while its breaker is on.
+    return operation === "pointRead" || operation === "changeFeed" ? shortened : settings.requestTimeout;
+  };
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };
   /** The strategy of the latest timing (a batch's judges its answer apart): nearly every request has the same one, and a strategy keeps no state of a race. */
   let strategy: DocumentRaceStrategy | undefined;
@@ -523,7 +534,7 @@ export function crossRegionHedging(
         strategy: strategyFor(header.thresholdMs ?? 0, plan.thresholdStepMs ?? 0),
         signer,
         drain,
-        callerTimeoutMs: sdkAttemptTimeoutMs(operation),
+        callerTimeoutMs: sdkAttemptTimeoutMs(operation, request),
         hedgesWithoutSessionToken: settings.hedgesWithoutSessionToken,
       }, sink, read.startedAt, thresholdPassed);
     },
@@ -619,7 +630,7 @@ export function crossRegionHedging(
       signer,
       // A write loser still waiting for its connection would go out after its race was decided if left to drain.
       drain: drains ? drain : undefined,
-      callerTimeoutMs: sdkAttemptTimeoutMs(operation),
+      callerTimeoutMs: sdkAttemptTimeoutMs(operation, request),
       // Losers that may not drain are aborted, the primary included, which needs a signal of the race's on it from the start;
       // so does a primary whose drained connection the race could not manage.
       eager: !drains || !primaryMayDrain(request),

@@ -146,6 +146,24 @@ describe("a drained loser never costs a later request, nor keeps a process alive
     });
   }
 
+  // Found by a hostile review (helper-45): with the SDK's partition-level circuit breaker on, @azure/cosmos cuts every
+  // attempt of a read it has a partition for at 2 s (a change feed's page, a query scoped to a partition key), not only a
+  // point read's; the drain bounded only a point read's primary by it, and the others by requestTimeout (60 s), so the
+  // drain's 5 s held the script: two change feeds read at once from a hung preferred region exited 2.04 s after their
+  // reads began plain, 5.13 s hedged (5.0 s after dispose).
+  for (const [name, settings] of [
+    ["two change feeds read from the start at once", { operation: "twoChangeFeeds" }],
+    ["one change feed over an httpClient of the user's on fetch", { operation: "twoChangeFeeds", transport: "fetch" }],
+  ] as const) {
+    it(`${name}, the SDK's circuit breaker on, the preferred region hung: the script exits once the breaker's 2 s read timeout has passed, as plain's would`, async function () {
+      fixture.emulator.region("West US").addFault({ operations: ["changeFeed"], delayMs: 30_000 });
+      const run = await runChild(childOn({ ...settings, circuitBreaker: true }));
+      fixture.emulator.clearFaults();
+      assert.equal(run.line.status, 200);
+      assert.ok(run.afterDisposeMs < 2000 + 1500, `the process lived ${run.afterDisposeMs} ms after dispose (the SDK's read timeout under its breaker: 2000 ms; the drain's bound: 5000 ms)`);
+    });
+  }
+
   // Found by a hostile review (helper-37): a drained primary cut at its byte bound was counted as an overdue copy after
   // it had answered, and the count then stood for a plain client's identical request on the SDK's shared default
   // agent, which was destroyed (ECONNRESET) and retried by the SDK: 2.3 to 6.3 s later than plain alone.
