@@ -148,6 +148,16 @@ function sdkViewOf(facts: SdkAttemptFacts | undefined, active: boolean, settings
   return { breaker: true, timeoutMs: documentRead ? settings.readTimeoutMs : requestTimeoutMs };
 }
 
+/**
+ * How long `@azure/cosmos` lets one attempt run before it cuts it, while its
+ * breaker is on (see `sdkViewOf`): its short read timeout for a read or
+ * query of documents it resolved a partition key range for, else its
+ * `requestTimeout` (unbounded when not known).
+ */
+export function sdkTimeoutOf(facts: SdkAttemptFacts | undefined, settings: SdkBreakerSettings): number {
+  return sdkViewOf(facts, true, settings).timeoutMs;
+}
+
 /** Whether an attempt failed without an answer because it could not be sent: a name that does not resolve, or a request the transport could not send. */
 function couldNotSend(result: ArmResult): boolean {
   const code: unknown = typeof result.error === "object" && result.error !== null ? (result.error as { code?: unknown }).code : undefined;

@@ -37,6 +37,7 @@ import { DocumentRaceStrategy } from "../race/raceStrategies.js";
 import type { RacePrimary } from "../race/raceStrategies.js";
 import { RegionHealth } from "../learning/regionHealth.js";
 import type { FixedThresholdSource, SdkBreakerSettings, SdkDeferralReason } from "../learning/sdkBreakerWatch.js";
+import { sdkTimeoutOf } from "../learning/sdkBreakerWatch.js";
 import type { RequestHedgingControls } from "../request/requestModel.js";
 import type { CrossRegionTimingSettings } from "../planning/timing.js";
 import { CrossRegionTiming, crossRegionTimings } from "../planning/timing.js";
@@ -444,15 +445,10 @@ export function crossRegionHedging(
    */
   const sdkAttemptTimeoutMs = (operation: OperationKind, request: PipelineRequest): number => {
     if (sdkBreaker === undefined || !documentReadKinds.has(operation) || !sdkBreaker.active()) return settings.requestTimeout;
-    const shortened = Math.min(settings.requestTimeout, sdkBreaker.readTimeoutMs);
-    // As @azure/cosmos 4.10.1 decides it (RequestHandler): a read or query of documents it resolved a partition key range
-    // for; a change feed's page and a query scoped to a partition key are cut there as a point read is.
-    const partition = sdkBreaker.bookkeeping?.attemptOf(request)?.partition?.context;
-    if (partition !== undefined) {
-      return partition.resourceType === "docs" && (partition.operationType === "read" || partition.operationType === "query") ? shortened : settings.requestTimeout;
-    }
-    // Without the SDK's context: the reads it always resolves a partition for while its breaker is on.
-    return operation === "pointRead" || operation === "changeFeed" ? shortened : settings.requestTimeout;
+    const facts = sdkBreaker.bookkeeping?.attemptOf(request);
+    // Without the SDK's context, only the reads it always resolves a partition for are taken for cut short.
+    if (facts === undefined && operation !== "pointRead" && operation !== "changeFeed") return settings.requestTimeout;
+    return Math.min(settings.requestTimeout, sdkTimeoutOf(facts, sdkBreaker));
   };
   const sink: DiagnosticsSink = { logger, onDiagnostics: settings.onDiagnostics, learner: health };
   /** The strategy of the latest timing (a batch's judges its answer apart): nearly every request has the same one, and a strategy keeps no state of a race. */

@@ -124,24 +124,25 @@ describe("HedgingRace: the lazy race", () => {
 
   /**
    * A signed read whose primary (East US, on its own socket of the agent) hangs and whose hedge (West US) answers in
-   * 10 ms: the primary loses and drains.
+   * 10 ms, run until the hedge has won: the primary has lost and drains.
    */
-  function primaryLosesOnItsSocket(options: CrossRegionHedgingPolicyOptions = {}): { socket: FakeSocket; pending: ReturnType<ReturnType<typeof hedged>> } {
+  async function primaryDrainsOnItsSocket(options: CrossRegionHedgingPolicyOptions = {}): Promise<{ socket: FakeSocket; diagnostics: ReturnType<typeof diagnosticsOf> }> {
     const sockets: { "acct-eastus.documents.azure.com:443:": FakeSocket[] } = { "acct-eastus.documents.azure.com:443:": [] };
     const { request } = sdkRead({ sockets, maxSockets: Infinity, maxTotalSockets: Infinity });
     const socket = socketFor(request);
     sockets["acct-eastus.documents.azure.com:443:"].push(socket);
     harness.transport.script(eastUs.endpoint, { status: 200, delayMs: slow });
     harness.transport.script(westUs.endpoint, { status: 200, delayMs: 10 });
-    return { socket, pending: hedged(options)(request) };
+    const pending = hedged(options)(request);
+    await harness.clock.tickAsync(threshold + 10);
+    const diagnostics = diagnosticsOf(pending);
+    assert.equal(diagnostics.arms[0]?.outcome, "drained");
+    return { socket, diagnostics };
   }
 
   it("a primary that loses drains by nature: its connection stops keeping the process alive at once and is destroyed at the drain's bound", async () => {
-    const { socket, pending } = primaryLosesOnItsSocket();
-    await harness.clock.tickAsync(threshold + 10);
-    const diagnostics = diagnosticsOf(pending);
+    const { socket, diagnostics } = await primaryDrainsOnItsSocket();
     assert.equal(diagnostics.terminalState, "hedgeWon");
-    assert.equal(diagnostics.arms[0]?.outcome, "drained");
     assert.deepEqual([socket.unrefs, socket.destroys], [1, 0], "released from keeping the process alive when the drain starts");
     await harness.clock.tickAsync(loserDrainDefaults.maxDrainMs);
     assert.deepEqual([socket.unrefs, socket.destroys], [1, 1], "destroyed at the drain's time bound");
@@ -153,10 +154,7 @@ describe("HedgingRace: the lazy race", () => {
   // Found by a hostile review (helper-44): the caller would have cut its primary at its requestTimeout, and stops applying
   // it once the race has answered; drained to the drain's 5 s, a hot item's primaries held a script's process past it.
   it("a losing primary of the caller's drains no longer than the caller's requestTimeout from its start, when that comes before the drain's bound", async () => {
-    const { socket, pending } = primaryLosesOnItsSocket({ requestTimeout: 1000 });
-    await harness.clock.tickAsync(threshold + 10);
-    const diagnostics = diagnosticsOf(pending);
-    assert.equal(diagnostics.arms[0]?.outcome, "drained");
+    const { socket, diagnostics } = await primaryDrainsOnItsSocket({ requestTimeout: 1000 });
     await harness.clock.tickAsync(1000 - (threshold + 10) - 1);
     assert.equal(socket.destroys, 0, "still draining a millisecond before the caller's timeout");
     await harness.clock.tickAsync(1);
@@ -169,9 +167,7 @@ describe("HedgingRace: the lazy race", () => {
   // after 0 to 5 ms of work in a tick, by up to 0.89 ms): cut then, the primary would have run a hair less than the
   // SDK's timeout, and the breaker watch would not count it against its region as the SDK counts plain's.
   it("a drain timer that fires before its time by performance.now() waits out the rest: the primary is cut having run the caller's whole timeout", async () => {
-    const { socket, pending } = primaryLosesOnItsSocket({ requestTimeout: 1000 });
-    await harness.clock.tickAsync(threshold + 10);
-    const diagnostics = diagnosticsOf(pending);
+    const { socket, diagnostics } = await primaryDrainsOnItsSocket({ requestTimeout: 1000 });
     const clockNow = performance.now.bind(performance);
     // From here the process's clock reads half a millisecond behind the timers'.
     performance.now = () => clockNow() - 0.5;
